@@ -1,0 +1,3 @@
+// Catch2 v2 runner.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
