@@ -1,0 +1,65 @@
+// The per-sequence decode state of DeepSeek-V4 (architecture note §4): exactly what a later token
+// needs, per layer. Capacity (the longest context the state must hold) is planned up front; nothing
+// is reallocated while it runs. All values are f32 on the CPU backend.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace memra {
+
+// One compressor's state (main kv pool, or the CSA indexer's key pool). m = ratio, c = 2 for CSA
+// (overlapping windows) and 1 for HCA, w = entry width (d for main, di for the indexer).
+struct CompressorState {
+  int64_t ratio = 0;   // m
+  int64_t overlap = 1; // c
+  int64_t width = 0;   // w
+  std::vector<float> pend_kv;     // [m, c·w]  rows 0..pos%m-1 live: projections of the open window
+  std::vector<float> pend_score;  // [m, c·w]  pre-softmax gate scores, ape already added
+  std::vector<float> prev_kv;     // [m, w]    CSA: Ca half of the last closed window (live once pos ≥ m)
+  std::vector<float> prev_score;  // [m, w]    CSA: its scores (with ape)
+  std::vector<float> entries;     // [capacity/m, w]  closed entries; rows 0..pos/m-1 live
+};
+
+struct LayerState {
+  std::vector<float> window;   // [W, d] ring of post-norm, post-rope kv; slot = position % W
+  CompressorState compressor;  // CSA/HCA only
+  CompressorState indexer;     // CSA only
+};
+
+struct DecodeState {
+  int64_t pos = 0;       // tokens processed so far = the next position
+  int64_t capacity = 0;  // most tokens this state can hold
+  std::vector<LayerState> layers;
+  std::vector<float> last_logits;  // [V] logits of position pos-1 (empty at pos 0): what greedy continues from
+};
+
+// A live tensor of the state, by stable name (e.g. `layers.3.csa.cmp`): the unit that snapshots,
+// hashes and gates compare. Values are in position order (the window oldest first).
+struct CacheClass {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+// Allocates an empty state for `capacity` tokens (throws Error if capacity < 1).
+DecodeState make_decode_state(const ModelConfig& config, int64_t capacity);
+
+// The named live tensors and nothing else (no dead capacity tails, no scratch), in a stable order:
+// per layer l: layers.l.window [min(pos,W), d]; CSA: layers.l.csa.{cmp [pos/m,d], pend_kv/pend_score
+// [pos%m, 2d], prev_kv/prev_score [m,d] (pos ≥ m), idxk [pos/m,di], idx_pend_kv/idx_pend_score
+// [pos%m, 2di], idx_prev_kv/idx_prev_score [m,di] (pos ≥ m)}; HCA: layers.l.hca.{cmp, pend_kv, pend_score}.
+// Then `last_logits` [V] when pos > 0. Empty classes (a dimension of 0) are omitted.
+std::vector<CacheClass> cache_classes(const ModelConfig& config, const DecodeState& state);
+
+// The classes that a state at `pos` must have: names and shapes, in cache_classes() order.
+std::vector<CacheClass> expected_cache_classes(const ModelConfig& config, int64_t pos);
+
+// Rebuilds a state at `pos` with `capacity` ≥ pos from classes (names and shapes must be exactly
+// expected_cache_classes(config, pos); throws Error naming the first disagreement).
+DecodeState decode_state_from_classes(const ModelConfig& config, int64_t pos, int64_t capacity,
+                                      const std::vector<CacheClass>& classes);
+
+}  // namespace memra
