@@ -27,6 +27,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;             // "cpu", "cuda"
   virtual std::string precision_class() const = 0;  // e.g. "cpu-f32-exact"
+  virtual int64_t vocab_size() const = 0;
   virtual DecodeState new_state(int64_t capacity) const = 0;
   // Processes tokens at positions state.pos .. state.pos+T-1 in one call and advances the state.
   // logits (may be null) receives [T, V]. Throws Error when capacity would be exceeded.
