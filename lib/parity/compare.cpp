@@ -1,0 +1,141 @@
+// Numeric and discrete stage comparisons for memra parity.
+#include "parity/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace memra {
+
+Tolerance tolerance_for(const std::string& engine_class, const std::string& dump_dtype) {
+  // The exact f32 path against an f32 or f64 transformers forward: measured agreement is ~1e-6
+  // relative-to-max (docs/parity.md); 1e-5 leaves a decade of headroom and still catches any
+  // real mechanism error (those show up at 1e-3 and above).
+  if (engine_class == "cpu-f32-exact" && (dump_dtype == "float32" || dump_dtype == "float64"))
+    return {engine_class + " vs " + dump_dtype, 1e-5, 1e-5};
+  // Anything else (bf16 references, fast paths) gets the bf16 parity class.
+  return {engine_class + " vs " + dump_dtype, 2e-2, 2e-2};
+}
+
+static std::string num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+std::string StageResult::line() const {
+  std::string s = name + "  " + (pass ? "PASS" : "FAIL");
+  if (kind == "values") {
+    s += "  max_abs " + num(max_abs) + " at " + std::to_string(index) + " (got " + num(got) + ", want " + num(want) +
+         ")  rel_to_max " + num(rel_to_max) + " (tolerance " + num(tolerance) + ")";
+    if (top1_total >= 0) s += "  top1 " + std::to_string(top1_agree) + "/" + std::to_string(top1_total);
+  } else {
+    s += "  rows " + std::to_string(rows) + "  flips " + std::to_string(flips.size()) + " (" +
+         std::to_string(flips_out_of_band) + " out of band)";
+    for (const Flip& f : flips) {
+      if (&f - flips.data() >= 3) {
+        s += " ...";
+        break;
+      }
+      s += "  [pos " + std::to_string(f.position) + " margin " + num(f.margin) + (f.in_band ? " IN-BAND" : " OUT-OF-BAND") + "]";
+    }
+  }
+  return s;
+}
+
+nlohmann::json StageResult::to_json() const {
+  nlohmann::json j = {{"name", name}, {"kind", kind}, {"result", pass ? "PASS" : "FAIL"}};
+  if (kind == "values") {
+    j["max_abs"] = max_abs;
+    j["index"] = index;
+    j["got"] = got;
+    j["want"] = want;
+    j["rel_to_max"] = rel_to_max;
+    j["tolerance"] = tolerance;
+    if (top1_total >= 0) {
+      j["top1_agree"] = top1_agree;
+      j["top1_total"] = top1_total;
+    }
+  } else {
+    j["rows"] = rows;
+    j["flips_out_of_band"] = flips_out_of_band;
+    nlohmann::json fl = nlohmann::json::array();
+    for (const Flip& f : flips)
+      fl.push_back({{"position", f.position}, {"reference", f.reference}, {"engine", f.engine}, {"margin", f.margin},
+                    {"class", f.in_band ? "IN-BAND" : "OUT-OF-BAND"}});
+    j["flips"] = fl;
+  }
+  return j;
+}
+
+StageResult compare_values(const std::string& name, const std::vector<float>& got, const std::vector<float>& want,
+                           double tolerance, int64_t row_width) {
+  if (got.size() != want.size())
+    throw Error("stage " + name + ": engine produced " + std::to_string(got.size()) + " values, the dump has " +
+                std::to_string(want.size()));
+  StageResult r;
+  r.name = name;
+  r.kind = "values";
+  r.tolerance = tolerance;
+  double max_ref = 0;
+  bool nonfinite = false;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i]) || !std::isfinite(want[i])) {
+      if (!(std::isinf(got[i]) && got[i] == want[i])) nonfinite = true;
+      continue;
+    }
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(want[i])));
+    double d = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (d > r.max_abs || r.index < 0) {
+      r.max_abs = d;
+      r.index = static_cast<int64_t>(i);
+      r.got = got[i];
+      r.want = want[i];
+    }
+  }
+  r.rel_to_max = max_ref > 0 ? r.max_abs / max_ref : r.max_abs;
+  r.pass = !nonfinite && r.rel_to_max <= tolerance;
+  if (row_width > 0) {
+    const int64_t rows = static_cast<int64_t>(got.size()) / row_width;
+    r.top1_total = rows;
+    r.top1_agree = 0;
+    for (int64_t t = 0; t < rows; ++t) {
+      auto g = std::max_element(got.begin() + t * row_width, got.begin() + (t + 1) * row_width);
+      auto w = std::max_element(want.begin() + t * row_width, want.begin() + (t + 1) * row_width);
+      if (g - got.begin() - t * row_width == w - want.begin() - t * row_width) ++r.top1_agree;
+    }
+    if (r.top1_agree != rows) r.pass = false;
+  }
+  return r;
+}
+
+StageResult compare_decisions(const std::string& name, const std::vector<float>& engine, const std::vector<int64_t>& reference,
+                              int64_t k, const std::vector<float>& margin, double band) {
+  if (engine.size() != reference.size() || k <= 0)
+    throw Error("stage " + name + ": engine has " + std::to_string(engine.size()) + " decisions, the dump " +
+                std::to_string(reference.size()));
+  StageResult r;
+  r.name = name;
+  r.kind = "decisions";
+  r.rows = static_cast<int64_t>(reference.size()) / k;
+  for (int64_t t = 0; t < r.rows; ++t) {
+    std::vector<int64_t> a, b;
+    for (int64_t i = 0; i < k; ++i) {
+      if (engine[t * k + i] >= 0) a.push_back(static_cast<int64_t>(engine[t * k + i]));
+      if (reference[t * k + i] >= 0) b.push_back(reference[t * k + i]);
+    }
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    if (a == b) continue;
+    double m = t < static_cast<int64_t>(margin.size()) ? margin[t] : INFINITY;
+    Flip f{t, b, a, m, m <= band};
+    if (!f.in_band) ++r.flips_out_of_band;
+    r.flips.push_back(f);
+  }
+  r.pass = r.flips_out_of_band == 0;
+  return r;
+}
+
+}  // namespace memra

@@ -1,0 +1,73 @@
+// Reference dumps: a folder with manifest.json (geometry the dump was computed under, producer,
+// seed, regeneration command, per-array dtype/shape/XXH3-128) and the arrays in safetensors.
+// Validation is manifest-first (seed 003): the model's config is the authority, the dump the
+// claimant. Geometry is compared field by field before any value is read; every array's shape is
+// asserted against the product the config predicts, never divided to infer a dimension.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "format/safetensors.h"
+#include "model/config.h"
+
+namespace memra {
+
+// One geometry field's verdict.
+struct GeometryCheck {
+  std::string field;   // dotted path, e.g. "rope_parameters.compress.factor"
+  std::string status;  // "agree", "DISAGREE", "MISSING" (required, absent), "absent" (optional, absent)
+  std::string config_value;
+  std::string dump_value;
+};
+
+struct ArrayCheck {
+  std::string name;
+  std::string status;  // "ok", "DISAGREE" (shape/dtype vs config or manifest), "HASH" (bytes), "MISSING", "unexpected"
+  std::string detail;
+};
+
+struct DumpValidation {
+  bool refused = false;
+  std::vector<std::string> reasons;  // why refused, one line each
+  std::vector<GeometryCheck> geometry;
+  std::vector<ArrayCheck> arrays;
+  std::string regenerate;  // the manifest's regeneration command (or a default)
+};
+
+class ReferenceDump {
+ public:
+  // Reads manifest.json and opens the data file (hostile-safe). Throws Error (exit 2) when the
+  // folder is not a readable dump; geometry disagreement is NOT an error here (see validate()).
+  static ReferenceDump open(const std::string& dir);
+
+  const nlohmann::json& manifest() const { return manifest_; }
+  const std::string& dir() const { return dir_; }
+  int64_t tokens() const { return tokens_; }  // T claimed by the manifest
+  int64_t incremental_prefix() const { return incremental_prefix_; }  // P, or -1 when absent
+  std::string compute_dtype() const;  // producer.compute_dtype, or "unknown"
+
+  // Manifest-first validation against `config`; never reads array values before geometry passes.
+  DumpValidation validate(const ModelConfig& config) const;
+
+  bool has(const std::string& name) const;
+  std::vector<float> f32(const std::string& name) const;      // F32 (or F64) array as f32
+  std::vector<int64_t> ints(const std::string& name) const;   // I32/I64 array
+  std::vector<int64_t> shape(const std::string& name) const;
+
+ private:
+  std::string dir_;
+  nlohmann::json manifest_;
+  int64_t tokens_ = 0;
+  int64_t incremental_prefix_ = -1;
+  std::shared_ptr<SafetensorsFile> data_;
+};
+
+// The shapes the config predicts for a dump of T tokens (incremental prefix P, or -1).
+std::map<std::string, std::vector<int64_t>> predicted_dump_shapes(const ModelConfig& config, int64_t T, int64_t P);
+
+}  // namespace memra
