@@ -1,0 +1,269 @@
+// Decode state allocation and its packing into named cache classes (the live tensors that snapshots,
+// hashes and gates compare). One layout table (class_layout) drives both directions, so the names,
+// shapes and order of cache_classes(), expected_cache_classes() and decode_state_from_classes()
+// cannot drift apart.
+#include "engine/decode_state.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "core/error.h"
+
+namespace memra {
+
+namespace {
+
+// Which buffer of a layer a class is read from / written to.
+enum class Part { kWindow, kEntries, kPendKv, kPendScore, kPrevKv, kPrevScore };
+
+struct ClassSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t layer = -1;       // -1: last_logits
+  bool indexer = false;     // CSA indexer compressor instead of the main one
+  Part part = Part::kWindow;
+};
+
+int64_t ratio_of(const ModelConfig& config, int64_t layer) {
+  switch (config.layer_types[layer]) {
+    case LayerKind::kCSA: return config.csa_rate;
+    case LayerKind::kHCA: return config.hca_rate;
+    default: return 0;
+  }
+}
+
+void check_config(const ModelConfig& config) {
+  if (config.num_hidden_layers < 0 || static_cast<int64_t>(config.layer_types.size()) != config.num_hidden_layers)
+    throw Error("model config has " + std::to_string(config.layer_types.size()) + " layer_types for " +
+                std::to_string(config.num_hidden_layers) + " layers");
+  if (config.head_dim <= 0 || config.sliding_window <= 0 || config.vocab_size <= 0)
+    throw Error("model config has a non-positive head_dim, sliding_window or vocab_size");
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    if (config.layer_types[l] == LayerKind::kSliding) continue;
+    if (ratio_of(config, l) <= 0) throw Error("model config has a non-positive compress rate for layer " + std::to_string(l));
+    if (config.layer_types[l] == LayerKind::kCSA && config.index_head_dim <= 0)
+      throw Error("model config has a non-positive index_head_dim for CSA layer " + std::to_string(l));
+  }
+}
+
+// The classes of a state at `pos`, in the stable order documented in decode_state.h.
+std::vector<ClassSpec> class_layout(const ModelConfig& config, int64_t pos) {
+  check_config(config);
+  if (pos < 0) throw Error("decode state position " + std::to_string(pos) + " is negative");
+  std::vector<ClassSpec> out;
+  auto add = [&](std::string name, std::vector<int64_t> shape, int64_t layer, bool indexer, Part part) {
+    for (int64_t d : shape)
+      if (d == 0) return;  // empty classes are omitted
+    out.push_back({std::move(name), std::move(shape), layer, indexer, part});
+  };
+  const int64_t d = config.head_dim;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    add(p + "window", {std::min(pos, config.sliding_window), d}, l, false, Part::kWindow);
+    const int64_t m = ratio_of(config, l);
+    if (config.layer_types[l] == LayerKind::kCSA) {
+      const int64_t di = config.index_head_dim;
+      const std::string c = p + "csa.";
+      add(c + "cmp", {pos / m, d}, l, false, Part::kEntries);
+      add(c + "pend_kv", {pos % m, 2 * d}, l, false, Part::kPendKv);
+      add(c + "pend_score", {pos % m, 2 * d}, l, false, Part::kPendScore);
+      if (pos >= m) {
+        add(c + "prev_kv", {m, d}, l, false, Part::kPrevKv);
+        add(c + "prev_score", {m, d}, l, false, Part::kPrevScore);
+      }
+      add(c + "idxk", {pos / m, di}, l, true, Part::kEntries);
+      add(c + "idx_pend_kv", {pos % m, 2 * di}, l, true, Part::kPendKv);
+      add(c + "idx_pend_score", {pos % m, 2 * di}, l, true, Part::kPendScore);
+      if (pos >= m) {
+        add(c + "idx_prev_kv", {m, di}, l, true, Part::kPrevKv);
+        add(c + "idx_prev_score", {m, di}, l, true, Part::kPrevScore);
+      }
+    } else if (config.layer_types[l] == LayerKind::kHCA) {
+      const std::string c = p + "hca.";
+      add(c + "cmp", {pos / m, d}, l, false, Part::kEntries);
+      add(c + "pend_kv", {pos % m, d}, l, false, Part::kPendKv);
+      add(c + "pend_score", {pos % m, d}, l, false, Part::kPendScore);
+    }
+  }
+  if (pos > 0) add("last_logits", {config.vocab_size}, -1, false, Part::kWindow);
+  return out;
+}
+
+CompressorState make_compressor(int64_t m, int64_t c, int64_t w, int64_t capacity) {
+  CompressorState s;
+  s.ratio = m;
+  s.overlap = c;
+  s.width = w;
+  s.pend_kv.assign(static_cast<size_t>(m * c * w), 0.0f);
+  s.pend_score.assign(static_cast<size_t>(m * c * w), 0.0f);
+  if (c == 2) {
+    // Before the first window closes the previous-window rows are kv 0 and score -inf (§3.5).
+    s.prev_kv.assign(static_cast<size_t>(m * w), 0.0f);
+    s.prev_score.assign(static_cast<size_t>(m * w), -std::numeric_limits<float>::infinity());
+  }
+  s.entries.assign(static_cast<size_t>((capacity / m) * w), 0.0f);
+  return s;
+}
+
+CompressorState& compressor_of(LayerState& layer, bool indexer) { return indexer ? layer.indexer : layer.compressor; }
+
+// Checks that `state` has the buffers make_decode_state(config, state.capacity) gives it.
+void check_state(const ModelConfig& config, const DecodeState& state) {
+  if (state.capacity < 1 || state.pos < 0 || state.pos > state.capacity)
+    throw Error("decode state has position " + std::to_string(state.pos) + " and capacity " +
+                std::to_string(state.capacity) + " (need 0 <= position <= capacity, capacity >= 1)");
+  if (static_cast<int64_t>(state.layers.size()) != config.num_hidden_layers)
+    throw Error("decode state has " + std::to_string(state.layers.size()) + " layers, the model has " +
+                std::to_string(config.num_hidden_layers));
+  const int64_t d = config.head_dim;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    const LayerState& ls = state.layers[l];
+    const std::string where = "decode state layer " + std::to_string(l);
+    if (static_cast<int64_t>(ls.window.size()) != config.sliding_window * d)
+      throw Error(where + " window holds " + std::to_string(ls.window.size()) + " values, expected " +
+                  std::to_string(config.sliding_window * d));
+    const int64_t m = ratio_of(config, l);
+    auto check_cmp = [&](const CompressorState& s, int64_t c, int64_t w, const char* what) {
+      const bool ok = s.ratio == m && s.overlap == c && s.width == w &&
+                      static_cast<int64_t>(s.pend_kv.size()) == m * c * w &&
+                      static_cast<int64_t>(s.pend_score.size()) == m * c * w &&
+                      static_cast<int64_t>(s.prev_kv.size()) == (c == 2 ? m * w : 0) &&
+                      static_cast<int64_t>(s.prev_score.size()) == (c == 2 ? m * w : 0) &&
+                      static_cast<int64_t>(s.entries.size()) >= (state.capacity / m) * w;
+      if (!ok) throw Error(where + " " + what + " buffers do not match the model config");
+    };
+    if (config.layer_types[l] == LayerKind::kCSA) {
+      check_cmp(ls.compressor, 2, d, "compressor");
+      check_cmp(ls.indexer, 2, config.index_head_dim, "indexer compressor");
+    } else if (config.layer_types[l] == LayerKind::kHCA) {
+      check_cmp(ls.compressor, 1, d, "compressor");
+    }
+  }
+  if (state.pos > 0 && static_cast<int64_t>(state.last_logits.size()) != config.vocab_size)
+    throw Error("decode state at position " + std::to_string(state.pos) + " has " +
+                std::to_string(state.last_logits.size()) + " last_logits, expected " + std::to_string(config.vocab_size));
+}
+
+// Copies `rows` rows of `width` floats between a class (dense) and a buffer (row stride `stride`,
+// starting at `col`). to_class = true reads the buffer.
+void copy_rows(float* cls, float* buf, int64_t rows, int64_t width, int64_t stride, int64_t col, bool to_class) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* a = cls + r * width;
+    float* b = buf + r * stride + col;
+    if (to_class) std::memcpy(a, b, sizeof(float) * width);
+    else std::memcpy(b, a, sizeof(float) * width);
+  }
+}
+
+// Moves one class between `values` and the state (to_class = true: state → values).
+void transfer(const ModelConfig& config, const ClassSpec& spec, DecodeState& state, float* values, bool to_class) {
+  const int64_t pos = state.pos;
+  if (spec.layer < 0) {  // last_logits
+    if (to_class) std::memcpy(values, state.last_logits.data(), sizeof(float) * config.vocab_size);
+    else state.last_logits.assign(values, values + config.vocab_size);
+    return;
+  }
+  LayerState& ls = state.layers[spec.layer];
+  const int64_t rows = spec.shape[0], width = spec.shape[1];
+  if (spec.part == Part::kWindow) {
+    const int64_t W = config.sliding_window;
+    for (int64_t i = 0; i < rows; ++i) {  // oldest first: position pos - rows + i lives at slot position % W
+      const int64_t slot = (pos - rows + i) % W;
+      copy_rows(values + i * width, ls.window.data() + slot * width, 1, width, width, 0, to_class);
+    }
+    return;
+  }
+  CompressorState& s = compressor_of(ls, spec.indexer);
+  switch (spec.part) {
+    case Part::kEntries: copy_rows(values, s.entries.data(), rows, width, width, 0, to_class); break;
+    case Part::kPendKv: copy_rows(values, s.pend_kv.data(), rows, width, width, 0, to_class); break;
+    case Part::kPendScore: copy_rows(values, s.pend_score.data(), rows, width, width, 0, to_class); break;
+    case Part::kPrevKv: copy_rows(values, s.prev_kv.data(), rows, width, width, 0, to_class); break;
+    case Part::kPrevScore: copy_rows(values, s.prev_score.data(), rows, width, width, 0, to_class); break;
+    default: break;
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+DecodeState make_decode_state(const ModelConfig& config, int64_t capacity) {
+  if (capacity < 1) throw Error("decode state capacity " + std::to_string(capacity) + " is less than 1");
+  check_config(config);
+  DecodeState state;
+  state.capacity = capacity;
+  const int64_t d = config.head_dim;
+  state.layers.resize(static_cast<size_t>(config.num_hidden_layers));
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    LayerState& ls = state.layers[l];
+    ls.window.assign(static_cast<size_t>(config.sliding_window * d), 0.0f);  // [W, d]
+    const int64_t m = ratio_of(config, l);
+    if (config.layer_types[l] == LayerKind::kCSA) {
+      ls.compressor = make_compressor(m, 2, d, capacity);
+      ls.indexer = make_compressor(m, 2, config.index_head_dim, capacity);
+    } else if (config.layer_types[l] == LayerKind::kHCA) {
+      ls.compressor = make_compressor(m, 1, d, capacity);
+    }
+  }
+  return state;
+}
+
+std::vector<CacheClass> expected_cache_classes(const ModelConfig& config, int64_t pos) {
+  std::vector<CacheClass> out;
+  for (auto& spec : class_layout(config, pos)) out.push_back({std::move(spec.name), std::move(spec.shape), {}});
+  return out;
+}
+
+std::vector<CacheClass> cache_classes(const ModelConfig& config, const DecodeState& state) {
+  check_state(config, state);
+  std::vector<CacheClass> out;
+  DecodeState& source = const_cast<DecodeState&>(state);  // transfer() only reads it when to_class
+  for (auto& spec : class_layout(config, state.pos)) {
+    CacheClass c{spec.name, spec.shape, {}};
+    int64_t n = 1;
+    for (int64_t dim : spec.shape) n *= dim;
+    c.values.resize(static_cast<size_t>(n));
+    transfer(config, spec, source, c.values.data(), true);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+DecodeState decode_state_from_classes(const ModelConfig& config, int64_t pos, int64_t capacity,
+                                      const std::vector<CacheClass>& classes) {
+  if (pos < 0) throw Error("decode state position " + std::to_string(pos) + " is negative");
+  if (capacity < pos)
+    throw negative("capacity " + std::to_string(capacity) + " is smaller than the state's position " + std::to_string(pos),
+                   "restore with a capacity of at least " + std::to_string(pos));
+  const std::vector<ClassSpec> layout = class_layout(config, pos);
+  for (size_t i = 0; i < std::max(layout.size(), classes.size()); ++i) {
+    if (i >= classes.size())
+      throw Error("cache class " + layout[i].name + " is missing (a state at position " + std::to_string(pos) + " has it)");
+    if (i >= layout.size())
+      throw Error("cache class " + classes[i].name + " is not expected at position " + std::to_string(pos));
+    const ClassSpec& want = layout[i];
+    const CacheClass& have = classes[i];
+    if (have.name != want.name)
+      throw Error("cache class " + std::to_string(i) + " is " + have.name + ", expected " + want.name);
+    if (have.shape != want.shape)
+      throw Error("cache class " + have.name + " has shape " + shape_text(have.shape) + ", expected " + shape_text(want.shape));
+    int64_t n = 1;
+    for (int64_t dim : want.shape) n *= dim;
+    if (static_cast<int64_t>(have.values.size()) != n)
+      throw Error("cache class " + have.name + " holds " + std::to_string(have.values.size()) + " values, its shape needs " +
+                  std::to_string(n));
+  }
+  DecodeState state = make_decode_state(config, capacity);
+  state.pos = pos;
+  for (size_t i = 0; i < layout.size(); ++i)
+    transfer(config, layout[i], state, const_cast<float*>(classes[i].values.data()), false);
+  return state;
+}
+
+}  // namespace memra

@@ -1,0 +1,354 @@
+// State file writing (hash, then stream header and class bytes through AtomicWriter without an
+// in-memory copy of the payload) and reading (verification before any byte is used).
+#include "state/state_file.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/file_io.h"
+#include "format/json_guard.h"
+#include "memra_version.h"
+#include "state/class_hash.h"
+
+namespace memra {
+
+namespace {
+
+const char* const kCorruptHint = "the state file is corrupt, truncated or not a memra state; write it again";
+
+// Keys the format owns; extra metadata may not use them (nor the hash. prefix).
+const char* const kReservedKeys[] = {"format", "format_version", "writer", "model_fingerprint",
+                                     "precision_class", "position", "capacity"};
+
+struct HeaderEntry {
+  std::string_view name;
+  const char* dtype;
+  const std::vector<int64_t>* shape;
+  uint64_t begin, end;
+};
+
+// The one byte form of a state file's header (format 1.x): nlohmann's compact dump (object keys in
+// byte order) of {name: {dtype, shape, data_offsets}, "__metadata__": {...}}, padded with spaces
+// so that the data section starts at a multiple of 8.
+std::string canonical_header(const std::vector<HeaderEntry>& entries, const std::map<std::string, std::string>& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  for (const auto& e : entries)
+    header[std::string(e.name)] = {{"dtype", e.dtype}, {"shape", *e.shape}, {"data_offsets", {e.begin, e.end}}};
+  header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  while ((8 + text.size()) % 8 != 0) text.push_back(' ');
+  return text;
+}
+
+bool valid_class_name(std::string_view name) {
+  if (name.empty() || name.size() > 200 || name == "state" || name == "metadata" || name == "__metadata__") return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+      return false;
+  return true;
+}
+
+bool is_extension(std::string_view name) { return name.rfind(kDrafterClassPrefix, 0) == 0; }
+
+bool canonical_hex(const std::string& text, Hash128* out) {
+  return Hash128::parse_hex(text, out) && out->hex() == text;
+}
+
+// Decimal without sign or leading zeros, at most 18 digits.
+bool parse_count(const std::string& text, int64_t* out) {
+  if (text.empty() || text.size() > 18 || (text.size() > 1 && text[0] == '0')) return false;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+// "M.m" with each part a count of at most 4 digits.
+bool parse_version(const std::string& text, int* major, int* minor) {
+  const size_t dot = text.find('.');
+  if (dot == std::string::npos) return false;
+  int64_t a, b;
+  const std::string ma = text.substr(0, dot), mi = text.substr(dot + 1);
+  if (ma.size() > 4 || mi.size() > 4 || !parse_count(ma, &a) || !parse_count(mi, &b)) return false;
+  *major = static_cast<int>(a);
+  *minor = static_cast<int>(b);
+  return true;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+struct Prepared {
+  std::string header;  // canonical header text (padded)
+  StateWriteResult result;
+};
+
+Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const StateWriteOptions& options) {
+  Hash128 probe;
+  if (!canonical_hex(origin.model_fingerprint, &probe))
+    throw Error("model fingerprint '" + printable(origin.model_fingerprint) + "' is not 32 lower-case hex digits",
+                "pass Model::fingerprint().hex()");
+  if (origin.precision_class.empty()) throw Error("a state file needs a precision class (e.g. cpu-f32-exact)");
+  if (snap.capacity < 1 || snap.pos < 0 || snap.pos > snap.capacity)
+    throw Error("snapshot has position " + std::to_string(snap.pos) + " and capacity " + std::to_string(snap.capacity));
+
+  std::vector<ClassBytes> items;
+  std::vector<std::string_view> seen;
+  for (const auto& c : snap.classes) {
+    if (!valid_class_name(c.name)) throw Error("class name '" + printable(c.name) + "' is not allowed in a state file");
+    uint64_t n = 1;
+    for (int64_t d : c.shape) {
+      if (d <= 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
+        throw Error("class " + c.name + " has shape " + shape_text(c.shape) + " (every dimension must be positive)");
+    }
+    if (n != c.values.size())
+      throw Error("class " + c.name + " holds " + std::to_string(c.values.size()) + " values, its shape needs " + std::to_string(n));
+    if (std::find(seen.begin(), seen.end(), c.name) != seen.end()) throw Error("class " + c.name + " appears twice");
+    seen.push_back(c.name);
+    items.push_back({c.name, "F32", &c.shape, c.values.data(), c.values.size() * sizeof(float)});
+  }
+
+  Prepared p;
+  p.result.class_hashes = class_hashes(items, options.threads);
+  p.result.state_hash = state_hash(p.result.class_hashes);
+
+  std::map<std::string, std::string> md;
+  for (const auto& [k, v] : options.extra_metadata) {
+    for (const char* r : kReservedKeys)
+      if (k == r) throw Error("metadata key " + k + " is reserved by the state format");
+    if (k.rfind("hash.", 0) == 0) throw Error("metadata key " + k + " is reserved by the state format");
+    md[k] = v;
+  }
+  md["format"] = kStateFormatName;
+  md["format_version"] = std::to_string(kStateFormatMajor) + "." + std::to_string(kStateFormatMinor);
+  md["writer"] = std::string("memra ") + MEMRA_VERSION;
+  md["model_fingerprint"] = origin.model_fingerprint;
+  md["precision_class"] = origin.precision_class;
+  md["position"] = std::to_string(snap.pos);
+  md["capacity"] = std::to_string(snap.capacity);
+  for (size_t i = 0; i < items.size(); ++i) md["hash." + std::string(items[i].name)] = p.result.class_hashes[i].hex();
+  md["hash.state"] = p.result.state_hash.hex();
+  md[kMetadataHashKey] = metadata_hash(md).hex();
+
+  std::vector<HeaderEntry> entries;
+  uint64_t offset = 0;
+  for (const auto& it : items) {
+    entries.push_back({it.name, "F32", it.shape, offset, offset + it.nbytes});
+    offset += it.nbytes;
+  }
+  p.header = canonical_header(entries, md);
+  p.result.file_bytes = 8 + p.header.size() + offset;
+  return p;
+}
+
+std::string header_length_bytes(uint64_t n) {
+  std::string out;
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  return out;
+}
+
+}  // namespace
+
+StateWriteResult write_state_file(const std::string& path, const HostSnapshot& snap, const StateOrigin& origin,
+                                  const StateWriteOptions& options) {
+  Prepared p = prepare(snap, origin, options);
+  AtomicWriter out(path);
+  out.write(header_length_bytes(p.header.size()));
+  out.write(p.header);
+  for (const auto& c : snap.classes) out.write(c.values.data(), c.values.size() * sizeof(float));
+  out.commit();
+  return p.result;
+}
+
+std::string serialize_state_file(const HostSnapshot& snap, const StateOrigin& origin, const StateWriteOptions& options) {
+  Prepared p = prepare(snap, origin, options);
+  std::string out = header_length_bytes(p.header.size()) + p.header;
+  out.reserve(p.result.file_bytes);
+  for (const auto& c : snap.classes)
+    out.append(reinterpret_cast<const char*>(c.values.data()), c.values.size() * sizeof(float));
+  return out;
+}
+
+StateFile StateFile::open(const std::string& path, StateCheck check, int threads) {
+  return parse(InputBytes::open(path), check, threads);
+}
+
+StateFile StateFile::parse(InputBytes bytes, StateCheck check, int threads) {
+  const std::string where = "state file " + (bytes.path().empty() ? std::string("(memory)") : bytes.path());
+  auto bad = [&](const std::string& what) { return negative(where + ": " + what, kCorruptHint); };
+
+  StateFile f;
+  try {
+    f.file_ = SafetensorsFile::parse(std::move(bytes));
+  } catch (const Error& e) {
+    throw negative(std::string(e.what()), kCorruptHint);  // the parser names the file
+  }
+  f.metadata_ = f.file_.metadata();
+  const auto& md = f.metadata_;
+  auto get = [&](const char* key) -> const std::string& {
+    auto it = md.find(key);
+    if (it == md.end()) throw bad(std::string("__metadata__ has no ") + key + " (not a memra state file?)");
+    return it->second;
+  };
+
+  if (get("format") != kStateFormatName)
+    throw bad("format is '" + printable(get("format")) + "', expected " + kStateFormatName);
+  int major = 0, minor = 0;
+  const std::string& version = get("format_version");
+  if (!parse_version(version, &major, &minor)) throw bad("format_version '" + printable(version) + "' is not MAJOR.MINOR");
+  Hash128 stored_md, computed_md = metadata_hash(md);
+  if (!canonical_hex(get(kMetadataHashKey), &stored_md)) throw bad("hash.metadata is not 32 lower-case hex digits");
+  if (stored_md != computed_md)
+    throw bad("metadata hash mismatch (stored " + stored_md.hex() + ", computed " + computed_md.hex() +
+              "): the header was modified or damaged");
+  if (major != kStateFormatMajor)
+    throw Error(where + ": format version " + version + " is not readable by this memra (reads " +
+                    std::to_string(kStateFormatMajor) + ".x)",
+                major > kStateFormatMajor ? "use a newer memra to read this state" : "rewrite the state with this memra");
+  f.version_ = version;
+  f.minor_ = minor;
+
+  // Classes in data order: contiguous from 0, non-empty, each with its hash key.
+  uint64_t offset = 0;
+  std::vector<HeaderEntry> entries;
+  for (const TensorView& t : f.file_.tensors()) {
+    if (!valid_class_name(t.name)) throw bad("class name '" + printable(t.name) + "' is not allowed");
+    if (t.nbytes == 0) throw bad("class " + t.name + " is empty (empty classes are never written)");
+    if (t.data_begin != offset)
+      throw bad("class " + t.name + " starts at data offset " + std::to_string(t.data_begin) + ", expected " +
+                std::to_string(offset) + " (classes are contiguous)");
+    if (!is_extension(t.name) && t.dtype != DType::kF32)
+      throw bad("class " + t.name + " has dtype " + dtype_name(t.dtype) + ", expected F32");
+    StateClassView v;
+    v.name = t.name;
+    v.dtype = t.dtype;
+    v.shape = t.shape;
+    v.numel = t.numel;
+    v.data = t.data;
+    v.nbytes = t.nbytes;
+    auto h = md.find("hash." + t.name);
+    if (h == md.end()) throw bad("class " + t.name + " has no hash." + t.name + " in __metadata__");
+    if (!canonical_hex(h->second, &v.hash)) throw bad("hash." + t.name + " is not 32 lower-case hex digits");
+    f.classes_.push_back(std::move(v));
+    offset += t.nbytes;
+    entries.push_back({t.name, dtype_name(t.dtype), &t.shape, t.data_begin, t.data_begin + t.nbytes});
+  }
+  for (const auto& [k, v] : md) {
+    if (k.rfind("hash.", 0) != 0 || k == "hash.state" || k == kMetadataHashKey) continue;
+    if (!f.find(std::string_view(k).substr(5))) throw bad(k + " names no class in the file");
+  }
+  const uint64_t size = f.file_.bytes().size();
+  const uint64_t expected = 8 + f.file_.header_size() + offset;
+  if (size != expected)
+    throw bad(std::to_string(size) + " bytes, the header describes " + std::to_string(expected));
+  std::string_view header_text(reinterpret_cast<const char*>(f.file_.bytes().data() + 8), f.file_.header_size());
+  if (header_text != canonical_header(entries, md)) throw bad("header is not in canonical form (modified or damaged)");
+
+  Hash128 probe;
+  if (!canonical_hex(get("model_fingerprint"), &probe)) throw bad("model_fingerprint is not 32 lower-case hex digits");
+  if (get("precision_class").empty()) throw bad("precision_class is empty");
+  get("writer");
+  if (!parse_count(get("position"), &f.position_)) throw bad("position '" + printable(get("position")) + "' is not a count");
+  if (!parse_count(get("capacity"), &f.capacity_)) throw bad("capacity '" + printable(get("capacity")) + "' is not a count");
+  if (f.capacity_ < 1 || f.position_ > f.capacity_)
+    throw bad("position " + std::to_string(f.position_) + " exceeds capacity " + std::to_string(f.capacity_));
+  if (!canonical_hex(get("hash.state"), &f.state_hash_)) throw bad("hash.state is not 32 lower-case hex digits");
+
+  if (check == StateCheck::kFull) f.verify_payload(threads);
+  return f;
+}
+
+void StateFile::verify_payload(int threads) {
+  if (payload_verified_) return;
+  const std::string where = "state file " + path();
+  std::vector<ClassBytes> items;
+  for (const auto& c : classes_) items.push_back({c.name, dtype_name(c.dtype), &c.shape, c.data, c.nbytes});
+  const std::vector<Hash128> computed = class_hashes(items, threads);
+  for (size_t i = 0; i < classes_.size(); ++i) {
+    if (computed[i] != classes_[i].hash)
+      throw negative(where + ": class " + classes_[i].name + " hash mismatch (stored " + classes_[i].hash.hex() +
+                         ", computed " + computed[i].hex() + ")",
+                     kCorruptHint);
+  }
+  const Hash128 whole = memra::state_hash(computed);
+  if (whole != state_hash_)
+    throw negative(where + ": state hash mismatch (stored " + state_hash_.hex() + ", computed " + whole.hex() + ")",
+                   kCorruptHint);
+  payload_verified_ = true;
+}
+
+const StateClassView* StateFile::find(std::string_view name) const {
+  for (const auto& c : classes_)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+HostSnapshot StateFile::to_host(const ModelConfig& config) const {
+  if (!payload_verified_) throw Error("state file " + path() + " was not verified before use");
+  const std::string where = "state file " + path();
+  const std::vector<CacheClass> expected = expected_cache_classes(config, position_);
+  HostSnapshot host;
+  host.config = config;
+  host.pos = position_;
+  host.capacity = capacity_;
+  size_t i = 0;
+  for (const auto& c : classes_) {
+    if (is_extension(c.name)) continue;
+    if (i >= expected.size())
+      throw negative(where + ": class " + c.name + " is not a class of this model at position " + std::to_string(position_));
+    if (c.name != expected[i].name)
+      throw negative(where + ": class " + c.name + " found where the model expects " + expected[i].name + " at position " +
+                     std::to_string(position_));
+    if (c.shape != expected[i].shape)
+      throw negative(where + ": class " + c.name + " has shape " + shape_text(c.shape) + ", the model expects " +
+                     shape_text(expected[i].shape));
+    CacheClass cc{c.name, c.shape, std::vector<float>(c.numel)};
+    if (c.nbytes) std::memcpy(cc.values.data(), c.data, c.nbytes);
+    host.classes.push_back(std::move(cc));
+    ++i;
+  }
+  if (i < expected.size())
+    throw negative(where + ": class " + expected[i].name + " is missing (the model has it at position " +
+                   std::to_string(position_) + ")");
+  return host;
+}
+
+DecodeState restore_state_file(const StateFile& file, const ModelConfig& config, const std::string& model_fingerprint,
+                               int64_t capacity) {
+  const std::string where = "state file " + file.path();
+  if (file.model_fingerprint() != model_fingerprint)
+    throw negative(where + " belongs to model " + file.model_fingerprint() + ", not to this model (" + model_fingerprint + ")",
+                   "restore it with the model it was written from");
+  if (capacity < file.position())
+    throw negative("capacity " + std::to_string(capacity) + " is smaller than the state's position " +
+                       std::to_string(file.position()),
+                   "restore with --capacity " + std::to_string(file.position()) + " or more");
+  HostSnapshot host = file.to_host(config);
+  DecodeState state = restore_decode_state_for(host, capacity);
+  // Verified restore: the restored state's own classes must hash to what the file says.
+  const std::vector<CacheClass> back = cache_classes(config, state);
+  std::vector<ClassBytes> items;
+  for (const auto& c : back) items.push_back({c.name, "F32", &c.shape, c.values.data(), c.values.size() * sizeof(float)});
+  const std::vector<Hash128> hashes = class_hashes(items);
+  size_t i = 0;
+  for (const auto& c : file.classes()) {
+    if (is_extension(c.name)) continue;
+    if (i >= back.size() || back[i].name != c.name || hashes[i] != c.hash)
+      throw negative(where + ": restored class " + c.name + " does not hash to the file's " + c.hash.hex(),
+                     "this is a memra bug; please report it");
+    ++i;
+  }
+  if (i != back.size()) throw negative(where + ": restored state has more classes than the file", "this is a memra bug");
+  return state;
+}
+
+}  // namespace memra

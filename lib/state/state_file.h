@@ -1,0 +1,115 @@
+// memra state files: a valid safetensors file of a decode state's cache classes (f32, live values
+// only, in cache_classes() order) whose __metadata__ carries the format name and version, the model
+// fingerprint, position, capacity, precision class, an XXH3-128 per class, a whole-state hash and a
+// hash of the metadata itself. docs/state-format.md and manifests/state.schema.json are the spec.
+//
+// Reading is verification first: the safetensors structure (hostile-safe), the format name and
+// version, the metadata hash, the header's canonical byte form, contiguous data that ends exactly
+// at the end of the file, then (StateCheck::kFull) every class hash and the state hash. Any failure
+// is a negative Error (exit 1) naming the reason, except a newer major version (exit 2).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/hash.h"
+#include "format/safetensors.h"
+#include "state/snapshot.h"
+
+namespace memra {
+
+inline constexpr const char* kStateFormatName = "memra.state";
+inline constexpr int kStateFormatMajor = 1;  // a reader refuses another major
+inline constexpr int kStateFormatMinor = 0;  // newer minors only add metadata keys and classes
+// Classes under these prefixes are extensions (drafter state, minor ≥ 1): verified, but a reader
+// that does not know them leaves them out of the trunk restore.
+inline constexpr const char* kDrafterClassPrefix = "drafter.";
+
+// Where a state came from: recorded in the file, checked on restore.
+struct StateOrigin {
+  std::string model_fingerprint;  // Model::fingerprint().hex(): 32 lower-case hex digits
+  std::string precision_class;    // Backend::precision_class(), e.g. "cpu-f32-exact"
+};
+
+struct StateWriteOptions {
+  int threads = 0;                                // hashing threads (0: one per core)
+  std::map<std::string, std::string> extra_metadata;  // more keys (must not collide with the format's)
+};
+
+struct StateWriteResult {
+  std::vector<Hash128> class_hashes;  // in class order
+  Hash128 state_hash;
+  uint64_t file_bytes = 0;
+};
+
+// The metadata and header for `classes`; serialize_state_file() = header bytes + class bytes.
+StateWriteResult write_state_file(const std::string& path, const HostSnapshot& snap, const StateOrigin& origin,
+                                  const StateWriteOptions& options = {});
+std::string serialize_state_file(const HostSnapshot& snap, const StateOrigin& origin,
+                                 const StateWriteOptions& options = {});
+
+// A class as stored in the file (views into the file's bytes).
+struct StateClassView {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  uint64_t numel = 0;
+  const uint8_t* data = nullptr;
+  size_t nbytes = 0;
+  Hash128 hash;  // as stored; equal to the recomputed hash once payload_verified()
+};
+
+enum class StateCheck {
+  kHeader,  // structure, format/version, metadata hash, canonical header; class hashes as stored
+  kFull,    // kHeader + every class hash and the state hash recomputed
+};
+
+class StateFile {
+ public:
+  static StateFile open(const std::string& path, StateCheck check = StateCheck::kFull, int threads = 0);  // `-` = stdin
+  static StateFile parse(InputBytes bytes, StateCheck check = StateCheck::kFull, int threads = 0);
+
+  // Recomputes every class hash and the state hash (no-op once done); negative Error naming the
+  // first class (in file order) whose bytes disagree.
+  void verify_payload(int threads = 0);
+  bool payload_verified() const { return payload_verified_; }
+
+  const std::string& path() const { return file_.path(); }
+  const std::string& version() const { return version_; }  // "1.0"
+  int minor_version() const { return minor_; }
+  int64_t position() const { return position_; }
+  int64_t capacity() const { return capacity_; }
+  const std::string& model_fingerprint() const { return metadata_.at("model_fingerprint"); }
+  const std::string& precision_class() const { return metadata_.at("precision_class"); }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::vector<StateClassView>& classes() const { return classes_; }  // file (= cache_classes) order
+  const StateClassView* find(std::string_view name) const;
+  const Hash128& state_hash() const { return state_hash_; }
+  uint64_t file_bytes() const { return file_.bytes().size(); }
+
+  // The trunk classes (all but extensions) as a host snapshot for `config`. Requires a verified
+  // payload; classes that are not exactly expected_cache_classes(config, position) are a negative Error.
+  HostSnapshot to_host(const ModelConfig& config) const;
+
+ private:
+  SafetensorsFile file_;
+  std::map<std::string, std::string> metadata_;
+  std::vector<StateClassView> classes_;
+  std::string version_;
+  int minor_ = 0;
+  int64_t position_ = 0;
+  int64_t capacity_ = 0;
+  Hash128 state_hash_;
+  bool payload_verified_ = false;
+};
+
+// Verified restore: checks the model fingerprint, rebuilds a state of `capacity` (capacity <
+// position is refused) and re-hashes its classes, which must equal the file's. Negative Error
+// naming the reason otherwise. The file must have been fully verified.
+DecodeState restore_state_file(const StateFile& file, const ModelConfig& config, const std::string& model_fingerprint,
+                               int64_t capacity);
+
+}  // namespace memra
