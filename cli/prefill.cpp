@@ -12,6 +12,7 @@
 #include "format/token_list.h"
 #include "model/model.h"
 #include "progress.h"
+#include "state/state_file.h"
 
 namespace memra::cli {
 
@@ -26,9 +27,10 @@ struct PrefillOptions {
   bool json = false;
 };
 
-// Replaced by the state-file writer when lib/state/state_file.h lands.
-static void write_state_for_cli(const std::string&, const Model&, const Backend&, const DecodeState&) {
-  throw Error("writing state files is not built yet", "see the state-file issue");
+static void write_state_for_cli(const std::string& path, const Model& model, const Backend& backend,
+                                const DecodeState& state) {
+  write_state_file(path, snapshot_decode_state(state, model.config()),
+                   StateOrigin{model.fingerprint().hex(), backend.precision_class()});
 }
 
 static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
