@@ -30,6 +30,7 @@ void build_app(CLI::App& app, Context& ctx) {
   setup_draft(app, ctx);
   setup_parity(app, ctx);
   setup_gate(app, ctx);
+  setup_devices(app, ctx);
   setup_generate(app, ctx);
 }
 
