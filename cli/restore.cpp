@@ -1,14 +1,140 @@
-// memra restore (placeholder until its issue lands).
+// memra restore: verify a state file (every hash, the model fingerprint), restore it into a fresh
+// state of any capacity ≥ its position, check that the restored state re-hashes to the file's
+// hashes, then continue it: teacher-forced tokens, greedy steps, logits, a new state file.
+#include <chrono>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
 #include "command.h"
 #include "core/error.h"
+#include "core/hash.h"
+#include "engine/engine.h"
+#include "format/token_list.h"
+#include "model/model.h"
+#include "progress.h"
+#include "state/state_file.h"
 
 namespace memra::cli {
 
+namespace {
+
+struct RestoreOptions {
+  std::string state;
+  std::string model_dir;
+  int64_t capacity = 0;
+  std::string tokens;
+  int64_t chunk = 0;
+  int64_t steps = 0;
+  std::string logits_out;
+  std::string state_out;
+  bool json = false;
+};
+
+int run_restore(const RestoreOptions& opt, Context& ctx) {
+  if (opt.state == "-" && opt.tokens == "-") throw Error("STATE and --tokens cannot both be stdin");
+  if (opt.state_out == "-" && opt.logits_out == "-") throw Error("-o - and --logits - cannot both be stdout");
+
+  // Verification comes first: a corrupt state fails before the (possibly long) model load.
+  StateFile file = StateFile::open(opt.state, StateCheck::kFull);
+  Model model = Model::load(opt.model_dir);
+  std::vector<int32_t> tokens;
+  if (!opt.tokens.empty()) tokens = read_token_list(opt.tokens);
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  const int64_t need = file.position() + T + opt.steps;
+  const int64_t capacity = opt.capacity > 0 ? opt.capacity : std::max(file.capacity(), need);
+  if (capacity >= file.position() && capacity < need)
+    throw Error("--capacity " + std::to_string(capacity) + " cannot hold position " + std::to_string(file.position()) +
+                    " + " + std::to_string(T) + " tokens + " + std::to_string(opt.steps) + " steps",
+                "use --capacity " + std::to_string(need) + " or more, or drop it");
+
+  auto backend = make_cpu_backend(model);
+  if (backend->precision_class() != file.precision_class())
+    note(ctx, "state was written by precision class " + file.precision_class() + ", continuing on " +
+                  backend->precision_class());
+  auto t0 = std::chrono::steady_clock::now();
+  DecodeState state = restore_state_file(file, model.config(), model.fingerprint().hex(), capacity);
+  const double restore_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t restored_pos = state.pos;
+
+  const int64_t V = model.config().vocab_size;
+  const bool want_logits = !opt.logits_out.empty();
+  std::vector<float> logits;  // [T + steps, V]
+  if (T > 0) {
+    Progress progress("teacher-forcing", ctx.quiet);
+    prefill(*backend, state, tokens, opt.chunk, want_logits ? &logits : nullptr,
+            [&](int64_t done, int64_t total) { progress.update(done, total); });
+  }
+  std::vector<int32_t> generated;
+  if (opt.steps > 0) {
+    if (state.pos == 0) throw Error("greedy steps need a processed position", "give --tokens, or restore a state past position 0");
+    std::vector<float> step_logits;
+    generated = generate_greedy(*backend, state, opt.steps, want_logits ? &step_logits : nullptr);
+    logits.insert(logits.end(), step_logits.begin(), step_logits.end());
+  }
+  if (want_logits) write_logits(opt.logits_out, logits, T + opt.steps, V);
+  if (!opt.state_out.empty())
+    write_state_file(opt.state_out, snapshot_decode_state(state, model.config()),
+                     StateOrigin{model.fingerprint().hex(), backend->precision_class()});
+
+  std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
+  const Hash128 last_hash = xxh3_128(state.last_logits.data(), state.last_logits.size() * sizeof(float));
+  if (opt.json) {
+    nlohmann::json j = {{"state", file.path()},
+                        {"model", opt.model_dir},
+                        {"fingerprint", model.fingerprint().hex()},
+                        {"backend", backend->precision_class()},
+                        {"restored_position", restored_pos},
+                        {"capacity", capacity},
+                        {"classes_verified", file.classes().size()},
+                        {"state_xxh3", file.state_hash().hex()},
+                        {"restore_seconds", restore_s},
+                        {"forced_tokens", T},
+                        {"steps", opt.steps},
+                        {"position", state.pos},
+                        {"last_logits_xxh3", state.pos > 0 ? nlohmann::json(last_hash.hex()) : nlohmann::json(nullptr)},
+                        {"generated", generated}};
+    out << j.dump(2) << "\n";
+  } else {
+    out << "restored " << file.path() << ": position " << restored_pos << ", capacity " << capacity << ", "
+        << file.classes().size() << " classes verified (state xxh3-128 " << file.state_hash().hex() << ")\n";
+    if (T > 0 || opt.steps > 0)
+      out << "continued " << T << " forced + " << opt.steps << " greedy tokens to position " << state.pos
+          << "; last logits xxh3 " << last_hash.hex() << "\n";
+    if (!generated.empty()) {
+      for (size_t i = 0; i < generated.size(); ++i) out << (i ? " " : "") << generated[i];
+      out << "\n";
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 void setup_restore(CLI::App& app, Context& ctx) {
-  auto* sub = app.add_subcommand("restore", "restore (not built yet)");
-  sub->callback([&ctx] {
-    ctx.run = []() -> int { throw Error("memra restore is not built yet", "see the open issues"); };
-  });
+  auto opt = std::make_shared<RestoreOptions>();
+  auto* sub = app.add_subcommand("restore", "Verify a state file, restore it (any capacity >= its position) and continue it");
+  sub->footer(
+      "Verifies every hash of STATE and that it was written from the model in MODEL_DIR (model\n"
+      "fingerprint), restores it into a fresh state, re-hashes the restored classes against the file\n"
+      "(verified restore), then teacher-forces --tokens and decodes --steps greedily.\n"
+      "Default capacity: the file's, grown to position + tokens + steps when that is larger.\n"
+      "Exit codes: 0 restored (and continued); 1 the state is corrupt, truncated or modified, belongs\n"
+      "to another model, or --capacity is below its position; 2 usage error, unreadable file, bad\n"
+      "model folder or token list, a state format major version this memra does not read.");
+  sub->add_option("STATE", opt->state, "State file (- = stdin)")->required();
+  sub->add_option("--model", opt->model_dir, "Model folder the state was written from")->required()->check(CLI::ExistingDirectory);
+  sub->add_option("--capacity", opt->capacity, "Tokens the restored state can hold (>= the state's position)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--tokens", opt->tokens, "Teacher-force these token ids: text (whitespace/comma separated) or .npy; - = stdin");
+  sub->add_option("--chunk", opt->chunk, "Tokens per forward call when teacher-forcing (default: all in one call)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--steps", opt->steps, "Then decode K tokens greedily and print them")->check(CLI::NonNegativeNumber);
+  sub->add_option("--logits", opt->logits_out, "Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)");
+  sub->add_option("-o,--output", opt->state_out, "Write the final state as a state file (- = stdout)");
+  sub->add_flag("--json", opt->json, "Print the report as JSON");
+  sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_restore(*opt, ctx); }; });
 }
 
 }  // namespace memra::cli
