@@ -1,14 +1,201 @@
-// memra gate (placeholder until its issue lands).
+// memra gate: the seeds' correctness gates as composable commands. Each prints one line
+// `[name] PASS key=value …` (or FAIL/REFUSED with the first evidence), `--json` prints a report
+// (manifests/report.schema.json), `--report FILE.html` writes a self-contained page.
+// Exit: 0 all PASS, 1 any FAIL or REFUSED, 2 usage/runtime error.
+#include <filesystem>
+#include <iostream>
+
 #include "command.h"
 #include "core/error.h"
+#include "engine/engine.h"
+#include "format/token_list.h"
+#include "gate/artifact_gates.h"
+#include "gate/html_report.h"
+#include "gate/trunk_gates.h"
+#include "model/model.h"
 
 namespace memra::cli {
 
+struct GateCommon {
+  bool json = false;
+  std::string report;
+  std::string backend = "cpu";
+  std::string devices;
+};
+
+struct GateOptions {
+  GateCommon common;
+  std::string kind;  // which gate
+  std::string model_dir, dump_dir, a, b, expect;
+  std::string tokens_file;
+  TrunkGateOptions trunk;
+  std::string widths = "1,64";
+  std::string realization_a = "f32", realization_b = "f32";
+  int64_t depth = 0;
+};
+
+static std::unique_ptr<Backend> make_backend(const GateCommon& c, const Model& model) {
+  if (c.backend == "cpu") return make_cpu_backend(model);
+  throw Error("backend '" + c.backend + "' is not available in this build: the CUDA backend is on the roadmap",
+              "run the gates with --backend cpu");
+}
+
+static std::vector<int64_t> parse_widths(const std::string& text) {
+  std::vector<int64_t> out;
+  for (int32_t v : parse_token_text(text, "--widths")) {
+    if (v < 1) throw Error("--widths: every width must be at least 1");
+    out.push_back(v);
+  }
+  if (out.size() < 2) throw Error("--widths needs at least two widths, e.g. 1,64");
+  return out;
+}
+
+static int emit(const GateOptions& opt, const std::string& name, const std::vector<GateResult>& gates) {
+  if (opt.common.json) {
+    std::cout << (gates.size() == 1 && name != "all" ? gates[0].to_json() : gates_to_json(name, gates)).dump(2) << "\n";
+  } else {
+    for (const auto& g : gates) {
+      std::cout << g.line() << "\n";
+      for (const auto& n : g.notes) std::cout << "  " << n << "\n";
+    }
+    if (gates.size() > 1) {
+      int passed = 0;
+      for (const auto& g : gates) passed += g.verdict == Verdict::kPass;
+      std::cout << "[gate-" << name << "] " << (passed == static_cast<int>(gates.size()) ? "PASS" : "FAIL")
+                << " gates=" << gates.size() << " passed=" << passed << "\n";
+    }
+  }
+  if (!opt.common.report.empty()) write_html_report(opt.common.report, "memra gate " + name, gates);
+  return gates_exit_code(gates);
+}
+
+static int run_gate(GateOptions opt, const Context& ctx) {
+  const std::string& k = opt.kind;
+  if (k == "equal") return emit(opt, k, {gate_equal(opt.a, opt.b)});
+  if (k == "hash") return emit(opt, k, {gate_hash(opt.a, opt.expect)});
+  if (k == "band") {
+    Realization ra, rb;
+    if (!opt.model_dir.empty()) {
+      const ModelConfig cfg = ModelConfig::load(opt.model_dir);
+      const int64_t ctx_len = cfg.max_position_embeddings > 0 ? std::min<int64_t>(cfg.max_position_embeddings, 4096) : 4096;
+      ra = realization_for(opt.realization_a, cfg, ctx_len);
+      rb = realization_for(opt.realization_b, cfg, ctx_len);
+    } else {
+      if (opt.depth < 1) throw Error("band needs the accumulation depth", "pass --model DIR (derives it) or --depth N");
+      auto u = [](const std::string& cls) {
+        if (cls == "f32" || cls == "cpu-f32-exact") return std::ldexp(1.0, -24);
+        if (cls == "bf16") return std::ldexp(1.0, -8);
+        if (cls == "f16") return std::ldexp(1.0, -11);
+        throw Error("unknown precision class '" + cls + "'", "use f32, bf16 or f16");
+      };
+      ra = realization_manual(opt.realization_a, u(opt.realization_a), opt.depth);
+      rb = realization_manual(opt.realization_b, u(opt.realization_b), opt.depth);
+    }
+    return emit(opt, k, {gate_band(opt.a, opt.b, ra, rb)});
+  }
+
+  Model model = Model::load(opt.model_dir);
+  auto backend = make_backend(opt.common, model);
+  if (!opt.tokens_file.empty()) opt.trunk.tokens = read_token_list(opt.tokens_file);
+  opt.trunk.widths = parse_widths(opt.widths);
+  if (k == "restore") return emit(opt, k, {gate_restore_roundtrip(model, *backend, opt.trunk)});
+  if (k == "chunk") return emit(opt, k, {gate_chunk_invariance(model, *backend, opt.trunk)});
+  if (k == "semantics") return emit(opt, k, {gate_chunk_semantics(model, *backend, *backend, opt.trunk)});
+  if (k == "parity") return emit(opt, k, {gate_parity(model, *backend, opt.model_dir, opt.dump_dir)});
+  // all: every gate that applies to this model and backend.
+  std::vector<GateResult> gates;
+  gates.push_back(gate_restore_roundtrip(model, *backend, opt.trunk));
+  gates.push_back(gate_chunk_invariance(model, *backend, opt.trunk));
+  gates.push_back(gate_chunk_semantics(model, *backend, *backend, opt.trunk));
+  std::string dump = opt.dump_dir;
+  if (dump.empty() && std::filesystem::exists(std::filesystem::path(opt.model_dir) / "dump" / "manifest.json"))
+    dump = (std::filesystem::path(opt.model_dir) / "dump").string();
+  if (!dump.empty()) gates.push_back(gate_parity(model, *backend, opt.model_dir, dump));
+  else note(ctx, "no dump for " + opt.model_dir + " (MODEL/dump or --dump): the parity gate does not apply");
+  return emit(opt, k, gates);
+}
+
+static void add_common(CLI::App* sub, GateOptions& o) {
+  sub->add_flag("--json", o.common.json, "Print the report as JSON (manifests/report.schema.json)");
+  sub->add_option("--report", o.common.report, "Write a self-contained HTML page (inline SVG) with the evidence")
+      ->type_name("FILE.html");
+}
+
+static void add_trunk(CLI::App* sub, GateOptions& o) {
+  sub->add_option("model", o.model_dir, "Model folder")->required()->check(CLI::ExistingDirectory);
+  sub->add_option("--backend", o.common.backend, "Backend that runs the gate")->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  sub->add_option("--devices", o.common.devices, "GPU indices for --backend cuda, e.g. 0,1");
+  sub->add_option("--tokens", o.tokens_file, "Prompt token ids (text or .npy); default: --prompt ids drawn from --seed");
+  sub->add_option("--prompt", o.trunk.prompt, "Prompt length when no --tokens are given")->capture_default_str();
+  sub->add_option("--seed", o.trunk.seed, "Seed of the prompt ids")->capture_default_str();
+}
+
 void setup_gate(CLI::App& app, Context& ctx) {
-  auto* sub = app.add_subcommand("gate", "gate (not built yet)");
-  sub->callback([&ctx] {
-    ctx.run = []() -> int { throw Error("memra gate is not built yet", "see the open issues"); };
-  });
+  auto opt = std::make_shared<GateOptions>();
+  auto* gate = app.add_subcommand("gate", "Correctness gates: restore round trip, chunk invariance, chunk semantics, parity, artifact checks");
+  gate->require_subcommand(1);
+  gate->footer("Each gate prints `[name] PASS key=value ...` or FAIL/REFUSED with evidence. Exit status: 0 all PASS, 1 any FAIL or REFUSED, 2 error.");
+  auto select = [opt, &ctx](const std::string& kind) {
+    return [opt, &ctx, kind] {
+      opt->kind = kind;
+      ctx.run = [opt, &ctx] { return run_gate(*opt, ctx); };
+    };
+  };
+
+  auto* all = gate->add_subcommand("all", "Every gate that applies to the model (and its dump): the main job");
+  add_trunk(all, *opt);
+  all->add_option("--dump", opt->dump_dir, "Oracle dump for the parity gate (default: MODEL/dump when present)");
+  add_common(all, *opt);
+  all->callback(select("all"));
+
+  auto* restore = gate->add_subcommand("restore", "Warm a state, snapshot it through a state file, restore into a grown capacity, continue both: bit-equal");
+  add_trunk(restore, *opt);
+  restore->add_option("--warm", opt->trunk.warm, "Greedy steps before the snapshot")->capture_default_str();
+  restore->add_option("--continuation", opt->trunk.continuation, "Steps after the restore")->capture_default_str();
+  restore->add_option("--grow", opt->trunk.grow, "Capacity added on restore")->capture_default_str();
+  add_common(restore, *opt);
+  restore->callback(select("restore"));
+
+  auto* chunk = gate->add_subcommand("chunk", "Bounded-prefill widths give bit-identical logits and cache classes");
+  add_trunk(chunk, *opt);
+  chunk->add_option("--widths", opt->widths, "Chunk widths to compare (comma separated)")->capture_default_str();
+  add_common(chunk, *opt);
+  chunk->callback(select("chunk"));
+
+  auto* sem = gate->add_subcommand("semantics", "Monolithic vs chunked prefill: teacher-forced argmax disagreements classified against the band");
+  add_trunk(sem, *opt);
+  sem->add_option("--steps", opt->trunk.steps, "Teacher-forced steps")->capture_default_str();
+  add_common(sem, *opt);
+  sem->callback(select("semantics"));
+
+  auto* par = gate->add_subcommand("parity", "Manifest-first parity against an oracle dump, as a gate");
+  add_trunk(par, *opt);
+  par->add_option("dump", opt->dump_dir, "Reference dump folder")->required();
+  add_common(par, *opt);
+  par->callback(select("parity"));
+
+  auto* eq = gate->add_subcommand("equal", "Two state files (every class) or two logits files: equal by bits");
+  eq->add_option("a", opt->a, "First file (- = stdin)")->required();
+  eq->add_option("b", opt->b, "Second file")->required();
+  add_common(eq, *opt);
+  eq->callback(select("equal"));
+
+  auto* band = gate->add_subcommand("band", "Two logits files within the pair band of two realizations (docs/bands.md)");
+  band->add_option("a", opt->a, "Reference logits (.npy or .safetensors)")->required();
+  band->add_option("b", opt->b, "Candidate logits")->required();
+  band->add_option("--model", opt->model_dir, "Model folder: derives the accumulation depth")->check(CLI::ExistingDirectory);
+  band->add_option("--depth", opt->depth, "Accumulation depth when no --model is given");
+  band->add_option("--precision-a", opt->realization_a, "Precision of A: f32, bf16, f16")->capture_default_str();
+  band->add_option("--precision-b", opt->realization_b, "Precision of B: f32, bf16, f16")->capture_default_str();
+  add_common(band, *opt);
+  band->callback(select("band"));
+
+  auto* hash = gate->add_subcommand("hash", "A state file's class hashes against a kept manifest (memra snapshot --write-manifest)");
+  hash->add_option("state", opt->a, "State file (- = stdin)")->required();
+  hash->add_option("--expect", opt->expect, "Hash manifest")->required();
+  add_common(hash, *opt);
+  hash->callback(select("hash"));
 }
 
 }  // namespace memra::cli

@@ -1,0 +1,251 @@
+// Trunk gates: restore round trip, chunk invariance, chunk semantics, parity (see trunk_gates.h).
+#include "gate/trunk_gates.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "core/error.h"
+#include "engine/engine.h"
+#include "gate/band.h"
+#include "gate/class_diff.h"
+#include "parity/parity_run.h"
+#include "state/snapshot.h"
+#include "state/state_file.h"
+
+namespace memra {
+
+std::vector<int32_t> gate_prompt(const ModelConfig& cfg, const TrunkGateOptions& opt) {
+  if (!opt.tokens.empty()) return opt.tokens;
+  if (opt.prompt < 1) throw Error("the gate prompt needs at least one token");
+  std::mt19937 rng(opt.seed);
+  std::uniform_int_distribution<int32_t> dist(std::min<int32_t>(2, cfg.vocab_size - 1), static_cast<int32_t>(cfg.vocab_size - 1));
+  std::vector<int32_t> t(opt.prompt);
+  for (auto& x : t) x = dist(rng);
+  return t;
+}
+
+static double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+static std::string widths_text(const std::vector<int64_t>& w) {
+  std::string s;
+  for (size_t i = 0; i < w.size(); ++i) s += (i ? "," : "") + std::to_string(w[i]);
+  return s;
+}
+
+GateResult gate_restore_roundtrip(const Model& model, const Backend& backend, const TrunkGateOptions& opt) {
+  const ModelConfig& cfg = model.config();
+  GateResult g;
+  g.name = "restore-roundtrip";
+  const auto prompt = gate_prompt(cfg, opt);
+  const int64_t P = static_cast<int64_t>(prompt.size());
+  const int64_t small = P + opt.warm + opt.continuation + 1, grown = small + opt.grow;
+
+  DecodeState a = backend.new_state(small);
+  prefill(backend, a, prompt, 0, nullptr);
+  generate_greedy(backend, a, opt.warm);
+  HostSnapshot host = snapshot_decode_state(a, cfg);
+
+  // Through the file: write, verify every hash, restore with a verified re-hash.
+  namespace fs = std::filesystem;
+  fs::path dir = opt.scratch_dir.empty() ? fs::temp_directory_path() : fs::path(opt.scratch_dir);
+  fs::path file = dir / ("memra-gate-restore-" + std::to_string(::getpid()) + ".mst");
+  StateWriteResult written = write_state_file(file.string(), host, {model.fingerprint().hex(), backend.precision_class()});
+  DecodeState b;
+  try {
+    StateFile sf = StateFile::open(file.string(), StateCheck::kFull);
+    b = restore_state_file(sf, cfg, model.fingerprint().hex(), grown);
+  } catch (...) {
+    fs::remove(file);
+    throw;
+  }
+  fs::remove(file);
+  // And in process (the seeds' API), which must agree with the file path.
+  DecodeState c = restore_decode_state_for(host, grown);
+
+  std::string first;
+  auto before = diff_classes(cache_classes(cfg, a), cache_classes(cfg, b), &first);
+  if (!first.empty()) g.fail("restored classes differ: " + describe_first_difference(before, first));
+  diff_classes(cache_classes(cfg, b), cache_classes(cfg, c), &first);
+  if (!first.empty()) g.fail("file restore and in-process restore differ at " + first);
+  if (b.capacity != grown) g.fail("restored capacity " + std::to_string(b.capacity) + " != " + std::to_string(grown));
+
+  int64_t equal_steps = 0;
+  Series s{"restore round trip: max |logits(A) - logits(B)| per continuation step", "step", "max abs", {}, {}, {}, false};
+  for (int64_t step = 0; step < opt.continuation; ++step) {
+    const int32_t token = argmax(a.last_logits);
+    auto ra = decode_step(backend, a, token);
+    auto rb = decode_step(backend, b, token);
+    s.x.push_back(static_cast<double>(step));
+    s.y.push_back(max_abs_diff(ra, rb));
+    if (bits_equal(ra, rb)) ++equal_steps;
+    else g.fail("logits differ at continuation step " + std::to_string(step) + " (max abs " + std::to_string(s.y.back()) + ")");
+  }
+  auto after = diff_classes(cache_classes(cfg, a), cache_classes(cfg, b), &first);
+  if (!first.empty()) g.fail("final classes differ: " + describe_first_difference(after, first));
+  g.series.push_back(s);
+  g.class_diffs = after;
+
+  g.figure("prompt", P);
+  g.figure("warm", opt.warm);
+  g.figure("continuation", opt.continuation);
+  g.figure("capacity", std::to_string(small) + "=>" + std::to_string(grown));
+  g.figure("position", host.pos);
+  g.figure("classes", static_cast<int64_t>(host.classes.size()));
+  g.figure("state_bytes", static_cast<int64_t>(host.bytes()));
+  g.figure("file_bytes", static_cast<int64_t>(written.file_bytes));
+  g.figure("state_xxh3", written.state_hash.hex());
+  g.figure("logits_bits_equal", std::to_string(equal_steps) + "/" + std::to_string(opt.continuation));
+  g.figure_bool("cache_bits_equal", first.empty());
+  return g;
+}
+
+GateResult gate_chunk_invariance(const Model& model, const Backend& backend, const TrunkGateOptions& opt) {
+  const ModelConfig& cfg = model.config();
+  GateResult g;
+  g.name = "chunk-invariance";
+  if (opt.widths.size() < 2) throw Error("chunk invariance needs at least two widths");
+  const auto prompt = gate_prompt(cfg, opt);
+  const int64_t P = static_cast<int64_t>(prompt.size());
+  std::vector<float> ref_logits;
+  DecodeState ref = backend.new_state(P);
+  prefill(backend, ref, prompt, opt.widths[0], &ref_logits);
+  const auto ref_classes = cache_classes(cfg, ref);
+  bool logits_equal = true, cache_equal = true;
+  for (size_t i = 1; i < opt.widths.size(); ++i) {
+    DecodeState st = backend.new_state(P);
+    std::vector<float> logits;
+    prefill(backend, st, prompt, opt.widths[i], &logits);
+    if (!bits_equal(logits, ref_logits)) {
+      logits_equal = false;
+      g.fail("logits of width " + std::to_string(opt.widths[i]) + " differ from width " + std::to_string(opt.widths[0]) +
+             " (max abs " + std::to_string(max_abs_diff(logits, ref_logits)) + ")");
+    }
+    std::string first;
+    auto diffs = diff_classes(ref_classes, cache_classes(cfg, st), &first);
+    if (!first.empty()) {
+      cache_equal = false;
+      g.fail("width " + std::to_string(opt.widths[i]) + ": " + describe_first_difference(diffs, first));
+      if (g.class_diffs.empty()) g.class_diffs = diffs;
+    }
+  }
+  if (g.class_diffs.empty()) {
+    std::string none;
+    g.class_diffs = diff_classes(ref_classes, ref_classes, &none);
+  }
+  int64_t bytes = 0;
+  for (const auto& c : ref_classes) bytes += static_cast<int64_t>(c.values.size() * sizeof(float));
+  g.figure("prompt", P);
+  g.figure("chunk_widths", widths_text(opt.widths));
+  g.figure("classes", static_cast<int64_t>(ref_classes.size()));
+  g.figure("state_bytes", bytes);
+  g.figure_bool("logits_bits_equal", logits_equal);
+  g.figure_bool("cache_bits_equal", cache_equal);
+  return g;
+}
+
+GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend, const Backend& chunk_backend,
+                                const TrunkGateOptions& opt) {
+  const ModelConfig& cfg = model.config();
+  GateResult g;
+  g.name = "chunk-semantics";
+  const auto prompt = gate_prompt(cfg, opt);
+  const int64_t P = static_cast<int64_t>(prompt.size()), cap = P + opt.steps;
+  DecodeState mono = mono_backend.new_state(cap), chunk = chunk_backend.new_state(cap);
+  std::vector<float> mono_logits, chunk_logits;
+  prefill(mono_backend, mono, prompt, 0, &mono_logits);
+  prefill(chunk_backend, chunk, prompt, 1, &chunk_logits);
+  const double initial = max_abs_diff(mono_logits, chunk_logits);
+  std::string first;
+  diff_classes(cache_classes(cfg, mono), cache_classes(cfg, chunk), &first);
+  const bool cache_equal = first.empty();
+
+  const Realization ra = realization_for(mono_backend.precision_class(), cfg, cap);
+  const Realization rb = realization_for(chunk_backend.precision_class(), cfg, cap);
+  std::vector<float> mrow = mono.last_logits, crow = chunk.last_logits;
+  int64_t agree = 0, in_band = 0, out_band = 0;
+  double stream = 0;
+  Series s{"chunk semantics: |mono - chunk| per teacher-forced step vs the pair band", "step", "max abs logits diff", {}, {}, {}, true};
+  for (int64_t step = 0; step < opt.steps; ++step) {
+    const double d = max_abs_diff(mrow, crow);
+    stream = std::max(stream, d);
+    const int32_t mt = argmax(mrow), ct = argmax(crow);
+    const double band = pair_band(mrow[mt], ra, rb);
+    s.x.push_back(static_cast<double>(step));
+    s.y.push_back(d);
+    s.band.push_back(band);
+    if (mt == ct) {
+      ++agree;
+    } else {
+      const double margin = static_cast<double>(mrow[mt]) - mrow[ct];
+      const bool ok = margin <= band;
+      (ok ? in_band : out_band)++;
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "disagreement step=%lld mono=%d chunk=%d margin=%.6g band=%.6g class=%s",
+                    static_cast<long long>(step), mt, ct, margin, band, ok ? "IN-BAND" : "OUT-OF-BAND");
+      g.notes.push_back(buf);
+      if (!ok) g.fail(buf);
+    }
+    if (step + 1 < opt.steps) {  // teacher-force the monolithic pick into both states
+      mrow = decode_step(mono_backend, mono, mt);
+      crow = decode_step(chunk_backend, chunk, mt);
+    }
+  }
+  g.series.push_back(s);
+  g.figure("prompt", P);
+  g.figure("realizations", mono_backend.precision_class() + "(monolithic)," + chunk_backend.precision_class() + "(chunk1)");
+  g.figure("initial_logits_maxabs", initial);
+  g.figure("stream_maxabs", stream);
+  g.figure_bool("cache_bits_equal", cache_equal);
+  g.figure("teacher_forced", std::to_string(opt.steps) + ":" + std::to_string(agree) + "_agree," + std::to_string(in_band) +
+                                 "_in_band," + std::to_string(out_band) + "_out_of_band");
+  g.figure("drift_coeff", drift_coefficient(ra));
+  g.figure("depth", ra.depth);
+  g.details["band_rule"] = "band = 3*sqrt(2)*(c_a + c_b)*|top1|, c = sqrt(depth)*unit_roundoff (docs/bands.md)";
+  return g;
+}
+
+GateResult gate_parity(const Model& model, const Backend& backend, const std::string& model_dir, const std::string& dump_dir) {
+  GateResult g;
+  g.name = "parity";
+  ParityRun run = run_parity(model, backend, model_dir, dump_dir);
+  g.details = run.report;
+  if (run.result == "REFUSED") {
+    g.refuse(run.validation.reasons.front() + "; regenerate: " + run.validation.regenerate);
+    return g;
+  }
+  int64_t failing = 0;
+  Series s{"parity: rel-to-max error per stage (band = tolerance)", "stage", "rel to max", {}, {}, {}, true};
+  for (const auto& st : run.stages) {
+    if (!st.pass) {
+      ++failing;
+      g.fail(st.line());
+    }
+    if (st.kind == "values") {
+      s.x.push_back(static_cast<double>(s.x.size()));
+      s.y.push_back(std::max(st.rel_to_max, 1e-12));
+      s.band.push_back(st.tolerance);
+    }
+  }
+  g.series.push_back(s);
+  for (const auto& st : run.stages)
+    if (st.name == "logits") {
+      g.figure("logits_max_abs", st.max_abs);
+      g.figure("logits_rel_to_max", st.rel_to_max);
+      g.figure("top1_agree", std::to_string(st.top1_agree) + "/" + std::to_string(st.top1_total));
+    }
+  g.figure("stages", static_cast<int64_t>(run.stages.size()));
+  g.figure("failing", failing);
+  g.figure("tolerance", run.tolerance.rel_to_max);
+  g.figure("dump", dump_dir);
+  return g;
+}
+
+}  // namespace memra
