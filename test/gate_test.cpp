@@ -1,0 +1,139 @@
+// Gates catch what they exist to catch: each one passes on the exact engine and fails, with
+// evidence, on a deliberately broken realization or artifact.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "engine/engine.h"
+#include "format/npy.h"
+#include "gate/artifact_gates.h"
+#include "gate/trunk_gates.h"
+#include "model/model.h"
+#include "state/snapshot.h"
+#include "state/state_file.h"
+
+using namespace memra;
+
+namespace {
+
+const Model& tiny() {
+  static Model m = Model::load(std::string(MEMRA_FIXTURES) + "/tiny");
+  return m;
+}
+
+// A realization with a planted bug: `perturb` decides, per call, whether to nudge the logits.
+class BrokenBackend final : public Backend {
+ public:
+  using Rule = std::function<float(const DecodeState&, int64_t tokens)>;  // added to logit argmax-neighbour
+  BrokenBackend(const Model& m, Rule rule) : inner_(make_cpu_backend(m)), rule_(std::move(rule)) {}
+  std::string name() const override { return "broken"; }
+  std::string precision_class() const override { return "cpu-f32-exact"; }
+  int64_t vocab_size() const override { return inner_->vocab_size(); }
+  DecodeState new_state(int64_t capacity) const override { return inner_->new_state(capacity); }
+  void forward(DecodeState& st, std::span<const int32_t> tokens, float* logits, ForwardTrace* trace) const override {
+    const float delta = rule_(st, static_cast<int64_t>(tokens.size()));
+    inner_->forward(st, tokens, logits, trace);
+    if (delta == 0) return;
+    const int64_t V = vocab_size();
+    // Push the runner-up of the last row above the leader by `delta` (a decision-changing bug).
+    auto bump = [&](float* row) {
+      int32_t top = argmax(std::span<const float>(row, V));
+      int32_t second = top == 0 ? 1 : 0;
+      for (int64_t j = 0; j < V; ++j)
+        if (j != top && row[j] > row[second]) second = static_cast<int32_t>(j);
+      row[second] = row[top] + delta;
+    };
+    bump(st.last_logits.data());
+    if (logits) bump(logits + (tokens.size() - 1) * V);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  Rule rule_;
+};
+
+TrunkGateOptions short_options() {
+  TrunkGateOptions o;
+  o.prompt = 30;
+  o.warm = 6;
+  o.continuation = 5;
+  o.steps = 6;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("trunk gates pass on the exact CPU engine", "[cpu][gate]") {
+  auto backend = make_cpu_backend(tiny());
+  auto o = short_options();
+  CHECK(gate_restore_roundtrip(tiny(), *backend, o).verdict == Verdict::kPass);
+  CHECK(gate_chunk_invariance(tiny(), *backend, o).verdict == Verdict::kPass);
+  auto sem = gate_chunk_semantics(tiny(), *backend, *backend, o);
+  CHECK(sem.verdict == Verdict::kPass);
+  CHECK(sem.line().find("0_out_of_band") != std::string::npos);
+}
+
+TEST_CASE("the restore gate catches a capacity-dependent bug", "[cpu][gate]") {
+  auto o = short_options();
+  const int64_t small = o.prompt + o.warm + o.continuation + 1;
+  BrokenBackend broken(tiny(), [small](const DecodeState& st, int64_t) { return st.capacity > small ? 1e-3f : 0.0f; });
+  GateResult g = gate_restore_roundtrip(tiny(), broken, o);
+  CHECK(g.verdict == Verdict::kFail);
+  CHECK_THAT(g.evidence, Catch::Contains("logits differ at continuation step 0"));
+}
+
+TEST_CASE("the chunk-invariance gate catches a width-dependent bug", "[cpu][gate]") {
+  BrokenBackend broken(tiny(), [](const DecodeState&, int64_t t) { return t > 1 ? 1e-3f : 0.0f; });
+  GateResult g = gate_chunk_invariance(tiny(), broken, short_options());
+  CHECK(g.verdict == Verdict::kFail);
+  CHECK_THAT(g.evidence, Catch::Contains("logits of width 64 differ"));
+}
+
+TEST_CASE("chunk semantics classifies disagreements against the band", "[cpu][gate]") {
+  auto exact = make_cpu_backend(tiny());
+  SECTION("a flip with a margin far outside the band fails") {
+    BrokenBackend broken(tiny(), [](const DecodeState&, int64_t t) { return t == 1 ? 0.5f : 0.0f; });
+    GateResult g = gate_chunk_semantics(tiny(), *exact, broken, short_options());
+    CHECK(g.verdict == Verdict::kFail);
+    CHECK_THAT(g.evidence, Catch::Contains("OUT-OF-BAND"));
+  }
+  SECTION("a flip within the band is reported IN-BAND and passes") {
+    // The monolithic side has a near-tie (runner-up 1e-6 below the top); the chunked side's bug
+    // flips exactly that pair.
+    BrokenBackend near_tie(tiny(), [](const DecodeState&, int64_t) { return -1e-6f; });
+    BrokenBackend broken(tiny(), [](const DecodeState&, int64_t) { return 1e-6f; });
+    GateResult g = gate_chunk_semantics(tiny(), near_tie, broken, short_options());
+    CHECK(g.verdict == Verdict::kPass);
+    REQUIRE_FALSE(g.notes.empty());
+    CHECK_THAT(g.notes.front(), Catch::Contains("IN-BAND"));
+  }
+}
+
+TEST_CASE("the equal gate names the one flipped element of a re-hashed state", "[cpu][gate]") {
+  auto backend = make_cpu_backend(tiny());
+  DecodeState st = backend->new_state(40);
+  std::vector<int32_t> prompt(37);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(5 + 7 * i);
+  prefill(*backend, st, prompt, 0, nullptr);
+  HostSnapshot snap = snapshot_decode_state(st, tiny().config());
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string a = (dir / "memra-gate-test-a.mst").string(), b = (dir / "memra-gate-test-b.mst").string();
+  StateOrigin origin{tiny().fingerprint().hex(), backend->precision_class()};
+  write_state_file(a, snap, origin);
+  CHECK(gate_equal(a, a).verdict == Verdict::kPass);
+  // Flip one element of one class, then write a valid (re-hashed) file.
+  auto& cls = snap.classes[3];
+  uint32_t bits;
+  std::memcpy(&bits, &cls.values[5], 4);
+  bits ^= 1u;
+  std::memcpy(&cls.values[5], &bits, 4);
+  write_state_file(b, snap, origin);
+  GateResult g = gate_equal(a, b);
+  CHECK(g.verdict == Verdict::kFail);
+  CHECK_THAT(g.evidence, Catch::Contains("class " + cls.name + " element 5"));
+  CHECK_THAT(g.evidence, Catch::Contains("ulp=1"));
+  std::filesystem::remove(a);
+  std::filesystem::remove(b);
+}
