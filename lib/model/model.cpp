@@ -155,11 +155,12 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
       by_file[f].insert(it.key());
     }
     if (by_file.empty()) throw Error(ip + ": weight_map is empty");
-    for (const auto& [f, names] : by_file) {
-      fs::path fp = dir / f;
-      if (!fs::is_regular_file(fp, ec))
+    for (const auto& [f, names] : by_file)  // every shard exists before any is read
+      if (!fs::is_regular_file(dir / f, ec))
         throw Error(ip + ": weight_map names " + printable(f) + ", which does not exist in " + model_dir,
                     "copy every shard the index lists into the model folder");
+    for (const auto& [f, names] : by_file) {
+      fs::path fp = dir / f;
       auto st = std::make_unique<SafetensorsFile>(SafetensorsFile::open(fp.string()));
       std::set<std::string> present;
       for (const auto& t : st->tensors()) {
