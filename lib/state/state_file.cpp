@@ -4,6 +4,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -92,7 +99,10 @@ struct Prepared {
   StateWriteResult result;
 };
 
-Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const StateWriteOptions& options) {
+// Validates the snapshot and builds the header. `hashes` null: hash the classes here; otherwise use
+// them (placeholders of the right width give a header of the final length).
+Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const StateWriteOptions& options,
+                 const std::vector<Hash128>* hashes = nullptr) {
   Hash128 probe;
   if (!canonical_hex(origin.model_fingerprint, &probe))
     throw Error("model fingerprint '" + printable(origin.model_fingerprint) + "' is not 32 lower-case hex digits",
@@ -118,7 +128,7 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
   }
 
   Prepared p;
-  p.result.class_hashes = class_hashes(items, options.threads);
+  p.result.class_hashes = hashes ? *hashes : class_hashes(items, options.threads);
   p.result.state_hash = state_hash(p.result.class_hashes);
 
   std::map<std::string, std::string> md;
@@ -150,6 +160,59 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
   return p;
 }
 
+// A temp file in the destination folder that is renamed into place on commit (fsync of the file,
+// rename, fsync of the folder), like AtomicWriter, but whose first bytes can be rewritten: the
+// payload streams out while the hashes are computed, the final header goes in last.
+class RewritableTempFile {
+ public:
+  explicit RewritableTempFile(const std::string& path) : path_(path) {
+    std::filesystem::path p(path);
+    const std::string name = p.filename().string();
+    if (name.empty()) throw Error("output path '" + path + "' names no file");
+    temp_ = (p.parent_path() / ("." + name + ".tmp." + std::to_string(std::random_device{}()))).string();
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error("cannot create " + path + ": " + std::strerror(errno), "check that the folder exists and is writable");
+  }
+  ~RewritableTempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(temp_.c_str());
+  }
+  RewritableTempFile(const RewritableTempFile&) = delete;
+  RewritableTempFile& operator=(const RewritableTempFile&) = delete;
+
+  void write_at(uint64_t offset, const void* data, size_t size) {
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+      const ssize_t n = ::pwrite(fd_, p, std::min<size_t>(size, 1u << 30), static_cast<off_t>(offset));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw Error("cannot write " + path_ + ": " + std::strerror(errno));
+      }
+      p += n;
+      offset += static_cast<uint64_t>(n);
+      size -= static_cast<size_t>(n);
+    }
+  }
+  void commit() {
+    if (::fsync(fd_) != 0) throw Error("cannot sync " + path_ + ": " + std::strerror(errno));
+    ::close(fd_);
+    fd_ = -1;
+    if (::rename(temp_.c_str(), path_.c_str()) != 0) throw Error("cannot rename into " + path_ + ": " + std::strerror(errno));
+    committed_ = true;
+    const std::string dir = std::filesystem::path(path_).parent_path().string();
+    const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+
+ private:
+  std::string path_, temp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
 std::string header_length_bytes(uint64_t n) {
   std::string out;
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
@@ -160,11 +223,46 @@ std::string header_length_bytes(uint64_t n) {
 
 StateWriteResult write_state_file(const std::string& path, const HostSnapshot& snap, const StateOrigin& origin,
                                   const StateWriteOptions& options) {
-  Prepared p = prepare(snap, origin, options);
-  AtomicWriter out(path);
-  out.write(header_length_bytes(p.header.size()));
-  out.write(p.header);
-  for (const auto& c : snap.classes) out.write(c.values.data(), c.values.size() * sizeof(float));
+  if (path == "-") {  // a pipe cannot be rewritten: hash first, then stream
+    Prepared p = prepare(snap, origin, options);
+    AtomicWriter out(path);
+    out.write(header_length_bytes(p.header.size()));
+    out.write(p.header);
+    for (const auto& c : snap.classes) out.write(c.values.data(), c.values.size() * sizeof(float));
+    out.commit();
+    return p.result;
+  }
+  // Hash on other threads while the payload goes to disk; the header (whose length does not
+  // depend on the hash values) is written last, before fsync and rename.
+  const std::vector<Hash128> zeros(snap.classes.size());
+  const Prepared placeholder = prepare(snap, origin, options, &zeros);
+  RewritableTempFile out(path);
+  std::vector<ClassBytes> items;
+  for (const auto& c : snap.classes) items.push_back({c.name, "F32", &c.shape, c.values.data(), c.values.size() * sizeof(float)});
+  std::vector<Hash128> hashes;
+  std::exception_ptr hash_error;
+  std::thread hasher([&] {
+    try {
+      hashes = class_hashes(items, options.threads);
+    } catch (...) {
+      hash_error = std::current_exception();
+    }
+  });
+  try {
+    uint64_t offset = 8 + placeholder.header.size();
+    for (const auto& c : snap.classes) {
+      out.write_at(offset, c.values.data(), c.values.size() * sizeof(float));
+      offset += c.values.size() * sizeof(float);
+    }
+  } catch (...) {
+    hasher.join();
+    throw;
+  }
+  hasher.join();
+  if (hash_error) std::rethrow_exception(hash_error);
+  Prepared p = prepare(snap, origin, options, &hashes);
+  if (p.header.size() != placeholder.header.size()) throw Error("state header length changed while writing " + path);
+  out.write_at(0, (header_length_bytes(p.header.size()) + p.header).data(), 8 + p.header.size());
   out.commit();
   return p.result;
 }
