@@ -56,7 +56,7 @@ void require_bad(const json& j, const std::string& field) {
 
 }  // namespace
 
-TEST_CASE("config: tiny-a (transformers form) parses to the documented geometry", "[cpu][loader]") {
+TEST_CASE("loader config: tiny-a (transformers form) parses to the documented geometry", "[cpu][loader]") {
   ModelConfig c = ModelConfig::load(fixture("tiny-a"));
   CHECK(c.source_form == "transformers");
   CHECK(c.vocab_size == 512);
@@ -109,7 +109,7 @@ TEST_CASE("config: tiny-a (transformers form) parses to the documented geometry"
   CHECK(g["rope_parameters"]["main"] == json({{"rope_type", "default"}, {"rope_theta", 10000.0}}));
 }
 
-TEST_CASE("config: tiny-b (yarn on compressed layers) parses", "[cpu][loader]") {
+TEST_CASE("loader config: tiny-b (yarn on compressed layers) parses", "[cpu][loader]") {
   ModelConfig c = ModelConfig::load(fixture("tiny-b"));
   CHECK(c.layer_types == std::vector<LayerKind>{LayerKind::kHCA, LayerKind::kSliding, LayerKind::kCSA, LayerKind::kHCA,
                                                 LayerKind::kCSA});
@@ -130,7 +130,7 @@ TEST_CASE("config: tiny-b (yarn on compressed layers) parses", "[cpu][loader]") 
   CHECK(y["attention_factor"] == 1.0);
 }
 
-TEST_CASE("config: upstream form parses to the same geometry as the transformers form", "[cpu][loader]") {
+TEST_CASE("loader config: upstream form parses to the same geometry as the transformers form", "[cpu][loader]") {
   SECTION("tiny-a: compress_ratios with the trailing MTP entry, one hash layer") {
     ModelConfig hf = ModelConfig::parse(fixture_config("tiny-a"));
     json up = to_upstream(fixture_config("tiny-a"), {0, 4, 16, 4, 0}, 1);
@@ -172,7 +172,7 @@ TEST_CASE("config: upstream form parses to the same geometry as the transformers
   }
 }
 
-TEST_CASE("config: bad fields are errors naming the field", "[cpu][loader]") {
+TEST_CASE("loader config: bad fields are errors naming the field", "[cpu][loader]") {
   const json a = fixture_config("tiny-a");
   auto with = [&](const std::string& key, json value) {
     json j = a;

@@ -58,7 +58,7 @@ Item& find_item(std::vector<Item>& items, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("model: tiny-a loads with canonical names, f32, stable fingerprint", "[cpu][loader]") {
+TEST_CASE("loader model: tiny-a loads with canonical names, f32, stable fingerprint", "[cpu][loader]") {
   Model m = Model::load(fixture("tiny-a"));
   auto specs = memra::expected_tensors(m.config());
   REQUIRE(m.tensors().size() == specs.size());
@@ -90,7 +90,7 @@ TEST_CASE("model: tiny-a loads with canonical names, f32, stable fingerprint", "
   CHECK(b.fingerprint() != m.fingerprint());
 }
 
-TEST_CASE("model: tiny-b loads as bf16 with two hash layers", "[cpu][loader]") {
+TEST_CASE("loader model: tiny-b loads as bf16 with two hash layers", "[cpu][loader]") {
   Model m = Model::load(fixture("tiny-b"));
   CHECK(m.weight_precision() == "bf16");
   CHECK(m.tensors().size() == memra::expected_tensors(m.config()).size());
@@ -105,7 +105,7 @@ TEST_CASE("model: tiny-b loads as bf16 with two hash layers", "[cpu][loader]") {
   CHECK(m.tensor("norm.weight").f32[0] == expect);
 }
 
-TEST_CASE("model: the fingerprint covers every stored byte", "[cpu][loader]") {
+TEST_CASE("loader model: the fingerprint covers every stored byte", "[cpu][loader]") {
   Model a = Model::load(fixture("tiny-a"));
   TempDir dir;
   make_variant("tiny-a", dir, [](std::vector<Item>& items) { find_item(items, "model.norm.weight").bytes[5] ^= 1; });
@@ -128,7 +128,7 @@ TEST_CASE("model: the fingerprint covers every stored byte", "[cpu][loader]") {
   }
 }
 
-TEST_CASE("model: checkpoints that disagree with config.json are rejected", "[cpu][loader]") {
+TEST_CASE("loader model: checkpoints that disagree with config.json are rejected", "[cpu][loader]") {
   TempDir dir;
   const std::string d = dir.path.string();
   SECTION("missing tensor") {
@@ -191,7 +191,7 @@ TEST_CASE("model: checkpoints that disagree with config.json are rejected", "[cp
   }
 }
 
-TEST_CASE("model: sharded checkpoints through model.safetensors.index.json", "[cpu][loader]") {
+TEST_CASE("loader model: sharded checkpoints through model.safetensors.index.json", "[cpu][loader]") {
   const std::string src = fixture("tiny-b");
   std::vector<Item> items = read_items(src + "/model.safetensors");
   TempDir dir;
@@ -245,7 +245,7 @@ TEST_CASE("model: sharded checkpoints through model.safetensors.index.json", "[c
   }
 }
 
-TEST_CASE("model: hash manifest write, parse and check", "[cpu][loader]") {
+TEST_CASE("loader model: hash manifest write, parse and check", "[cpu][loader]") {
   Model m = Model::load(fixture("tiny-a"));
   const std::string text = memra::manifest_text(m);
   auto entries = memra::parse_manifest(text, "manifest");
@@ -295,3 +295,56 @@ TEST_CASE("model: hash manifest write, parse and check", "[cpu][loader]") {
     CHECK(memra::parse_manifest("# c\r\nxxh3-128\t" + std::string(32, 'A') + "  x\r\n", "m").size() == 1);
   }
 }
+
+#ifdef MEMRA_BINARY
+#include <sys/wait.h>
+
+namespace {
+int run_memra(const std::string& args, const std::string& out_path) {
+  std::string cmd = std::string("'") + MEMRA_BINARY + "' " + args + " > '" + out_path + "' 2>&1";
+  int st = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(st));
+  return WEXITSTATUS(st);
+}
+}  // namespace
+
+TEST_CASE("loader cli: memra load summary, --json, manifest write and check exit codes", "[cpu][loader]") {
+  TempDir dir;
+  const std::string a = fixture("tiny-a"), out = dir.file("out.txt"), man = dir.file("a.manifest");
+  REQUIRE(run_memra("load '" + a + "'", out) == 0);
+  Model m = Model::load(a);
+  CHECK(read_bytes(out).find(m.fingerprint().hex()) != std::string::npos);
+
+  REQUIRE(run_memra("load '" + a + "' --json", out) == 0);
+  nlohmann::json j = nlohmann::json::parse(read_bytes(out));
+  CHECK(j["fingerprint"] == m.fingerprint().hex());
+  CHECK(j["weight_precision"] == "f32");
+  CHECK(j["geometry"] == m.config().geometry_json());
+  CHECK(j["tensors"].size() == m.tensors().size());
+  CHECK(j["tensors"][0]["stored_name"] == "model.embed_tokens.weight");
+  CHECK(j["model_dir"] == a);
+
+  REQUIRE(run_memra("-q load '" + a + "' --write-manifest '" + man + "'", out) == 0);
+  CHECK(read_bytes(man) == memra::manifest_text(m));
+  CHECK(run_memra("load '" + a + "' --check '" + man + "'", out) == 0);
+  CHECK(read_bytes(out).find("check PASS") != std::string::npos);
+
+  std::string text = read_bytes(man);
+  std::string flipped = text;
+  flipped[10] = flipped[10] == '0' ? '1' : '0';  // first hash digit of embed.weight
+  write_bytes(man, flipped);
+  CHECK(run_memra("load '" + a + "' --check '" + man + "'", out) == 1);
+  CHECK(read_bytes(out).find("MISMATCH  embed.weight") != std::string::npos);
+
+  write_bytes(man, text + "xxh3-128  " + std::string(32, '0') + "  layers.7.attn.wq_a.weight\n");
+  CHECK(run_memra("load '" + a + "' --check '" + man + "' --json", out) == 1);
+  nlohmann::json c = nlohmann::json::parse(read_bytes(out))["check"];
+  CHECK(c["missing"] == 1);
+  CHECK(c["passed"] == false);
+
+  write_bytes(man, "xxh3-128  nothex  embed.weight\n");
+  CHECK(run_memra("load '" + a + "' --check '" + man + "'", out) == 2);
+  CHECK(read_bytes(out).find("memra: error:") != std::string::npos);
+  CHECK(run_memra("load '" + dir.path.string() + "'", out) == 2);
+}
+#endif

@@ -40,7 +40,7 @@ memra::NpyArray parse(const std::string& bytes) {
 
 }  // namespace
 
-TEST_CASE("npy: f32 arrays are written in NumPy's layout and read back", "[cpu][loader]") {
+TEST_CASE("loader npy: f32 arrays are written in NumPy's layout and read back", "[cpu][loader]") {
   TempDir dir;
   std::vector<float> v = {1.5f, -2.0f, 0.0f, 3.25f, 1e-30f, -7.0f};
   memra::write_npy_f32(dir.file("x.npy"), v.data(), {2, 3});
@@ -63,7 +63,7 @@ TEST_CASE("npy: f32 arrays are written in NumPy's layout and read back", "[cpu][
   }
 }
 
-TEST_CASE("npy: int32 and int64 token lists", "[cpu][loader]") {
+TEST_CASE("loader npy: int32 and int64 token lists", "[cpu][loader]") {
   TempDir dir;
   write_bytes(dir.file("a.npy"), npy_file("{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }",
                                           le_bytes<int32_t>({5, -1, 70000, 0})));
@@ -77,7 +77,7 @@ TEST_CASE("npy: int32 and int64 token lists", "[cpu][loader]") {
   require_error([&] { memra::read_npy_ids(dir.file("f.npy")); }, {"f.npy", "<f4", "int32"});
 }
 
-TEST_CASE("npy: hostile files are rejected with a reason", "[cpu][loader]") {
+TEST_CASE("loader npy: hostile files are rejected with a reason", "[cpu][loader]") {
   const std::string ok_dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }";
   const std::string data = le_bytes<int32_t>({1, 2});
   const std::string good = npy_file(ok_dict, data);

@@ -43,7 +43,7 @@ SafetensorsFile parse_file(const TempDir& dir, const std::string& bytes) {
 
 }  // namespace
 
-TEST_CASE("safetensors writer output parses back to the same tensors", "[cpu][loader]") {
+TEST_CASE("loader safetensors: writer output parses back to the same tensors", "[cpu][loader]") {
   TempDir dir;
   std::string bytes = small_valid_file();
   CHECK((8 + (bytes.size() - 8 - (6 * 4 + 4 * 8 + 3 * 2))) % 8 == 0);  // data section 8-byte aligned
@@ -88,7 +88,7 @@ TEST_CASE("safetensors writer output parses back to the same tensors", "[cpu][lo
   }
 }
 
-TEST_CASE("safetensors rejects truncated files", "[cpu][loader]") {
+TEST_CASE("loader safetensors: rejects truncated files", "[cpu][loader]") {
   TempDir dir;
   std::string good = small_valid_file();
   uint64_t header_len = 0;
@@ -106,7 +106,7 @@ TEST_CASE("safetensors rejects truncated files", "[cpu][loader]") {
   }
 }
 
-TEST_CASE("safetensors rejects hostile headers", "[cpu][loader]") {
+TEST_CASE("loader safetensors: rejects hostile headers", "[cpu][loader]") {
   TempDir dir;
   const std::string d16(16, '\0');
   auto entry = [](const std::string& name, const std::string& dtype, const std::string& shape, const std::string& off) {
@@ -185,7 +185,7 @@ TEST_CASE("safetensors rejects hostile headers", "[cpu][loader]") {
   }
 }
 
-TEST_CASE("safetensors survives 2000 random mutations", "[cpu][loader]") {
+TEST_CASE("loader safetensors: survives 2000 random mutations", "[cpu][loader]") {
   TempDir dir;
   const std::string good = small_valid_file();
   std::mt19937_64 rng(20260501);
