@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/file_io.h"
 #include "gate/gate.h"
 #include "gate/html_report.h"
 
@@ -278,10 +279,7 @@ TEST_CASE("write the sample report page for shell.report_render", "[cpu][gate][r
   const std::string html_path = dir + "/test-report.html", json_path = dir + "/test-report.json";
   const std::vector<GateResult> gates = {passing_gate(), failing_gate()};
   write_html_report(html_path, "memra gate report (sample)", gates);
-  {
-    std::ofstream j(json_path, std::ios::trunc);
-    j << gates_to_json("sample", gates).dump(2) << "\n";
-  }
+  write_file_atomic(json_path, gates_to_json("sample", gates).dump(2) + "\n");
   std::ifstream in(html_path);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -226,7 +226,7 @@ std::string render_chart(const Series& s) {
     if (over) {
       ++out_of_band;
       o += "<circle class=\"out-of-band\" cx=\"" + px(X(xs[i])) + "\" cy=\"" + px(y) +
-           "\" r=\"4\" fill=\"#d32f2f\" stroke=\"#7f0000\"><title>x=" + num(xs[i], "%.6g") + " y=" + num(s.y[i], "%.6g") +
+           "\" r=\"4.5\" fill=\"#ff1744\" stroke=\"#b00020\"><title>x=" + num(xs[i], "%.6g") + " y=" + num(s.y[i], "%.6g") +
            " band=" + num(i < s.band.size() ? s.band[i] : s.band.back(), "%.6g") + " (out of band)</title></circle>\n";
     } else if (std::isfinite(s.y[i]) && markers++ < kMaxMarkers) {
       o += "<circle cx=\"" + px(X(xs[i])) + "\" cy=\"" + px(y) + "\" r=\"2\" fill=\"#1565c0\"><title>x=" + num(xs[i], "%.6g") +

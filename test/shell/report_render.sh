@@ -6,6 +6,8 @@
 # that contradicts their parts are invalid (exit 1). (b) the sample page (and a real `--report` page)
 # renders in headless Chromium to a PNG that is not blank: several distinct colours, the chart's
 # blue series and red out-of-band marker among them. Chromium missing is a FAIL, not a skip.
+# Once `memra gate` exists, its FAIL (equal, band) and REFUSED (parity) reports validate too, and
+# the `gate all` and failing `gate band` --report pages render (the band page's red marker shows).
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
@@ -85,6 +87,23 @@ else
   validate 0 "$work/gate-all.json" "memra gate all --json"
   "$bin" -q gate all "$model" --report "$work/gate-all.html" >/dev/null; rc=$?
   [[ $rc -eq 0 && -s "$work/gate-all.html" ]] || bad "memra gate all --report wrote no page (rc=$rc)"
+  # Single-gate reports that do not pass are valid too: FAIL (one logit moved past the band and
+  # off its bits) and REFUSED (a dump with a wrong geometry field).
+  "$py" -c "
+import numpy as np, sys
+a = np.linspace(-1, 1, 4 * 512, dtype=np.float32).reshape(4, 512); b = a.copy(); b[2, 7] += 0.5
+np.save(sys.argv[1], a); np.save(sys.argv[2], b)" "$work/a.npy" "$work/b.npy"
+  for g in equal band; do
+    extra=(); [[ $g == band ]] && extra=(--model "$model")
+    "$bin" -q gate $g "$work/a.npy" "$work/b.npy" "${extra[@]}" --json --report "$work/gate-$g.html" >"$work/gate-$g.json"; rc=$?
+    [[ $rc -eq 1 ]] || bad "memra gate $g on different logits exited $rc (want 1)"
+    grep -q '"FAIL"' "$work/gate-$g.json" || bad "memra gate $g on different logits is not FAIL"
+    validate 0 "$work/gate-$g.json" "memra gate $g FAIL"
+  done
+  "$bin" -q gate parity "$model" "$work/dump" --json >"$work/gate-refused.json"; rc=$?
+  [[ $rc -eq 1 ]] || bad "memra gate parity on a wrong-geometry dump exited $rc (want 1)"
+  grep -q '"REFUSED"' "$work/gate-refused.json" || bad "memra gate parity on a wrong-geometry dump is not REFUSED"
+  validate 0 "$work/gate-refused.json" "memra gate parity REFUSED"
 fi
 
 # --- (b) headless Chromium ----------------------------------------------------------------------
@@ -93,7 +112,7 @@ if [[ -z "$chromium_bin" ]]; then
   echo "FAIL: chromium is not installed (Debian package 'chromium'); run tools/bootstrap.sh"
   exit 1
 fi
-for page in "$build/test-report.html" "$work/gate-all.html"; do
+for page in "$build/test-report.html" "$work/gate-all.html" "$work/gate-band.html"; do
   [[ -f "$page" ]] || continue
   grep -Eq 'src=|href="[^#]|@import|url\(' "$page" && bad "$page references an external resource"
   png="$work/$(basename "$page" .html).png"
@@ -103,8 +122,9 @@ for page in "$build/test-report.html" "$work/gate-all.html"; do
     tail -5 "$work/chromium.log"; bad "chromium wrote no screenshot of $page"; continue
   fi
   # Decode the PNG (zlib + scanline filters, numpy from the venv) and count colours; the sample
-  # page must show the series blue (#1565c0) and the out-of-band red (#d32f2f).
-  want_marks=0; [[ "$page" == "$build/test-report.html" ]] && want_marks=1
+  # page must show the series blue (#1565c0) and the out-of-band marker red (#ff1744,
+  # used for nothing else on the page).
+  want_marks=0; [[ "$page" == "$build/test-report.html" || "$page" == "$work/gate-band.html" ]] && want_marks=1
   if "$py" - "$png" "$want_marks" <<'PY'
 import struct, sys, zlib
 import numpy as np
@@ -148,14 +168,14 @@ px = img.reshape(h, w, bpp)[:, :, :3].reshape(-1, 3)
 colours = np.unique(px[:, 0].astype(np.int64) << 16 | px[:, 1].astype(np.int64) << 8 | px[:, 2])
 def near(rgb, tol=24):
     return int(np.sum(np.all(np.abs(px.astype(np.int32) - np.array(rgb)) <= tol, axis=1)))
-blue, red = near((0x15, 0x65, 0xc0)), near((0xd3, 0x2f, 0x2f))
+blue, red = near((0x15, 0x65, 0xc0)), near((0xff, 0x17, 0x44), 8)
 print(f"png {w}x{h}, {len(raw)} bytes, {len(colours)} distinct colours, blue px {blue}, red px {red}")
-ok = len(raw) > 20000 and len(colours) >= 16 and (not want_marks or (blue >= 50 and red >= 20))
+ok = len(raw) > 20000 and len(colours) >= 16 and (not want_marks or (blue >= 50 and red >= 10))
 sys.exit(0 if ok else 1)
 PY
   then ok "rendered $page"; else bad "screenshot of $page looks blank or lacks the chart's colours"; fi
 done
-[[ $gate_ready -eq 0 || -s "$work/gate-all.html" ]] || bad "no gate --report page to render"
+[[ $gate_ready -eq 0 || ( -s "$work/gate-all.html" && -s "$work/gate-band.html" ) ]] || bad "no gate --report page to render"
 
 [[ $fail -eq 0 ]] && echo "1 passed, 0 failed"
 exit $fail
