@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -276,8 +277,12 @@ TEST_CASE("format versions: newer minor read, other major refused", "[cpu][state
 TEST_CASE("seeded mutation fuzz: never crash, always reject or verify the original", "[cpu][state][fuzz]") {
   const std::string good = serialize_state_file(sample_snapshot(19, 11), kOrigin);
   const size_t header_end = 8 + SafetensorsFile::parse(bytes_of(good)).header_size();
-  const int runs = 6000;
-  std::mt19937_64 rng(20261129);
+  // MEMRA_STATE_FUZZ_RUNS / MEMRA_STATE_FUZZ_SEED widen the run (bench/results/state-fuzz-*.txt).
+  const char* env_runs = std::getenv("MEMRA_STATE_FUZZ_RUNS");
+  const char* env_seed = std::getenv("MEMRA_STATE_FUZZ_SEED");
+  const int runs = env_runs ? std::max(1, std::atoi(env_runs)) : 6000;
+  const uint64_t seed = env_seed ? std::strtoull(env_seed, nullptr, 10) : 20261129;
+  std::mt19937_64 rng(seed);
   auto any = [&](size_t n) { return n ? static_cast<size_t>(rng() % n) : size_t{0}; };
   int accepted = 0, rejected = 0;
   for (int r = 0; r < runs; ++r) {
@@ -320,5 +325,5 @@ TEST_CASE("seeded mutation fuzz: never crash, always reject or verify the origin
     }
   }
   CHECK(accepted + rejected == runs);
-  WARN("state parser fuzz: " << runs << " mutants, " << rejected << " rejected, " << accepted << " identical to the original");
+  WARN("state parser fuzz (seed " << seed << "): " << runs << " mutants, " << rejected << " rejected, " << accepted << " identical to the original");
 }
