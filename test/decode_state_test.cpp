@@ -105,7 +105,7 @@ TEST_CASE("expected_cache_classes names and shapes", "[cpu][state]") {
   }
 }
 
-TEST_CASE("cache_classes exports live values only, window oldest first", "[cpu][state]") {
+TEST_CASE("cache_classes exports live values only with the window oldest first", "[cpu][state]") {
   const ModelConfig cfg = synthetic_config();
   const int64_t W = cfg.sliding_window, d = cfg.head_dim;
   for (int64_t pos : {5, 16, 37}) {

@@ -117,7 +117,7 @@ TEST_CASE("restore into a larger capacity continues bit-identically", "[cpu][sta
   }
 }
 
-TEST_CASE("chunk widths give identical state files; other tokens differ", "[cpu][state][engine]") {
+TEST_CASE("chunk widths give identical state files and other tokens differ", "[cpu][state][engine]") {
   const Model& model = tiny_a();
   auto backend = make_cpu_backend(model);
   const std::vector<int32_t> tokens = fixture_tokens("tiny-a");

@@ -232,7 +232,7 @@ TEST_CASE("every truncation is refused", "[cpu][state][fault]") {
   SECTION("and so is a trailing byte") { CHECK(try_parse(good + std::string(1, '\0')) == kExitNegative); }
 }
 
-TEST_CASE("format versions: newer minor read, other major refused", "[cpu][state]") {
+TEST_CASE("format versions: a newer minor is read and another major refused", "[cpu][state]") {
   const std::string good = serialize_state_file(sample_snapshot(22, 6), kOrigin);
   SECTION("the rewrite helper reproduces the file exactly") { CHECK(rewrite(good, {}) == good); }
   SECTION("a newer minor with unknown keys and a drafter class is read; the drafter class is verified and left out") {
@@ -274,7 +274,7 @@ TEST_CASE("format versions: newer minor read, other major refused", "[cpu][state
   }
 }
 
-TEST_CASE("seeded mutation fuzz: never crash, always reject or verify the original", "[cpu][state][fuzz]") {
+TEST_CASE("seeded mutation fuzz: never crash and always reject or verify the original", "[cpu][state][fuzz]") {
   const std::string good = serialize_state_file(sample_snapshot(19, 11), kOrigin);
   const size_t header_end = 8 + SafetensorsFile::parse(bytes_of(good)).header_size();
   // MEMRA_STATE_FUZZ_RUNS / MEMRA_STATE_FUZZ_SEED widen the run (bench/results/state-fuzz-*.txt).
