@@ -61,7 +61,8 @@ static int emit(const GateOptions& opt, const std::string& name, const std::vect
     if (gates.size() > 1) {
       int passed = 0;
       for (const auto& g : gates) passed += g.verdict == Verdict::kPass;
-      std::cout << "[gate-" << name << "] " << (passed == static_cast<int>(gates.size()) ? "PASS" : "FAIL")
+      // Same verdict as the JSON run report (gates_to_json).
+      std::cout << "[gate-" << name << "] " << gates_to_json(name, gates)["result"].get<std::string>()
                 << " gates=" << gates.size() << " passed=" << passed << "\n";
     }
   }

@@ -33,6 +33,23 @@ _memra() {
       "memra load --check"|"memra load --write-manifest") skip=1 ;;
       "memra prefill --tokens"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate") skip=1 ;;
       "memra snapshot --diff"|"memra snapshot --write-manifest"|"memra snapshot --check") skip=1 ;;
+      "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output") skip=1 ;;
+      "memra gate all") cmd="memra gate all"; npos=0 ;;
+      "memra gate restore") cmd="memra gate restore"; npos=0 ;;
+      "memra gate chunk") cmd="memra gate chunk"; npos=0 ;;
+      "memra gate semantics") cmd="memra gate semantics"; npos=0 ;;
+      "memra gate parity") cmd="memra gate parity"; npos=0 ;;
+      "memra gate equal") cmd="memra gate equal"; npos=0 ;;
+      "memra gate band") cmd="memra gate band"; npos=0 ;;
+      "memra gate hash") cmd="memra gate hash"; npos=0 ;;
+      "memra gate all --backend"|"memra gate all --devices"|"memra gate all --tokens"|"memra gate all --prompt"|"memra gate all --seed"|"memra gate all --dump"|"memra gate all --report") skip=1 ;;
+      "memra gate restore --backend"|"memra gate restore --devices"|"memra gate restore --tokens"|"memra gate restore --prompt"|"memra gate restore --seed"|"memra gate restore --warm"|"memra gate restore --continuation"|"memra gate restore --grow"|"memra gate restore --report") skip=1 ;;
+      "memra gate chunk --backend"|"memra gate chunk --devices"|"memra gate chunk --tokens"|"memra gate chunk --prompt"|"memra gate chunk --seed"|"memra gate chunk --widths"|"memra gate chunk --report") skip=1 ;;
+      "memra gate semantics --backend"|"memra gate semantics --devices"|"memra gate semantics --tokens"|"memra gate semantics --prompt"|"memra gate semantics --seed"|"memra gate semantics --steps"|"memra gate semantics --report") skip=1 ;;
+      "memra gate parity --backend"|"memra gate parity --devices"|"memra gate parity --tokens"|"memra gate parity --prompt"|"memra gate parity --seed"|"memra gate parity --report") skip=1 ;;
+      "memra gate equal --report") skip=1 ;;
+      "memra gate band --model"|"memra gate band --depth"|"memra gate band --precision-a"|"memra gate band --precision-b"|"memra gate band --report") skip=1 ;;
+      "memra gate hash --expect"|"memra gate hash --report") skip=1 ;;
       *) [[ $w == -* ]] || npos=$((npos + 1)) ;;
     esac
   done
@@ -49,6 +66,57 @@ _memra() {
     "memra snapshot --diff") _memra_files "$cur"; return 0 ;;
     "memra snapshot --write-manifest") _memra_files "$cur"; return 0 ;;
     "memra snapshot --check") _memra_files "$cur"; return 0 ;;
+    "memra restore --model") _memra_dirs "$cur"; return 0 ;;
+    "memra restore --capacity") :; return 0 ;;
+    "memra restore --tokens") _memra_files "$cur"; return 0 ;;
+    "memra restore --chunk") :; return 0 ;;
+    "memra restore --steps") :; return 0 ;;
+    "memra restore --logits") _memra_files "$cur"; return 0 ;;
+    "memra restore -o"|"memra restore --output") _memra_files "$cur"; return 0 ;;
+    "memra gate all --backend") _memra_words "cpu cuda" "$cur"; return 0 ;;
+    "memra gate all --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate all --tokens") _memra_files "$cur"; return 0 ;;
+    "memra gate all --prompt") :; return 0 ;;
+    "memra gate all --seed") :; return 0 ;;
+    "memra gate all --dump") _memra_files "$cur"; return 0 ;;
+    "memra gate all --report") _memra_files "$cur"; return 0 ;;
+    "memra gate restore --backend") _memra_words "cpu cuda" "$cur"; return 0 ;;
+    "memra gate restore --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate restore --tokens") _memra_files "$cur"; return 0 ;;
+    "memra gate restore --prompt") :; return 0 ;;
+    "memra gate restore --seed") :; return 0 ;;
+    "memra gate restore --warm") :; return 0 ;;
+    "memra gate restore --continuation") :; return 0 ;;
+    "memra gate restore --grow") :; return 0 ;;
+    "memra gate restore --report") _memra_files "$cur"; return 0 ;;
+    "memra gate chunk --backend") _memra_words "cpu cuda" "$cur"; return 0 ;;
+    "memra gate chunk --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate chunk --tokens") _memra_files "$cur"; return 0 ;;
+    "memra gate chunk --prompt") :; return 0 ;;
+    "memra gate chunk --seed") :; return 0 ;;
+    "memra gate chunk --widths") _memra_files "$cur"; return 0 ;;
+    "memra gate chunk --report") _memra_files "$cur"; return 0 ;;
+    "memra gate semantics --backend") _memra_words "cpu cuda" "$cur"; return 0 ;;
+    "memra gate semantics --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate semantics --tokens") _memra_files "$cur"; return 0 ;;
+    "memra gate semantics --prompt") :; return 0 ;;
+    "memra gate semantics --seed") :; return 0 ;;
+    "memra gate semantics --steps") :; return 0 ;;
+    "memra gate semantics --report") _memra_files "$cur"; return 0 ;;
+    "memra gate parity --backend") _memra_words "cpu cuda" "$cur"; return 0 ;;
+    "memra gate parity --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate parity --tokens") _memra_files "$cur"; return 0 ;;
+    "memra gate parity --prompt") :; return 0 ;;
+    "memra gate parity --seed") :; return 0 ;;
+    "memra gate parity --report") _memra_files "$cur"; return 0 ;;
+    "memra gate equal --report") _memra_files "$cur"; return 0 ;;
+    "memra gate band --model") _memra_dirs "$cur"; return 0 ;;
+    "memra gate band --depth") :; return 0 ;;
+    "memra gate band --precision-a") _memra_files "$cur"; return 0 ;;
+    "memra gate band --precision-b") _memra_files "$cur"; return 0 ;;
+    "memra gate band --report") _memra_files "$cur"; return 0 ;;
+    "memra gate hash --expect") _memra_files "$cur"; return 0 ;;
+    "memra gate hash --report") _memra_files "$cur"; return 0 ;;
   esac
   # Options, subcommands or positionals.
   case "$cmd" in
@@ -84,7 +152,11 @@ _memra() {
       fi ;;
     "memra restore")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help" "$cur"
+        _memra_words "-h --help --model --capacity --tokens --chunk --steps --logits -o --output --json" "$cur"
+      else
+        case $npos in
+          0) _memra_files "$cur" ;;
+        esac
       fi ;;
     "memra draft")
       if [[ $cur == -* ]]; then
@@ -102,6 +174,75 @@ _memra() {
     "memra gate")
       if [[ $cur == -* ]]; then
         _memra_words "-h --help" "$cur"
+      else
+        _memra_words "all restore chunk semantics parity equal band hash" "$cur"
+      fi ;;
+    "memra gate all")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --dump --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_dirs "$cur" ;;
+        esac
+      fi ;;
+    "memra gate restore")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --warm --continuation --grow --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_dirs "$cur" ;;
+        esac
+      fi ;;
+    "memra gate chunk")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --widths --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_dirs "$cur" ;;
+        esac
+      fi ;;
+    "memra gate semantics")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --steps --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_dirs "$cur" ;;
+        esac
+      fi ;;
+    "memra gate parity")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_dirs "$cur" ;;
+          1) _memra_files "$cur" ;;
+        esac
+      fi ;;
+    "memra gate equal")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_files "$cur" ;;
+          1) _memra_files "$cur" ;;
+        esac
+      fi ;;
+    "memra gate band")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --model --depth --precision-a --precision-b --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_files "$cur" ;;
+          1) _memra_files "$cur" ;;
+        esac
+      fi ;;
+    "memra gate hash")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --expect --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_files "$cur" ;;
+        esac
       fi ;;
     "memra devices")
       if [[ $cur == -* ]]; then

@@ -35,6 +35,40 @@ function __memra_command
                 set skip 1
             case 'memra_snapshot --diff' 'memra_snapshot --write-manifest' 'memra_snapshot --check'
                 set skip 1
+            case 'memra_restore --model' 'memra_restore --capacity' 'memra_restore --tokens' 'memra_restore --chunk' 'memra_restore --steps' 'memra_restore --logits' 'memra_restore -o' 'memra_restore --output'
+                set skip 1
+            case 'memra_gate all'
+                set cmd memra_gate_all
+            case 'memra_gate restore'
+                set cmd memra_gate_restore
+            case 'memra_gate chunk'
+                set cmd memra_gate_chunk
+            case 'memra_gate semantics'
+                set cmd memra_gate_semantics
+            case 'memra_gate parity'
+                set cmd memra_gate_parity
+            case 'memra_gate equal'
+                set cmd memra_gate_equal
+            case 'memra_gate band'
+                set cmd memra_gate_band
+            case 'memra_gate hash'
+                set cmd memra_gate_hash
+            case 'memra_gate_all --backend' 'memra_gate_all --devices' 'memra_gate_all --tokens' 'memra_gate_all --prompt' 'memra_gate_all --seed' 'memra_gate_all --dump' 'memra_gate_all --report'
+                set skip 1
+            case 'memra_gate_restore --backend' 'memra_gate_restore --devices' 'memra_gate_restore --tokens' 'memra_gate_restore --prompt' 'memra_gate_restore --seed' 'memra_gate_restore --warm' 'memra_gate_restore --continuation' 'memra_gate_restore --grow' 'memra_gate_restore --report'
+                set skip 1
+            case 'memra_gate_chunk --backend' 'memra_gate_chunk --devices' 'memra_gate_chunk --tokens' 'memra_gate_chunk --prompt' 'memra_gate_chunk --seed' 'memra_gate_chunk --widths' 'memra_gate_chunk --report'
+                set skip 1
+            case 'memra_gate_semantics --backend' 'memra_gate_semantics --devices' 'memra_gate_semantics --tokens' 'memra_gate_semantics --prompt' 'memra_gate_semantics --seed' 'memra_gate_semantics --steps' 'memra_gate_semantics --report'
+                set skip 1
+            case 'memra_gate_parity --backend' 'memra_gate_parity --devices' 'memra_gate_parity --tokens' 'memra_gate_parity --prompt' 'memra_gate_parity --seed' 'memra_gate_parity --report'
+                set skip 1
+            case 'memra_gate_equal --report'
+                set skip 1
+            case 'memra_gate_band --model' 'memra_gate_band --depth' 'memra_gate_band --precision-a' 'memra_gate_band --precision-b' 'memra_gate_band --report'
+                set skip 1
+            case 'memra_gate_hash --expect' 'memra_gate_hash --report'
+                set skip 1
         end
     end
     echo $cmd
@@ -50,10 +84,10 @@ complete -c memra -f
 complete -c memra -n '__memra_in memra' -a load -d 'Load and verify a checkpoint folder; print its geometry, hashes, fingerprint'
 complete -c memra -n '__memra_in memra' -a prefill -d 'Run a prompt through the model (chunked prefill), optionally continue greedily'
 complete -c memra -n '__memra_in memra' -a snapshot -d 'Inspect, verify, compare or hash-manifest a state file'
-complete -c memra -n '__memra_in memra' -a restore -d 'restore (not built yet)'
+complete -c memra -n '__memra_in memra' -a restore -d 'Verify a state file, restore it (any capacity >= its position) and continue it'
 complete -c memra -n '__memra_in memra' -a draft -d 'draft (not built yet)'
 complete -c memra -n '__memra_in memra' -a parity -d 'Compare the engine with an oracle dump, manifest first (REFUSED on geometry mismatch)'
-complete -c memra -n '__memra_in memra' -a gate -d 'gate (not built yet)'
+complete -c memra -n '__memra_in memra' -a gate -d 'Correctness gates: restore round trip, chunk invariance, chunk semantics, parity, artifact checks'
 complete -c memra -n '__memra_in memra' -a devices -d 'List the CUDA devices memra can use (loads the CUDA backend)'
 complete -c memra -n '__memra_in memra' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra' -l version -d 'Display program version information and exit'
@@ -88,6 +122,15 @@ complete -c memra -n '__memra_in memra_snapshot' -F
 
 # memra restore
 complete -c memra -n '__memra_in memra_restore' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_restore' -l model -x -a '(__fish_complete_directories)' -d 'Model folder the state was written from'
+complete -c memra -n '__memra_in memra_restore' -l capacity -x -d 'Tokens the restored state can hold (>= the state\'s position)'
+complete -c memra -n '__memra_in memra_restore' -l tokens -r -F -d 'Teacher-force these token ids: text (whitespace/comma separated) or .npy; - = stdin'
+complete -c memra -n '__memra_in memra_restore' -l chunk -x -d 'Tokens per forward call when teacher-forcing (default: all in one call)'
+complete -c memra -n '__memra_in memra_restore' -l steps -x -d 'Then decode K tokens greedily and print them'
+complete -c memra -n '__memra_in memra_restore' -l logits -r -F -d 'Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)'
+complete -c memra -n '__memra_in memra_restore' -s o -l output -r -F -d 'Write the final state as a state file (- = stdout)'
+complete -c memra -n '__memra_in memra_restore' -l json -d 'Print the report as JSON'
+complete -c memra -n '__memra_in memra_restore' -F
 
 # memra draft
 complete -c memra -n '__memra_in memra_draft' -s h -l help -d 'Print this help message and exit'
@@ -99,7 +142,99 @@ complete -c memra -n '__memra_in memra_parity' -s v -l verbose -d 'List every st
 complete -c memra -n '__memra_in memra_parity' -a '(__fish_complete_directories)'
 
 # memra gate
+complete -c memra -n '__memra_in memra_gate' -a all -d 'Every gate that applies to the model (and its dump): the main job'
+complete -c memra -n '__memra_in memra_gate' -a restore -d 'Warm a state, snapshot it through a state file, restore into a grown capacity, continue both: bit-equal'
+complete -c memra -n '__memra_in memra_gate' -a chunk -d 'Bounded-prefill widths give bit-identical logits and cache classes'
+complete -c memra -n '__memra_in memra_gate' -a semantics -d 'Monolithic vs chunked prefill: teacher-forced argmax disagreements classified against the band'
+complete -c memra -n '__memra_in memra_gate' -a parity -d 'Manifest-first parity against an oracle dump, as a gate'
+complete -c memra -n '__memra_in memra_gate' -a equal -d 'Two state files (every class) or two logits files: equal by bits'
+complete -c memra -n '__memra_in memra_gate' -a band -d 'Two logits files within the pair band of two realizations (docs/bands.md)'
+complete -c memra -n '__memra_in memra_gate' -a hash -d 'A state file\'s class hashes against a kept manifest (memra snapshot --write-manifest)'
 complete -c memra -n '__memra_in memra_gate' -s h -l help -d 'Print this help message and exit'
+
+# memra gate all
+complete -c memra -n '__memra_in memra_gate_all' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_all' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
+complete -c memra -n '__memra_in memra_gate_all' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_all' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_all' -l prompt -x -d 'Prompt length when no --tokens are given'
+complete -c memra -n '__memra_in memra_gate_all' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_all' -l dump -r -F -d 'Oracle dump for the parity gate (default: MODEL/dump when present)'
+complete -c memra -n '__memra_in memra_gate_all' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_all' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_all' -a '(__fish_complete_directories)'
+
+# memra gate restore
+complete -c memra -n '__memra_in memra_gate_restore' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_restore' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
+complete -c memra -n '__memra_in memra_gate_restore' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_restore' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_restore' -l prompt -x -d 'Prompt length when no --tokens are given'
+complete -c memra -n '__memra_in memra_gate_restore' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_restore' -l warm -x -d 'Greedy steps before the snapshot'
+complete -c memra -n '__memra_in memra_gate_restore' -l continuation -x -d 'Steps after the restore'
+complete -c memra -n '__memra_in memra_gate_restore' -l grow -x -d 'Capacity added on restore'
+complete -c memra -n '__memra_in memra_gate_restore' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_restore' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_restore' -a '(__fish_complete_directories)'
+
+# memra gate chunk
+complete -c memra -n '__memra_in memra_gate_chunk' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_chunk' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
+complete -c memra -n '__memra_in memra_gate_chunk' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_chunk' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_chunk' -l prompt -x -d 'Prompt length when no --tokens are given'
+complete -c memra -n '__memra_in memra_gate_chunk' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_chunk' -l widths -r -F -d 'Chunk widths to compare (comma separated)'
+complete -c memra -n '__memra_in memra_gate_chunk' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_chunk' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_chunk' -a '(__fish_complete_directories)'
+
+# memra gate semantics
+complete -c memra -n '__memra_in memra_gate_semantics' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_semantics' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
+complete -c memra -n '__memra_in memra_gate_semantics' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_semantics' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_semantics' -l prompt -x -d 'Prompt length when no --tokens are given'
+complete -c memra -n '__memra_in memra_gate_semantics' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_semantics' -l steps -x -d 'Teacher-forced steps'
+complete -c memra -n '__memra_in memra_gate_semantics' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_semantics' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_semantics' -a '(__fish_complete_directories)'
+
+# memra gate parity
+complete -c memra -n '__memra_in memra_gate_parity' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_parity' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
+complete -c memra -n '__memra_in memra_gate_parity' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_parity' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_parity' -l prompt -x -d 'Prompt length when no --tokens are given'
+complete -c memra -n '__memra_in memra_gate_parity' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_parity' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_parity' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_parity' -a '(__fish_complete_directories)'
+
+# memra gate equal
+complete -c memra -n '__memra_in memra_gate_equal' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_equal' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_equal' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_equal' -F
+
+# memra gate band
+complete -c memra -n '__memra_in memra_gate_band' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_band' -l model -x -a '(__fish_complete_directories)' -d 'Model folder: derives the accumulation depth'
+complete -c memra -n '__memra_in memra_gate_band' -l depth -x -d 'Accumulation depth when no --model is given'
+complete -c memra -n '__memra_in memra_gate_band' -l precision-a -r -F -d 'Precision of A: f32, bf16, f16'
+complete -c memra -n '__memra_in memra_gate_band' -l precision-b -r -F -d 'Precision of B: f32, bf16, f16'
+complete -c memra -n '__memra_in memra_gate_band' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_band' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_band' -F
+
+# memra gate hash
+complete -c memra -n '__memra_in memra_gate_hash' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_hash' -l expect -r -F -d 'Hash manifest'
+complete -c memra -n '__memra_in memra_gate_hash' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_hash' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_hash' -F
 
 # memra devices
 complete -c memra -n '__memra_in memra_devices' -s h -l help -d 'Print this help message and exit'
