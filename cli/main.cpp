@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
       return memra::kExitError;
     }
     return code;
+  } catch (const memra::BrokenPipe&) {
+    return memra::kExitOk;
   } catch (const memra::Error& e) {
     std::cerr << "memra: error: " << e.what() << "\n";
     if (!e.hint().empty()) std::cerr << "memra: hint: " << e.hint() << "\n";

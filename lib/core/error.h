@@ -22,6 +22,12 @@ class Error : public std::runtime_error {
   int exit_code_;
 };
 
+// The reader of stdout went away (`memra … | head`): not an error, the command ends with exit 0.
+class BrokenPipe : public Error {
+ public:
+  BrokenPipe() : Error("stdout closed by the reader", {}, kExitOk) {}
+};
+
 // A definite negative (mismatch, REFUSED, FAIL) that the command reports as exit 1.
 inline Error negative(std::string what, std::string hint = {}) {
   return Error(std::move(what), std::move(hint), kExitNegative);

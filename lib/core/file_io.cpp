@@ -103,6 +103,7 @@ void AtomicWriter::write(const void* data, size_t size) {
     ssize_t n = ::write(fd_, p, size);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EPIPE && fd_ == 1) throw BrokenPipe();
       throw Error("cannot write " + path_ + ": " + errno_text());
     }
     p += n;
