@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -107,6 +108,21 @@ void AtomicWriter::write(const void* data, size_t size) {
       throw Error("cannot write " + path_ + ": " + errno_text());
     }
     p += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+void AtomicWriter::write_at(uint64_t offset, const void* data, size_t size) {
+  if (fd_ == 1) throw Error("cannot rewrite bytes already sent to stdout");
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  while (size > 0) {
+    ssize_t n = ::pwrite(fd_, p, std::min<size_t>(size, 1u << 30), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error("cannot write " + path_ + ": " + errno_text());
+    }
+    p += n;
+    offset += static_cast<uint64_t>(n);
     size -= static_cast<size_t>(n);
   }
 }

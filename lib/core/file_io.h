@@ -44,6 +44,9 @@ class AtomicWriter {
   AtomicWriter& operator=(const AtomicWriter&) = delete;
   void write(const void* data, size_t size);  // throws Error
   void write(std::string_view text) { write(text.data(), text.size()); }
+  // Files only (not stdout): writes at `offset`, extending the file or rewriting bytes already
+  // written, e.g. a header whose hashes are known only after the payload went out.
+  void write_at(uint64_t offset, const void* data, size_t size);
   void commit();  // fsync + rename (+ fsync of the folder); throws Error
   bool to_stdout() const { return fd_ == 1; }
 

@@ -44,7 +44,8 @@ struct CacheClass {
   std::vector<float> values;
 };
 
-// Allocates an empty state for `capacity` tokens (throws Error if capacity < 1).
+// Allocates an empty state for `capacity` tokens (throws Error if capacity < 1). CSA carries start
+// as "no previous window": prev_kv 0 and prev_score −inf (softmax weight 0), as in §3.5.
 DecodeState make_decode_state(const ModelConfig& config, int64_t capacity);
 
 // The named live tensors and nothing else (no dead capacity tails, no scratch), in a stable order:

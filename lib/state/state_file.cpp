@@ -160,59 +160,6 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
   return p;
 }
 
-// A temp file in the destination folder that is renamed into place on commit (fsync of the file,
-// rename, fsync of the folder), like AtomicWriter, but whose first bytes can be rewritten: the
-// payload streams out while the hashes are computed, the final header goes in last.
-class RewritableTempFile {
- public:
-  explicit RewritableTempFile(const std::string& path) : path_(path) {
-    std::filesystem::path p(path);
-    const std::string name = p.filename().string();
-    if (name.empty()) throw Error("output path '" + path + "' names no file");
-    temp_ = (p.parent_path() / ("." + name + ".tmp." + std::to_string(std::random_device{}()))).string();
-    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw Error("cannot create " + path + ": " + std::strerror(errno), "check that the folder exists and is writable");
-  }
-  ~RewritableTempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(temp_.c_str());
-  }
-  RewritableTempFile(const RewritableTempFile&) = delete;
-  RewritableTempFile& operator=(const RewritableTempFile&) = delete;
-
-  void write_at(uint64_t offset, const void* data, size_t size) {
-    const char* p = static_cast<const char*>(data);
-    while (size > 0) {
-      const ssize_t n = ::pwrite(fd_, p, std::min<size_t>(size, 1u << 30), static_cast<off_t>(offset));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw Error("cannot write " + path_ + ": " + std::strerror(errno));
-      }
-      p += n;
-      offset += static_cast<uint64_t>(n);
-      size -= static_cast<size_t>(n);
-    }
-  }
-  void commit() {
-    if (::fsync(fd_) != 0) throw Error("cannot sync " + path_ + ": " + std::strerror(errno));
-    ::close(fd_);
-    fd_ = -1;
-    if (::rename(temp_.c_str(), path_.c_str()) != 0) throw Error("cannot rename into " + path_ + ": " + std::strerror(errno));
-    committed_ = true;
-    const std::string dir = std::filesystem::path(path_).parent_path().string();
-    const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
-
- private:
-  std::string path_, temp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
 std::string header_length_bytes(uint64_t n) {
   std::string out;
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
@@ -236,7 +183,7 @@ StateWriteResult write_state_file(const std::string& path, const HostSnapshot& s
   // depend on the hash values) is written last, before fsync and rename.
   const std::vector<Hash128> zeros(snap.classes.size());
   const Prepared placeholder = prepare(snap, origin, options, &zeros);
-  RewritableTempFile out(path);
+  AtomicWriter out(path);  // payload first, header rewritten in place last
   std::vector<ClassBytes> items;
   for (const auto& c : snap.classes) items.push_back({c.name, "F32", &c.shape, c.values.data(), c.values.size() * sizeof(float)});
   std::vector<Hash128> hashes;
