@@ -6,7 +6,6 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <random>
 #include <thread>
 
 #include <fcntl.h>
