@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
     return e.exit_code();
   } catch (const std::bad_alloc&) {
     std::cerr << "memra: error: out of memory\n";
+    std::cerr << "memra: hint: lower --capacity (the decode state is planned up front) or use a machine with more memory\n";
     return memra::kExitError;
   } catch (const std::exception& e) {
     std::cerr << "memra: error: " << e.what() << "\n";

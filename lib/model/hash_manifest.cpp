@@ -58,29 +58,29 @@ std::vector<ManifestEntry> parse_manifest(std::string_view text, const std::stri
   return out;
 }
 
-ManifestCheck check_manifest(const Model& model, const std::vector<ManifestEntry>& entries) {
+ManifestCheck check_manifest_items(const std::vector<std::pair<std::string, Hash128>>& actual,
+                                   const std::vector<ManifestEntry>& entries) {
   std::map<std::string, const ManifestEntry*> listed;
   for (const auto& e : entries) listed[e.name] = &e;
   ManifestCheck c;
-  auto judge = [&](const std::string& name, const Hash128& actual) {
+  for (const auto& [name, hash] : actual) {
     ManifestCheck::Item item;
     item.name = name;
-    item.actual = actual;
+    item.actual = hash;
     auto it = listed.find(name);
     if (it == listed.end()) {
       item.status = "UNLISTED";
       ++c.unlisted;
     } else {
       item.expected = it->second->hash;
-      item.status = item.expected == actual ? "OK" : "MISMATCH";
-      ++(item.expected == actual ? c.ok : c.mismatch);
+      const bool ok = item.expected == hash;
+      item.status = ok ? "OK" : "MISMATCH";
+      ++(ok ? c.ok : c.mismatch);
       listed.erase(it);
     }
     c.items.push_back(std::move(item));
-  };
-  for (const auto& w : model.tensors()) judge(w.name, w.hash);
-  judge(kManifestModelName, model.fingerprint());
-  for (const auto& e : entries) {  // what is left names something the model lacks, in manifest order
+  }
+  for (const auto& e : entries) {  // what is left names something the artifact lacks, in manifest order
     if (!listed.count(e.name)) continue;
     ManifestCheck::Item item;
     item.status = "MISSING";
@@ -90,6 +90,13 @@ ManifestCheck check_manifest(const Model& model, const std::vector<ManifestEntry
     ++c.missing;
   }
   return c;
+}
+
+ManifestCheck check_manifest(const Model& model, const std::vector<ManifestEntry>& entries) {
+  std::vector<std::pair<std::string, Hash128>> actual;
+  for (const auto& w : model.tensors()) actual.emplace_back(w.name, w.hash);
+  actual.emplace_back(kManifestModelName, model.fingerprint());
+  return check_manifest_items(actual, entries);
 }
 
 nlohmann::json ManifestCheck::to_json() const {

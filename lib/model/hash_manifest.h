@@ -9,6 +9,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -46,5 +47,8 @@ struct ManifestCheck {
 };
 
 ManifestCheck check_manifest(const Model& model, const std::vector<ManifestEntry>& entries);
+// The same check over any named hashes (state classes use it too): actual in artifact order.
+ManifestCheck check_manifest_items(const std::vector<std::pair<std::string, Hash128>>& actual,
+                                   const std::vector<ManifestEntry>& entries);
 
 }  // namespace memra
