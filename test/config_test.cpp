@@ -16,30 +16,6 @@ namespace {
 
 json fixture_config(const std::string& name) { return memra::read_json_file(fixture(name) + "/config.json"); }
 
-// The upstream (DeepSeek inference) spelling of a transformers-form config.
-json to_upstream(json hf, const std::vector<int>& ratios, int n_hash) {
-  const std::pair<const char*, const char*> renames[] = {
-      {"hidden_size", "dim"},         {"num_hidden_layers", "n_layers"},  {"num_attention_heads", "n_heads"},
-      {"sliding_window", "window_size"}, {"num_experts_per_tok", "n_activated_experts"},
-      {"moe_intermediate_size", "moe_inter_dim"}, {"scoring_func", "score_func"},
-      {"routed_scaling_factor", "route_scale"}, {"rms_norm_eps", "norm_eps"}};
-  for (const auto& [from, to] : renames) {
-    hf[to] = hf[from];
-    hf.erase(from);
-  }
-  json compress = hf["rope_parameters"]["compress"];
-  for (const char* k : {"layer_types", "compress_rates", "mlp_layer_types", "partial_rotary_factor", "rope_parameters"})
-    hf.erase(k);
-  hf["compress_ratios"] = ratios;
-  hf["num_hash_layers"] = n_hash;
-  if (compress["rope_type"] == "yarn") {
-    json flat = {{"type", "yarn"}, {"factor", compress["factor"]},
-                 {"original_max_position_embeddings", compress["original_max_position_embeddings"]}};
-    hf["rope_scaling"] = flat;
-  }
-  return hf;
-}
-
 void require_same(const ModelConfig& a, const ModelConfig& b) {
   CHECK(a.geometry_json() == b.geometry_json());
   CHECK(a.geometry_json().dump() == b.geometry_json().dump());

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
@@ -61,6 +64,30 @@ void require_error(Fn&& fn, std::initializer_list<std::string> needles, int exit
     CHECK(what.find('\n') == std::string::npos);
     CHECK(e.exit_code() == exit_code);
   }
+}
+
+// The upstream (DeepSeek inference) spelling of a transformers-form config.
+inline nlohmann::json to_upstream(nlohmann::json hf, const std::vector<int>& ratios, int n_hash) {
+  const std::pair<const char*, const char*> renames[] = {
+      {"hidden_size", "dim"},         {"num_hidden_layers", "n_layers"},  {"num_attention_heads", "n_heads"},
+      {"sliding_window", "window_size"}, {"num_experts_per_tok", "n_activated_experts"},
+      {"moe_intermediate_size", "moe_inter_dim"}, {"scoring_func", "score_func"},
+      {"routed_scaling_factor", "route_scale"}, {"rms_norm_eps", "norm_eps"}};
+  for (const auto& [from, to] : renames) {
+    hf[to] = hf[from];
+    hf.erase(from);
+  }
+  nlohmann::json compress = hf["rope_parameters"]["compress"];
+  for (const char* k : {"layer_types", "compress_rates", "mlp_layer_types", "partial_rotary_factor", "rope_parameters"})
+    hf.erase(k);
+  hf["compress_ratios"] = ratios;
+  hf["num_hash_layers"] = n_hash;
+  if (compress["rope_type"] == "yarn") {
+    nlohmann::json flat = {{"type", "yarn"}, {"factor", compress["factor"]},
+                 {"original_max_position_embeddings", compress["original_max_position_embeddings"]}};
+    hf["rope_scaling"] = flat;
+  }
+  return hf;
 }
 
 }  // namespace loader_test
