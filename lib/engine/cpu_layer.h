@@ -1,0 +1,90 @@
+// Internals of the CPU reference backend, shared by its files: the weight bindings of one layer and
+// the per-site functions (mHC, attention with its compressors and indexer, MoE). Every function
+// processes T rows with each row's arithmetic independent of T (the exact path).
+//
+// Shape letters: T tokens in this call, D hidden, n hc_mult, H heads, d head_dim, r rope dims,
+// q_l q_lora_rank, G o_groups, R o_lora_rank, m compress ratio, W window, E experts, k experts per
+// token, I expert width, Hi/di indexer heads/dim, K index_topk, V vocab.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "model/config.h"
+
+namespace memra::cpu {
+
+inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct HcWeights {
+  const float* fn;     // [(2+n)n, nD]
+  const float* base;   // [(2+n)n]
+  const float* scale;  // [3]
+};
+
+struct CompressorWeights {
+  const float* wkv = nullptr;    // [c·w, D]
+  const float* wgate = nullptr;  // [c·w, D]
+  const float* ape = nullptr;    // [m, c·w]
+  const float* norm = nullptr;   // [w]
+};
+
+struct LayerWeights {
+  LayerKind kind;
+  int64_t ratio;  // m (0 for sliding)
+  const std::vector<float>* inv_freq;
+  HcWeights hc_attn, hc_ffn;
+  const float* attn_norm;              // [D]
+  const float* ffn_norm;               // [D]
+  const float* wq_a;                   // [q_l, D]
+  const float* q_norm;                 // [q_l]
+  const float* wq_b;                   // [H·d, q_l]
+  const float* wkv;                    // [d, D]
+  const float* kv_norm;                // [d]
+  const float* sink;                   // [H]
+  const float* wo_a;                   // [G·R, H·d/G]
+  const float* wo_b;                   // [D, G·R]
+  CompressorWeights compressor;        // CSA/HCA
+  CompressorWeights indexer;           // CSA
+  const float* idx_wq_b = nullptr;     // [Hi·di, q_l]
+  const float* idx_weights = nullptr;  // [Hi, D]
+  MlpKind mlp;
+  const float* gate;                     // [E, D]
+  const float* gate_bias = nullptr;      // [E] (learned)
+  const int64_t* tid2eid = nullptr;      // [V, k] (hash)
+  std::vector<const float*> w1, w2, w3;  // per expert: [I, D], [D, I], [I, D]
+  const float* shared_w1;
+  const float* shared_w2;
+  const float* shared_w3;
+};
+
+// mHC (§3.2): collapses the n streams of X [T,n,D] into x [T,D]; writes post [T,n] and comb [T,n,n].
+void hc_pre(const ModelConfig& cfg, const std::vector<float>& X, int64_t T, const HcWeights& w, std::vector<float>& x,
+            std::vector<float>& post, std::vector<float>& comb);
+// X'[t,k,:] = post[t,k]·y[t,:] + Σ_j comb[t,j,k]·X[t,j,:]  (the transposed combine)
+void hc_post(const ModelConfig& cfg, std::vector<float>& X, int64_t T, const std::vector<float>& y,
+             const std::vector<float>& post, const std::vector<float>& comb);
+
+// Attention site (§3.4–3.7) for rows at positions pos0..pos0+T-1: reads and advances the layer's
+// window ring, compressors and indexer keys; out [T, D].
+void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, LayerState& ls, int64_t pos0, int64_t T,
+               const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace);
+// Projects rows into the open window, closing entries at window ends (§3.5; appended to cs.entries).
+void compress_rows(const ModelConfig& cfg, const CompressorWeights& cw, CompressorState& cs,
+                   const std::vector<float>* inv_freq, int64_t pos0, int64_t T, const std::vector<float>& x);
+
+// MoE site (§3.8): hash or learned routing, routed experts in ascending id order plus the shared
+// expert; out [T, D].
+void moe(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, std::span<const int32_t> tokens,
+         const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace);
+
+// Top-k with ties broken by the lower index (architecture note §10); ids in selection order.
+std::vector<int64_t> topk_lower_index(const std::vector<float>& scores, int64_t k);
+// k-th largest minus (k+1)-th largest (inf when there is no (k+1)-th).
+float selection_margin(std::vector<float> scores, int64_t k);
+void trace_put(ForwardTrace* trace, const std::string& name, std::vector<int64_t> shape, std::vector<float> values);
+
+}  // namespace memra::cpu
