@@ -41,6 +41,9 @@ static int run_parity_command(const ParityOptions& opt, const Context& ctx) {
     }
     std::cout << "[parity] geometry: " << agree << " fields agree";
     if (!absent.empty()) std::cout << ", absent (optional):" << absent;
+    if (run.report.contains("compared_before_position"))
+      std::cout << "\n[parity] in-band decision flip at position " << run.report["compared_before_position"].get<int64_t>()
+                << ": values are compared on the positions before it";
     std::cout << "\n[parity] precision class " << run.tolerance.precision_class << ", tolerance rel_to_max "
               << run.tolerance.rel_to_max << "\n";
     for (const auto& s : run.stages)

@@ -54,6 +54,7 @@ nlohmann::json StageResult::to_json() const {
     j["want"] = want;
     j["rel_to_max"] = rel_to_max;
     j["tolerance"] = tolerance;
+    j["rows"] = rows;
     if (top1_total >= 0) {
       j["top1_agree"] = top1_agree;
       j["top1_total"] = top1_total;
@@ -136,6 +137,24 @@ StageResult compare_decisions(const std::string& name, const std::vector<float>&
   }
   r.pass = r.flips_out_of_band == 0;
   return r;
+}
+
+int64_t first_in_band_flip(const std::vector<StageResult>& decisions) {
+  int64_t t0 = -1;
+  for (const auto& d : decisions)
+    for (const Flip& f : d.flips)
+      if (f.in_band && (t0 < 0 || f.position < t0)) t0 = f.position;
+  return t0;
+}
+
+void restrict_decisions(StageResult& d, int64_t t0) {
+  std::vector<Flip> kept;
+  for (const Flip& f : d.flips)
+    if (f.position <= t0) kept.push_back(f);
+  d.flips = std::move(kept);
+  d.flips_out_of_band = 0;
+  for (const Flip& f : d.flips) d.flips_out_of_band += !f.in_band;
+  d.pass = d.flips_out_of_band == 0;
 }
 
 }  // namespace memra

@@ -37,7 +37,7 @@ struct StageResult {
   double rel_to_max = 0;
   double tolerance = 0;
   int64_t top1_agree = -1, top1_total = -1;  // rows whose argmax agrees (logits stages)
-  // decisions
+  // decisions (values: rows compared, fewer than all after an in-band flip)
   int64_t rows = 0;
   std::vector<Flip> flips;
   int64_t flips_out_of_band = 0;
@@ -53,5 +53,11 @@ StageResult compare_values(const std::string& name, const std::vector<float>& go
 // Row sets of width k (values < 0 are padding), with the reference's per-row margins.
 StageResult compare_decisions(const std::string& name, const std::vector<float>& engine, const std::vector<int64_t>& reference,
                               int64_t k, const std::vector<float>& reference_margin, double band);
+
+// Position of the earliest in-band flip over all decision stages, or -1. Everything causally after
+// it (later positions, and later stages at that position) may legitimately differ.
+int64_t first_in_band_flip(const std::vector<StageResult>& decisions);
+// Keeps only the flips at positions <= t0 and re-judges the stage.
+void restrict_decisions(StageResult& decisions, int64_t t0);
 
 }  // namespace memra

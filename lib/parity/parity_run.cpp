@@ -2,6 +2,8 @@
 // (decode) run, and stage-by-stage comparison.
 #include "parity/parity_run.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "engine/engine.h"
 
@@ -48,21 +50,33 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
   ForwardTrace trace;
   backend.forward(state, tokens, logits.data(), &trace);
 
-  auto& stages = run.stages;
+  // Decisions first: an in-band flip (a near-tie the two realizations legitimately break
+  // differently) changes everything causally downstream of it, so values are compared only before
+  // the first such position (docs/bands.md, "Parity tolerances").
+  struct ValueStage {
+    std::string name;
+    std::vector<float> got, want;
+    int64_t row_width;   // values per position
+    int64_t first_row;   // position of row 0 (logits_incremental starts at P)
+    int64_t top1_width;  // > 0: report top-1 agreement over rows of this width
+  };
+  std::vector<ValueStage> values;
+  std::vector<StageResult> decisions;
+  const int64_t nD = cfg.hc_mult * cfg.hidden_size;
   for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
     const std::string L = std::to_string(l);
     if (dump.has("hidden." + L))
-      stages.push_back(compare_values("hidden." + L, trace.arrays["hidden." + L], dump.f32("hidden." + L), tol.rel_to_max));
+      values.push_back({"hidden." + L, std::move(trace.arrays["hidden." + L]), dump.f32("hidden." + L), nD, 0, 0});
     const std::string re = "router." + L + ".experts", rm = "router." + L + ".margin";
     if (dump.has(re))
-      stages.push_back(compare_decisions(re, trace.arrays[re], dump.ints(re), cfg.num_experts_per_tok,
-                                         dump.has(rm) ? dump.f32(rm) : std::vector<float>{}, tol.decision_band));
+      decisions.push_back(compare_decisions(re, trace.arrays[re], dump.ints(re), cfg.num_experts_per_tok,
+                                            dump.has(rm) ? dump.f32(rm) : std::vector<float>{}, tol.decision_band));
     const std::string is = "indexer." + L + ".selected", im = "indexer." + L + ".margin";
     if (dump.has(is))
-      stages.push_back(compare_decisions(is, trace.arrays[is], dump.ints(is), cfg.index_topk,
-                                         dump.has(im) ? dump.f32(im) : std::vector<float>{}, tol.decision_band));
+      decisions.push_back(compare_decisions(is, trace.arrays[is], dump.ints(is), cfg.index_topk,
+                                            dump.has(im) ? dump.f32(im) : std::vector<float>{}, tol.decision_band));
   }
-  stages.push_back(compare_values("logits", logits, dump.f32("logits"), tol.rel_to_max, V));
+  values.push_back({"logits", std::move(logits), dump.f32("logits"), V, 0, V});
   if (dump.has("logits_incremental") && dump.incremental_prefix() > 0) {
     const int64_t P = dump.incremental_prefix();
     DecodeState inc = backend.new_state(T);
@@ -72,8 +86,27 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
       std::vector<float> row = decode_step(backend, inc, tokens[t]);
       rows.insert(rows.end(), row.begin(), row.end());
     }
-    stages.push_back(compare_values("logits_incremental", rows, dump.f32("logits_incremental"), tol.rel_to_max, V));
+    values.push_back({"logits_incremental", std::move(rows), dump.f32("logits_incremental"), V, P, V});
   }
+
+  const int64_t t0 = first_in_band_flip(decisions);
+  if (t0 >= 0) {
+    for (auto& d : decisions) restrict_decisions(d, t0);
+    report["compared_before_position"] = t0;
+  }
+  auto& stages = run.stages;
+  for (auto& v : values) {
+    int64_t rows = static_cast<int64_t>(v.want.size()) / v.row_width;
+    if (t0 >= 0) rows = std::clamp<int64_t>(t0 - v.first_row, 0, rows);
+    if (rows * v.row_width != static_cast<int64_t>(v.want.size())) {
+      v.got.resize(rows * v.row_width);
+      v.want.resize(rows * v.row_width);
+    }
+    StageResult r = compare_values(v.name, v.got, v.want, tol.rel_to_max, v.top1_width);
+    r.rows = rows;
+    stages.push_back(std::move(r));
+  }
+  stages.insert(stages.end(), decisions.begin(), decisions.end());
   bool all_pass = true;
   nlohmann::json sj = nlohmann::json::array();
   for (const auto& s : stages) {

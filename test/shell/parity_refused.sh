@@ -62,5 +62,34 @@ perturb "$work/tampered" 0
 expect 1 "REFUSED array 'logits': bytes do not match" -- "$bin" -q parity "$model" "$work/tampered"
 perturb "$work/perturbed" 1
 expect 1 "logits  FAIL  max_abs 0.05.* at 1000" -- "$bin" -q parity "$model" "$work/perturbed"
+# A decision the dump made differently from the engine: IN-BAND when the dump's own margin there is
+# a near-tie (values are then compared only before that position), OUT-OF-BAND (FAIL) otherwise.
+flip() {  # flip DIR MARGIN
+  rm -rf "$1"; cp -r "$model/dump" "$1"
+  "${MEMRA_VENV:-$HOME/.cache/memra/venv}/bin/python" - "$1" "$2" <<'PY'
+import json, struct, sys, xxhash
+d, margin = sys.argv[1], float(sys.argv[2])
+m = json.load(open(f"{d}/manifest.json"))
+raw = bytearray(open(f"{d}/arrays.safetensors", "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]; h = json.loads(raw[8:8 + n]); base = 8 + n
+t = 100  # position
+b, _ = h["router.1.experts"]["data_offsets"]; k = h["router.1.experts"]["shape"][1]
+ids = list(struct.unpack_from(f"<{k}i", raw, base + b + 4 * k * t))
+E = 8; ids[0] = next(e for e in range(E) if e not in ids); ids.sort()
+struct.pack_into(f"<{k}i", raw, base + b + 4 * k * t, *ids)
+b2, _ = h["router.1.margin"]["data_offsets"]
+struct.pack_into("<f", raw, base + b2 + 4 * t, margin)
+open(f"{d}/arrays.safetensors", "wb").write(raw)
+for name in ("router.1.experts", "router.1.margin"):
+    s, e = h[name]["data_offsets"]
+    m["arrays"][name]["xxh3"] = xxhash.xxh3_128_hexdigest(bytes(raw[base + s:base + e]))
+json.dump(m, open(f"{d}/manifest.json", "w"))
+PY
+}
+flip "$work/inband" 1e-7
+expect 0 "in-band decision flip at position 100" -- "$bin" -q parity "$model" "$work/inband"
+expect 0 "router.1.experts  PASS  rows 160  flips 1 (0 out of band)  .pos 100 margin 1e-07 IN-BAND" -- "$bin" -q parity "$model" "$work/inband"
+flip "$work/outband" 0.25
+expect 1 "router.1.experts  FAIL .*OUT-OF-BAND" -- "$bin" -q parity "$model" "$work/outband"
 [[ $fail -eq 0 ]] && echo "1 passed, 0 failed"
 exit $fail
