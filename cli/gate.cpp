@@ -83,14 +83,8 @@ static int run_gate(GateOptions opt, const Context& ctx) {
       rb = realization_for(opt.realization_b, cfg, ctx_len);
     } else {
       if (opt.depth < 1) throw Error("band needs the accumulation depth", "pass --model DIR (derives it) or --depth N");
-      auto u = [](const std::string& cls) {
-        if (cls == "f32" || cls == "cpu-f32-exact") return std::ldexp(1.0, -24);
-        if (cls == "bf16") return std::ldexp(1.0, -8);
-        if (cls == "f16") return std::ldexp(1.0, -11);
-        throw Error("unknown precision class '" + cls + "'", "use f32, bf16 or f16");
-      };
-      ra = realization_manual(opt.realization_a, u(opt.realization_a), opt.depth);
-      rb = realization_manual(opt.realization_b, u(opt.realization_b), opt.depth);
+      ra = realization_manual(opt.realization_a, unit_roundoff(opt.realization_a), opt.depth);
+      rb = realization_manual(opt.realization_b, unit_roundoff(opt.realization_b), opt.depth);
     }
     return emit(opt, k, {gate_band(opt.a, opt.b, ra, rb)});
   }

@@ -121,19 +121,7 @@ int run_load(const LoadOptions& opt, Context& ctx) {
       check_json = c.to_json();
       check_json["manifest"] = opt.check;
     } else {
-      for (const auto& it : c.items) {
-        if (it.status == "OK") {
-          if (!ctx.quiet) std::cout << "OK        " << it.name << "\n";
-        } else if (it.status == "MISMATCH") {
-          std::cout << "MISMATCH  " << it.name << "  manifest " << it.expected.hex() << "  model " << it.actual.hex() << "\n";
-        } else if (it.status == "MISSING") {
-          std::cout << "MISSING   " << printable(it.name) << "  (listed in the manifest, not in the model)\n";
-        } else {
-          std::cout << "UNLISTED  " << it.name << "  (in the model, not in the manifest)\n";
-        }
-      }
-      std::cout << "check " << (c.passed() ? "PASS" : "FAIL") << ": " << c.ok << " ok, " << c.mismatch << " mismatch, "
-                << c.missing << " missing, " << c.unlisted << " unlisted\n";
+      std::cout << c.text("model", !ctx.quiet);
     }
   }
 

@@ -24,7 +24,7 @@ static int run_parity_command(const ParityOptions& opt, const Context& ctx) {
   Model model = Model::load(opt.model_dir);
   auto backend = make_cpu_backend(model);
   note(ctx, "comparing " + opt.dump_dir + " on the " + backend->name() + " backend");
-  ParityRun run = run_parity(model, *backend, opt.model_dir, opt.dump_dir, ctx.quiet);
+  ParityRun run = run_parity(model, *backend, opt.model_dir, opt.dump_dir);
   if (opt.json) {
     std::cout << run.report.dump(2) << "\n";
   } else if (run.result == "REFUSED") {

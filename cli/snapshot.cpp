@@ -154,19 +154,7 @@ int run_snapshot(const SnapshotOptions& opt, Context& ctx) {
       j["state"] = f.path();
       std::cout << j.dump(2) << "\n";
     } else {
-      for (const auto& it : c.items) {
-        if (it.status == "OK") {
-          if (!ctx.quiet) std::cout << "OK        " << it.name << "\n";
-        } else if (it.status == "MISMATCH") {
-          std::cout << "MISMATCH  " << it.name << "  manifest " << it.expected.hex() << "  state " << it.actual.hex() << "\n";
-        } else if (it.status == "MISSING") {
-          std::cout << "MISSING   " << printable(it.name) << "  (listed in the manifest, not in the state)\n";
-        } else {
-          std::cout << "UNLISTED  " << it.name << "  (in the state, not in the manifest)\n";
-        }
-      }
-      std::cout << "check " << (c.passed() ? "PASS" : "FAIL") << ": " << c.ok << " ok, " << c.mismatch << " mismatch, "
-                << c.missing << " missing, " << c.unlisted << " unlisted\n";
+      std::cout << c.text("state", !ctx.quiet);
     }
     return c.passed() ? kExitOk : kExitNegative;
   }

@@ -21,12 +21,15 @@ Realization realization_manual(const std::string& name, double u, int64_t depth)
   return {name, u, depth};
 }
 
-Realization realization_for(const std::string& cls, const ModelConfig& config, int64_t context) {
-  const int64_t depth = accumulation_depth(config, context);
-  if (cls == "cpu-f32-exact" || cls == "f32") return {cls, std::ldexp(1.0, -24), depth};
-  if (cls == "bf16") return {cls, std::ldexp(1.0, -8), depth};
-  if (cls == "f16") return {cls, std::ldexp(1.0, -11), depth};
+double unit_roundoff(const std::string& cls) {
+  if (cls == "cpu-f32-exact" || cls == "f32") return std::ldexp(1.0, -24);
+  if (cls == "f16") return std::ldexp(1.0, -11);
+  if (cls == "bf16") return std::ldexp(1.0, -8);
   throw Error("unknown precision class '" + cls + "'", "use cpu-f32-exact, f32, bf16 or f16");
+}
+
+Realization realization_for(const std::string& cls, const ModelConfig& config, int64_t context) {
+  return {cls, unit_roundoff(cls), accumulation_depth(config, context)};
 }
 
 double drift_coefficient(const Realization& r) { return std::sqrt(static_cast<double>(r.depth)) * r.unit_roundoff; }

@@ -28,6 +28,9 @@ struct Realization {
 // summed over layers, plus D for the LM head.
 int64_t accumulation_depth(const ModelConfig& config, int64_t context);
 
+// Unit roundoff of a precision class: f32/cpu-f32-exact 2^-24, f16 2^-11, bf16 2^-8 (Error otherwise).
+double unit_roundoff(const std::string& precision_class);
+
 // The realization a precision class stands for ("cpu-f32-exact", "bf16", "f32"…); throws Error
 // for an unknown class.
 Realization realization_for(const std::string& precision_class, const ModelConfig& config, int64_t context);

@@ -99,6 +99,25 @@ ManifestCheck check_manifest(const Model& model, const std::vector<ManifestEntry
   return check_manifest_items(actual, entries);
 }
 
+std::string ManifestCheck::text(const std::string& subject, bool show_ok) const {
+  std::string out;
+  for (const auto& it : items) {
+    if (it.status == "OK") {
+      if (show_ok) out += "OK        " + it.name + "\n";
+    } else if (it.status == "MISMATCH") {
+      out += "MISMATCH  " + it.name + "  manifest " + it.expected.hex() + "  " + subject + " " + it.actual.hex() + "\n";
+    } else if (it.status == "MISSING") {
+      out += "MISSING   " + printable(it.name) + "  (listed in the manifest, not in the " + subject + ")\n";
+    } else {
+      out += "UNLISTED  " + it.name + "  (in the " + subject + ", not in the manifest)\n";
+    }
+  }
+  out += std::string("check ") + (passed() ? "PASS" : "FAIL") + ": " + std::to_string(ok) + " ok, " +
+         std::to_string(mismatch) + " mismatch, " + std::to_string(missing) + " missing, " + std::to_string(unlisted) +
+         " unlisted\n";
+  return out;
+}
+
 nlohmann::json ManifestCheck::to_json() const {
   nlohmann::json items_json = nlohmann::json::array();
   for (const auto& it : items) {

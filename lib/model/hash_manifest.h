@@ -44,6 +44,9 @@ struct ManifestCheck {
   size_t ok = 0, mismatch = 0, missing = 0, unlisted = 0;
   bool passed() const { return mismatch == 0 && missing == 0 && unlisted == 0; }
   nlohmann::json to_json() const;
+  // One line per name (OK lines only when show_ok) and a closing `check PASS|FAIL: …` line;
+  // `subject` names the checked artifact in the lines ("model", "state").
+  std::string text(const std::string& subject, bool show_ok) const;
 };
 
 ManifestCheck check_manifest(const Model& model, const std::vector<ManifestEntry>& entries);

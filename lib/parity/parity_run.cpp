@@ -17,8 +17,7 @@ static nlohmann::json validation_json(const DumpValidation& v) {
   return {{"geometry", g}, {"arrays", a}};
 }
 
-ParityRun run_parity(const Model& model, const Backend& backend, const std::string& model_dir, const std::string& dump_dir,
-                     bool) {
+ParityRun run_parity(const Model& model, const Backend& backend, const std::string& model_dir, const std::string& dump_dir) {
   const ModelConfig& cfg = model.config();
   ReferenceDump dump = ReferenceDump::open(dump_dir);
   ParityRun run;

@@ -22,6 +22,6 @@ struct ParityRun {
 };
 
 ParityRun run_parity(const Model& model, const Backend& backend, const std::string& model_dir,
-                     const std::string& dump_dir, bool quiet = true);
+                     const std::string& dump_dir);
 
 }  // namespace memra
