@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/rope.h"
+#include "gate/class_diff.h"
 #include "model/model.h"
 
 using namespace memra;
@@ -29,17 +30,11 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {
   return t;
 }
 
-bool bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 // Names the first class whose bits differ ("" when all equal).
 std::string first_class_difference(const ModelConfig& cfg, const DecodeState& a, const DecodeState& b) {
-  auto ca = cache_classes(cfg, a), cb = cache_classes(cfg, b);
-  if (ca.size() != cb.size()) return "class count " + std::to_string(ca.size()) + " vs " + std::to_string(cb.size());
-  for (size_t i = 0; i < ca.size(); ++i)
-    if (ca[i].name != cb[i].name || ca[i].shape != cb[i].shape || !bits_equal(ca[i].values, cb[i].values)) return ca[i].name;
-  return "";
+  std::string first;
+  diff_classes(cache_classes(cfg, a), cache_classes(cfg, b), &first);
+  return first;
 }
 
 }  // namespace
