@@ -43,9 +43,9 @@ inline std::string read_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// The starter fixtures live next to the repository (MEMRA_SOURCE_DIR/../shared/fixtures).
+// The starter fixtures: test/fixtures/NAME inside the repository (test/fixtures/README.md).
 inline std::string fixture(const std::string& name) {
-  fs::path p = fs::path(MEMRA_SOURCE_DIR) / ".." / "shared" / "fixtures" / name;
+  fs::path p = fs::path(MEMRA_SOURCE_DIR) / "test" / "fixtures" / name;
   INFO("fixture folder " << p.string() << " is missing: the loader tests need the starter fixtures");
   REQUIRE(fs::is_directory(p));
   return p.string();
