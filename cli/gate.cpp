@@ -1,4 +1,4 @@
-// memra gate: the seeds' correctness gates as composable commands. Each prints one line
+// memra gate: the correctness gates as composable commands. Each prints one line
 // `[name] PASS key=value …` (or FAIL/REFUSED with the first evidence), `--json` prints a report
 // (manifests/report.schema.json), `--report FILE.html` writes a self-contained page.
 // Exit: 0 all PASS, 1 any FAIL or REFUSED, 2 usage/runtime error.

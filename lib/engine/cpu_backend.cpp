@@ -1,5 +1,5 @@
-// The CPU reference backend: DeepSeek-V4 exactly as the architecture note (../shared/reference/
-// dsv4-architecture.md §3–§5) and transformers 5.17 compute it, in f32 storage with double
+// The CPU reference backend: DeepSeek-V4 exactly as docs/architecture.md (§3–§6)
+// describes it and transformers 5.17 compute it, in f32 storage with double
 // accumulation. Plain loops, one row at a time: a position's result never depends on how the
 // tokens were split into calls (chunk widths 1…capacity give bit-identical logits and state).
 // This file binds the weights and runs the layer loop and the hc head; the sites live in

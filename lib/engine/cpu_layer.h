@@ -61,27 +61,27 @@ struct LayerWeights {
   const float* shared_w3;
 };
 
-// mHC (§3.2): collapses the n streams of X [T,n,D] into x [T,D]; writes post [T,n] and comb [T,n,n].
+// mHC (docs/architecture.md §3.2): collapses the n streams of X [T,n,D] into x [T,D]; writes post [T,n] and comb [T,n,n].
 void hc_pre(const ModelConfig& cfg, const std::vector<float>& X, int64_t T, const HcWeights& w, std::vector<float>& x,
             std::vector<float>& post, std::vector<float>& comb);
 // X'[t,k,:] = post[t,k]·y[t,:] + Σ_j comb[t,j,k]·X[t,j,:]  (the transposed combine)
 void hc_post(const ModelConfig& cfg, std::vector<float>& X, int64_t T, const std::vector<float>& y,
              const std::vector<float>& post, const std::vector<float>& comb);
 
-// Attention site (§3.4–3.7) for rows at positions pos0..pos0+T-1: reads and advances the layer's
+// Attention site (docs/architecture.md §3.4–3.7) for rows at positions pos0..pos0+T-1: reads and advances the layer's
 // window ring, compressors and indexer keys; out [T, D].
 void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, LayerState& ls, int64_t pos0, int64_t T,
                const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace);
-// Projects rows into the open window, closing entries at window ends (§3.5; appended to cs.entries).
+// Projects rows into the open window, closing entries at window ends (docs/architecture.md §3.5; appended to cs.entries).
 void compress_rows(const ModelConfig& cfg, const CompressorWeights& cw, CompressorState& cs,
                    const std::vector<float>* inv_freq, int64_t pos0, int64_t T, const std::vector<float>& x);
 
-// MoE site (§3.8): hash or learned routing, routed experts in ascending id order plus the shared
+// MoE site (docs/architecture.md §3.8): hash or learned routing, routed experts in ascending id order plus the shared
 // expert; out [T, D].
 void moe(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, std::span<const int32_t> tokens,
          const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace);
 
-// Top-k with ties broken by the lower index (architecture note §10); ids in selection order.
+// Top-k with ties broken by the lower index (docs/architecture.md §5); ids in selection order.
 std::vector<int64_t> topk_lower_index(const std::vector<float>& scores, int64_t k);
 // k-th largest minus (k+1)-th largest (inf when there is no (k+1)-th).
 float selection_margin(std::vector<float> scores, int64_t k);

@@ -18,7 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-const char* kHint = "fix config.json (see the architecture note §1 for the fields)";
+const char* kHint = "fix config.json (see docs/architecture.md §1 for the fields)";
 
 [[noreturn]] void bad(const std::string& field, const std::string& what) {
   throw Error("config.json: " + field + " " + what, kHint);

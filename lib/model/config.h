@@ -20,7 +20,7 @@ enum class MlpKind { kHash, kLearned };
 const char* layer_kind_name(LayerKind kind);  // transformers names: sliding_attention, ...
 const char* mlp_kind_name(MlpKind kind);      // hash_moe, moe
 
-// One resolved RoPE table (the architecture note §3.3).
+// One resolved RoPE table (docs/architecture.md §3.3).
 struct RopeParams {
   std::string type = "default";  // "default" or "yarn"
   double theta = 10000.0;

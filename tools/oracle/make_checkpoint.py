@@ -3,7 +3,7 @@
 
 Builds a DeepseekV4Config from geometry options (or a preset), instantiates
 DeepseekV4ForCausalLM(config), randomises everything transformers initialises to 0/1 so every
-mechanism is live (dsv4-architecture.md sections 7-8), casts to the storage dtype, saves with
+mechanism is live (docs/architecture.md §2-§3), casts to the storage dtype, saves with
 save_pretrained, reloads with from_pretrained and asserts the state_dict round-trips bit-exactly.
 
     make_checkpoint.py --out DIR --seed S [--preset tiny|tiny-bf16|random] [geometry options]
@@ -128,7 +128,7 @@ def build_config_dict(g):
 
 @torch.no_grad()
 def randomise(model, seed, clamp_scale):
-    """Randomise what _init_weights leaves at 0/1 (dsv4-architecture.md section 8)."""
+    """Randomise what _init_weights leaves at 0/1 (docs/architecture.md §3)."""
     from transformers.models.deepseek_v4 import modeling_deepseek_v4 as m
 
     gen = torch.Generator().manual_seed(seed * 1000003 + 7)
@@ -253,7 +253,7 @@ def main(argv=None):
         model.save_pretrained(model_dir, **save_kwargs)
         reloaded = DeepseekV4ForCausalLM.from_pretrained(model_dir, dtype="auto").eval()
         assert_round_trip(expected, reloaded, "save_pretrained -> from_pretrained")
-        # The main-attention kv_norm is saved as attn.norm (section 7): check it really came back.
+        # The main-attention kv_norm is saved as attn.norm (docs/architecture.md §2): check it really came back.
         for i, layer in enumerate(reloaded.model.layers):
             w = layer.self_attn.kv_norm.weight
             if torch.all(w == 1):
