@@ -19,34 +19,49 @@ Tolerance tolerance_for(const std::string& engine_class, const std::string& dump
   return {engine_class + " vs " + dump_dtype, 2e-2, 2e-2};
 }
 
+bool flip_in_band(double reference_margin, double engine_margin, double band) {
+  if (reference_margin == 0.0) return engine_margin > 0.0 && engine_margin <= band;  // a tie: the rule decides it
+  return reference_margin > 0.0 && reference_margin <= band;
+}
+
+int64_t min_rows_compared(int64_t rows_total) { return rows_total <= 0 ? 0 : (rows_total + 1) / 2; }
+
 static std::string num(double v) {
   char b[64];
   std::snprintf(b, sizeof b, "%.6g", v);
   return b;
 }
 
+std::string StageResult::verdict() const {
+  if (!pass) return "FAIL";
+  return rows < min_rows ? "INCONCLUSIVE" : "PASS";
+}
+
 std::string StageResult::line() const {
-  std::string s = name + "  " + (pass ? "PASS" : "FAIL");
+  std::string s = name + "  " + verdict() + "  rows " + std::to_string(rows) + "/" + std::to_string(rows_total);
+  if (rows < min_rows) s += " (floor " + std::to_string(min_rows) + ")";
   if (kind == "values") {
     s += "  max_abs " + num(max_abs) + " at " + std::to_string(index) + " (got " + num(got) + ", want " + num(want) +
          ")  rel_to_max " + num(rel_to_max) + " (tolerance " + num(tolerance) + ")";
     if (top1_total >= 0) s += "  top1 " + std::to_string(top1_agree) + "/" + std::to_string(top1_total);
   } else {
-    s += "  rows " + std::to_string(rows) + "  flips " + std::to_string(flips.size()) + " (" +
+    s += "  flips " + std::to_string(flips.size()) + " (" +
          std::to_string(flips_out_of_band) + " out of band)";
     for (const Flip& f : flips) {
       if (&f - flips.data() >= 3) {
         s += " ...";
         break;
       }
-      s += "  [pos " + std::to_string(f.position) + " margin " + num(f.margin) + (f.in_band ? " IN-BAND" : " OUT-OF-BAND") + "]";
+      s += "  [pos " + std::to_string(f.position) + " margin " + num(f.margin) + " (engine " + num(f.engine_margin) + ")" +
+           (f.in_band ? " IN-BAND" : " OUT-OF-BAND") + "]";
     }
   }
   return s;
 }
 
 nlohmann::json StageResult::to_json() const {
-  nlohmann::json j = {{"name", name}, {"kind", kind}, {"result", pass ? "PASS" : "FAIL"}};
+  nlohmann::json j = {{"name", name},         {"kind", kind},   {"result", verdict()},
+                      {"rows", rows},         {"rows_total", rows_total}, {"min_rows", min_rows}};
   if (kind == "values") {
     j["max_abs"] = max_abs;
     j["index"] = index;
@@ -54,18 +69,16 @@ nlohmann::json StageResult::to_json() const {
     j["want"] = want;
     j["rel_to_max"] = rel_to_max;
     j["tolerance"] = tolerance;
-    j["rows"] = rows;
     if (top1_total >= 0) {
       j["top1_agree"] = top1_agree;
       j["top1_total"] = top1_total;
     }
   } else {
-    j["rows"] = rows;
     j["flips_out_of_band"] = flips_out_of_band;
     nlohmann::json fl = nlohmann::json::array();
     for (const Flip& f : flips)
       fl.push_back({{"position", f.position}, {"reference", f.reference}, {"engine", f.engine}, {"margin", f.margin},
-                    {"class", f.in_band ? "IN-BAND" : "OUT-OF-BAND"}});
+                    {"engine_margin", f.engine_margin}, {"class", f.in_band ? "IN-BAND" : "OUT-OF-BAND"}});
     j["flips"] = fl;
   }
   return j;
@@ -113,14 +126,15 @@ StageResult compare_values(const std::string& name, const std::vector<float>& go
 }
 
 StageResult compare_decisions(const std::string& name, const std::vector<float>& engine, const std::vector<int64_t>& reference,
-                              int64_t k, const std::vector<float>& margin, double band) {
+                              int64_t k, const std::vector<float>& margin, const std::vector<float>& engine_margin,
+                              double band) {
   if (engine.size() != reference.size() || k <= 0)
     throw Error("stage " + name + ": engine has " + std::to_string(engine.size()) + " decisions, the dump " +
                 std::to_string(reference.size()));
   StageResult r;
   r.name = name;
   r.kind = "decisions";
-  r.rows = static_cast<int64_t>(reference.size()) / k;
+  r.rows = r.rows_total = static_cast<int64_t>(reference.size()) / k;
   for (int64_t t = 0; t < r.rows; ++t) {
     std::vector<int64_t> a, b;
     for (int64_t i = 0; i < k; ++i) {
@@ -130,8 +144,9 @@ StageResult compare_decisions(const std::string& name, const std::vector<float>&
     std::sort(a.begin(), a.end());
     std::sort(b.begin(), b.end());
     if (a == b) continue;
-    double m = t < static_cast<int64_t>(margin.size()) ? margin[t] : INFINITY;
-    Flip f{t, b, a, m, m <= band};
+    const double m = t < static_cast<int64_t>(margin.size()) ? margin[t] : INFINITY;
+    const double em = t < static_cast<int64_t>(engine_margin.size()) ? engine_margin[t] : INFINITY;
+    Flip f{t, b, a, m, em, flip_in_band(m, em, band)};
     if (!f.in_band) ++r.flips_out_of_band;
     r.flips.push_back(f);
   }
@@ -152,6 +167,7 @@ void restrict_decisions(StageResult& d, int64_t t0) {
   for (const Flip& f : d.flips)
     if (f.position <= t0) kept.push_back(f);
   d.flips = std::move(kept);
+  d.rows = std::min(d.rows_total, t0 + 1);
   d.flips_out_of_band = 0;
   for (const Flip& f : d.flips) d.flips_out_of_band += !f.in_band;
   d.pass = d.flips_out_of_band == 0;

@@ -43,6 +43,11 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 }  // namespace
 
+std::string stage_family(const std::string& name) {
+  if (name == "tokens" || name == "logits" || name == "logits_incremental") return name;
+  return name.substr(0, name.find('.'));
+}
+
 std::map<std::string, std::vector<int64_t>> predicted_dump_shapes(const ModelConfig& c, int64_t T, int64_t P) {
   std::map<std::string, std::vector<int64_t>> s;
   s["tokens"] = {T};
@@ -96,13 +101,19 @@ ReferenceDump ReferenceDump::open(const std::string& dir) {
 }
 
 std::string ReferenceDump::compute_dtype() const {
-  if (manifest_.contains("producer") && manifest_["producer"].is_object())
-    return manifest_["producer"].value("compute_dtype", "unknown");
-  return "unknown";
+  if (manifest_.contains("producer") && manifest_["producer"].is_object()) {
+    const json& p = manifest_["producer"];
+    if (p.contains("compute_dtype") && p["compute_dtype"].is_string()) return p["compute_dtype"].get<std::string>();
+  }
+  return "";
 }
 
-DumpValidation ReferenceDump::validate(const ModelConfig& config) const {
+// The compute dtypes parity has a tolerance for (compare.cpp tolerance_for).
+static const std::set<std::string> kComputeDtypes = {"float32", "float64", "bfloat16", "float16"};
+
+DumpValidation ReferenceDump::validate(const ModelConfig& config, const std::set<std::string>& stages) const {
   DumpValidation v;
+  auto wanted = [&](const std::string& family) { return family == "tokens" || stages.empty() || stages.count(family) > 0; };
   v.regenerate = manifest_.value("regenerate", "");
   if (v.regenerate.empty()) v.regenerate = "tools/oracle/dump_reference.py MODEL_DIR --out " + dir_;
 
@@ -130,18 +141,29 @@ DumpValidation ReferenceDump::validate(const ModelConfig& config) const {
     if (!want.count(field)) v.geometry.push_back({field, "unknown", "", value.dump()});
   if (!v.reasons.empty()) {
     v.refused = true;
+    v.geometry_disagrees = true;
     return v;  // no array is looked at under a disagreeing geometry
   }
+  const std::string dtype = compute_dtype();
+  if (dtype.empty())
+    v.reasons.push_back("dump manifest lacks producer.compute_dtype: the tolerance depends on it");
+  else if (!kComputeDtypes.count(dtype))
+    v.reasons.push_back("dump manifest's producer.compute_dtype '" + printable(dtype) +
+                        "' is not one parity has a tolerance for (float32, float64, bfloat16, float16)");
+  if (wanted("logits_incremental") && incremental_prefix_ < 0)
+    v.reasons.push_back("dump has no incremental logits (manifest lacks incremental_prefix): stage logits_incremental "
+                        "cannot be compared; narrow the stages with --stages to compare the others");
 
   // 2. Arrays: manifest entry, file entry and config prediction must all agree; bytes must hash.
   const auto predicted = predicted_dump_shapes(config, tokens_, incremental_prefix_);
   const json& arrays = manifest_["arrays"];
+  std::map<std::string, std::vector<std::string>> lacking;  // family → arrays it needs that the dump lacks
   for (const auto& [name, shape] : predicted) {
     ArrayCheck a{name, "ok", ""};
     if (!arrays.contains(name)) {
       a.status = "MISSING";
       a.detail = "not in the manifest";
-      if (name == "tokens" || name == "logits") v.reasons.push_back("dump lacks required array '" + name + "'");
+      if (wanted(stage_family(name))) lacking[stage_family(name)].push_back(name);
       v.arrays.push_back(a);
       continue;
     }
@@ -173,6 +195,14 @@ DumpValidation ReferenceDump::validate(const ModelConfig& config) const {
       }
     }
     v.arrays.push_back(a);
+  }
+  for (const auto& [family, names] : lacking) {
+    std::string list;
+    for (size_t i = 0; i < names.size() && i < 4; ++i) list += (i ? ", " : "") + names[i];
+    if (names.size() > 4) list += ", ...";
+    v.reasons.push_back("dump lacks " + std::to_string(names.size()) + " array" + (names.size() > 1 ? "s" : "") +
+                        " of stage " + family + " (" + list + ")" +
+                        (family == "tokens" ? "" : "; to compare only the stages it has, name them with --stages"));
   }
   for (auto it = arrays.begin(); it != arrays.end(); ++it)
     if (!predicted.count(it.key())) v.arrays.push_back({printable(it.key()), "unexpected", "not predicted by the config; not compared"});
