@@ -34,6 +34,7 @@ static void write_state_for_cli(const std::string& path, const Model& model, con
 }
 
 static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
+  if (!opt.logits_out.empty()) check_logits_path(opt.logits_out);
   Model model = Model::load(opt.model_dir);
   std::vector<int32_t> tokens = read_token_list(opt.tokens);
   if (tokens.empty()) throw Error("token list " + opt.tokens + " is empty", "give at least one token id");

@@ -35,6 +35,7 @@ struct RestoreOptions {
 int run_restore(const RestoreOptions& opt, Context& ctx) {
   if (opt.state == "-" && opt.tokens == "-") throw Error("STATE and --tokens cannot both be stdin");
   if (opt.state_out == "-" && opt.logits_out == "-") throw Error("-o - and --logits - cannot both be stdout");
+  if (!opt.logits_out.empty()) check_logits_path(opt.logits_out);
 
   // Verification comes first: a corrupt state fails before the (possibly long) model load.
   StateFile file = StateFile::open(opt.state, StateCheck::kFull);
@@ -44,7 +45,7 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t need = file.position() + T + opt.steps;
   const int64_t capacity = opt.capacity > 0 ? opt.capacity : std::max(file.capacity(), need);
-  if (capacity >= file.position() && capacity < need)
+  if (capacity < need)  // a usage error (exit 2), whether below the position or below what the run adds
     throw Error("--capacity " + std::to_string(capacity) + " cannot hold position " + std::to_string(file.position()) +
                     " + " + std::to_string(T) + " tokens + " + std::to_string(opt.steps) + " steps",
                 "use --capacity " + std::to_string(need) + " or more, or drop it");
@@ -120,9 +121,10 @@ void setup_restore(CLI::App& app, Context& ctx) {
       "fingerprint), restores it into a fresh state, re-hashes the restored classes against the file\n"
       "(verified restore), then teacher-forces --tokens and decodes --steps greedily.\n"
       "Default capacity: the file's, grown to position + tokens + steps when that is larger.\n"
-      "Exit codes: 0 restored (and continued); 1 the state is corrupt, truncated or modified, belongs\n"
-      "to another model, or --capacity is below its position; 2 usage error, unreadable file, bad\n"
-      "model folder or token list, a state format major version this memra does not read.");
+      "Exit codes: 0 restored (and continued); 1 the state is corrupt, truncated or modified, or belongs\n"
+      "to another model; 2 usage error (e.g. --capacity below the position plus what the run adds),\n"
+      "unreadable file, bad model folder or token list, a state format major version this memra does\n"
+      "not read.");
   sub->add_option("STATE", opt->state, "State file (- = stdin)")->required();
   sub->add_option("--model", opt->model_dir, "Model folder the state was written from")->required()->check(CLI::ExistingDirectory);
   sub->add_option("--capacity", opt->capacity, "Tokens the restored state can hold (>= the state's position)")

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "format/json_guard.h"
 #include "format/npy.h"
 #include "format/safetensors.h"
 
@@ -55,7 +56,18 @@ std::vector<int32_t> read_token_list(const std::string& path) {
   return parse_token_text(std::string(reinterpret_cast<const char*>(in.data()), in.size()), path);
 }
 
+static bool ends_with(const std::string& s, const std::string& ext) {
+  return s.size() > ext.size() && s.compare(s.size() - ext.size(), ext.size(), ext) == 0;
+}
+
+void check_logits_path(const std::string& path) {
+  if (path == "-" || ends_with(path, ".npy") || ends_with(path, ".safetensors")) return;
+  throw Error("--logits " + printable(path) + ": the file name must end in .npy or .safetensors (it picks the format)",
+              "name it e.g. logits.npy, or use - for .npy bytes on stdout");
+}
+
 void write_logits(const std::string& path, const std::vector<float>& logits, int64_t rows, int64_t vocab) {
+  check_logits_path(path);
   const std::string ext = ".safetensors";
   if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0) {
     SafetensorsWriter w;

@@ -10,6 +10,9 @@ namespace memra {
 std::vector<int32_t> read_token_list(const std::string& path);          // throws Error
 std::vector<int32_t> parse_token_text(const std::string& text, const std::string& what);  // throws Error
 
+// Refuses (Error, exit 2) a logits path that is neither `-` (stdout, .npy bytes), *.npy nor
+// *.safetensors, so a typo such as a.txt never receives NPY bytes silently. Call it before the run.
+void check_logits_path(const std::string& path);
 // Writes logits [rows, V] as .npy, or safetensors (tensor "logits") when path ends in .safetensors.
 void write_logits(const std::string& path, const std::vector<float>& logits, int64_t rows, int64_t vocab);
 
