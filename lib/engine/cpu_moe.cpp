@@ -1,5 +1,6 @@
-// MoE on the CPU: sqrtsoftplus/sigmoid/softmax scoring, hash or learned (bias-selected) routing,
-// routed experts with the SwiGLU clamp in ascending id order, plus the shared expert.
+// MoE on the CPU: sqrtsoftplus or sigmoid scoring (softmax is refused at load, docs/architecture.md
+// §1), hash or learned (bias-selected) routing, routed experts with the SwiGLU clamp in ascending id
+// order, plus the shared expert.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -41,11 +42,6 @@ void moe(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, std::spa
     const float* lt = logits.data() + t * E;
     if (cfg.scoring_func == "sigmoid") {
       for (int64_t e = 0; e < E; ++e) score[e] = cpu::sigmoid(lt[e]);
-    } else if (cfg.scoring_func == "softmax") {
-      float mx = *std::max_element(lt, lt + E);
-      double s = 0.0;
-      for (int64_t e = 0; e < E; ++e) s += (score[e] = std::exp(lt[e] - mx));
-      for (int64_t e = 0; e < E; ++e) score[e] /= static_cast<float>(s);
     } else {  // sqrtsoftplus
       for (int64_t e = 0; e < E; ++e) score[e] = std::sqrt(cpu::softplus(lt[e]));
     }

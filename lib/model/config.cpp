@@ -228,11 +228,21 @@ ModelConfig ModelConfig::parse(const json& j) {
   if (c.num_experts_per_tok > c.n_routed_experts)
     bad("num_experts_per_tok", "= " + std::to_string(c.num_experts_per_tok) + " exceeds n_routed_experts = " +
                                    std::to_string(c.n_routed_experts));
-  c.n_shared_experts = get_int(j, {"n_shared_experts"}, 1, 0, 1);
+  // Exactly one shared expert: the model has one (DeepSeek's code asserts it) and transformers builds
+  // one whatever the field says, so any other value would run something no oracle checks.
+  c.n_shared_experts = get_int(j, {"n_shared_experts"}, 1, 0, 1 << 16);
+  if (c.n_shared_experts != 1)
+    bad("n_shared_experts", "= " + std::to_string(c.n_shared_experts) +
+                                " is refused: DeepSeek-V4 has exactly one shared expert (must be 1)");
   c.moe_intermediate_size = get_int(j, {"moe_intermediate_size", "moe_inter_dim"}, std::nullopt, 1, kMaxDim);
   c.scoring_func = get_string(j, {"scoring_func", "score_func"}, "sqrtsoftplus");
-  if (c.scoring_func != "sqrtsoftplus" && c.scoring_func != "sigmoid" && c.scoring_func != "softmax")
-    bad("scoring_func", "'" + printable(c.scoring_func) + "' is not one of sqrtsoftplus, sigmoid, softmax");
+  // softmax scoring is refused: transformers 5.17 cannot run it for DeepSeek-V4 (no oracle), and
+  // DeepSeek's code would not renormalise its top-k weights the way transformers does.
+  if (c.scoring_func == "softmax")
+    bad("scoring_func", "'softmax' is refused: no oracle can check it (transformers 5.17 has no softmax scoring for "
+                        "DeepSeek-V4); use sqrtsoftplus or sigmoid");
+  if (c.scoring_func != "sqrtsoftplus" && c.scoring_func != "sigmoid")
+    bad("scoring_func", "'" + printable(c.scoring_func) + "' is not one of sqrtsoftplus, sigmoid");
   c.norm_topk_prob = get_bool(j, "norm_topk_prob", true);
   c.routed_scaling_factor = get_double(j, {"routed_scaling_factor", "route_scale"}, 1.5, 1e-6, 1e6);
   c.swiglu_limit = get_double(j, {"swiglu_limit"}, 10.0, 0.0, 1e30);
