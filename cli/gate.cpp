@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "bundled_model.h"
 #include "command.h"
 #include "core/error.h"
 #include "engine/engine.h"
@@ -89,6 +90,10 @@ static int run_gate(GateOptions opt, const Context& ctx) {
     return emit(opt, k, {gate_band(opt.a, opt.b, ra, rb)});
   }
 
+  if (k == "all" && opt.model_dir.empty()) {
+    opt.model_dir = bundled_model_dir();
+    note(ctx, "no MODEL given: running on the bundled model " + opt.model_dir);
+  }
   Model model = Model::load(opt.model_dir);
   auto backend = make_backend(opt.common, model);
   if (!opt.tokens_file.empty()) opt.trunk.tokens = read_token_list(opt.tokens_file);
@@ -116,8 +121,11 @@ static void add_common(CLI::App* sub, GateOptions& o) {
       ->type_name("FILE.html");
 }
 
-static void add_trunk(CLI::App* sub, GateOptions& o) {
-  sub->add_option("model", o.model_dir, "Model folder")->required()->check(CLI::ExistingDirectory);
+static void add_trunk(CLI::App* sub, GateOptions& o, bool model_optional = false) {
+  if (model_optional)
+    sub->add_option("model", o.model_dir, "Model folder (default: the bundled models/tiny)")->check(CLI::ExistingDirectory);
+  else
+    sub->add_option("model", o.model_dir, "Model folder")->required()->check(CLI::ExistingDirectory);
   sub->add_option("--backend", o.common.backend, "Backend that runs the gate")->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   sub->add_option("--devices", o.common.devices, "GPU indices for --backend cuda, e.g. 0,1");
@@ -139,7 +147,7 @@ void setup_gate(CLI::App& app, Context& ctx) {
   };
 
   auto* all = gate->add_subcommand("all", "Every gate that applies to the model (and its dump): the main job");
-  add_trunk(all, *opt);
+  add_trunk(all, *opt, true);
   all->add_option("--dump", opt->dump_dir, "Oracle dump for the parity gate (default: MODEL/dump when present)");
   add_common(all, *opt);
   all->callback(select("all"));
