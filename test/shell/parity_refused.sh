@@ -133,6 +133,7 @@ expect 1 "router.1.experts  FAIL  rows 160/160  flips 1 (1 out of band)  .pos 15
 flip "$work/early" 1e-7 0
 expect 1 "INCONCLUSIVE: a stage compared fewer rows than its floor" -- "$bin" -q parity "$model" "$work/early"
 expect 1 "logits  INCONCLUSIVE  rows 0/160 (floor 80)" -- "$bin" -q parity "$model" "$work/early"
+expect 1 '^\[parity\] REFUSED .*evidence="INCONCLUSIVE ' -- "$bin" -q gate parity "$model" "$work/early"
 # Reports of every verdict validate against the schema.
 py="${MEMRA_VENV:-$HOME/.cache/memra/venv}/bin/python"
 for case in early:INCONCLUSIVE tie:FAIL nodtype:REFUSED inband:PASS; do
