@@ -91,8 +91,8 @@ TEST_CASE("the floor: a stage that compared fewer than half its rows is INCONCLU
   // An in-band flip at position 0 leaves nothing compared after restriction.
   const std::vector<int64_t> reference = {0, 1, 2, 3};
   StageResult d = compare_decisions("router.1.experts", {0, 2, 2, 3}, reference, 2, {1e-7f, 1.0f}, {3e-7f, 1.0f}, 1e-5);
-  REQUIRE(first_in_band_flip({d}) == 0);
-  restrict_decisions(d, 0);
+  REQUIRE(first_in_band_flip({d}).position == 0);
+  restrict_decisions(d, first_in_band_flip({d}));
   CHECK(d.rows == 1);
   CHECK(d.rows_total == 2);
   d.min_rows = min_rows_compared(d.rows_total);
@@ -111,4 +111,33 @@ TEST_CASE("the floor: a stage that compared fewer than half its rows is INCONCLU
   v.pass = false;  // a failing stage fails, however few rows it compared
   v.rows = 3;
   CHECK(v.verdict() == "FAIL");
+}
+
+TEST_CASE("an in-band flip excuses later stages at its position, not earlier ones", "[parity][decisions]") {
+  CHECK(causal_rank("indexer.1.selected") < causal_rank("router.1.experts"));
+  CHECK(causal_rank("router.1.experts") < causal_rank("hidden.1"));
+  CHECK(causal_rank("hidden.1") < causal_rank("indexer.2.selected"));
+  CHECK(causal_rank("hidden.12") < causal_rank("logits"));
+  CHECK(causal_rank("logits") < causal_rank("logits_incremental"));
+
+  // Rows of k = 1 at positions 0..3. The indexer of layer 1 flips in band at position 2; the
+  // router of layer 2 (causally after it) and the router of layer 0 (before it) flip out of band
+  // at the same position.
+  const std::vector<int64_t> ref = {0, 1, 2, 3};
+  StageResult idx = compare_decisions("indexer.1.selected", {0, 1, 5, 3}, ref, 1, {1, 1, 1e-7f, 1}, {1, 1, 1e-7f, 1}, 1e-5);
+  StageResult later = compare_decisions("router.2.experts", {0, 1, 6, 3}, ref, 1, {1, 1, 0.5f, 1}, {1, 1, 0.5f, 1}, 1e-5);
+  StageResult earlier = compare_decisions("router.0.experts", {0, 1, 6, 3}, ref, 1, {1, 1, 0.5f, 1}, {1, 1, 0.5f, 1}, 1e-5);
+  const InBandCut cut = first_in_band_flip({later, idx, earlier});
+  CHECK(cut.position == 2);
+  CHECK(cut.rank == causal_rank("indexer.1.selected"));
+  restrict_decisions(idx, cut);
+  restrict_decisions(later, cut);
+  restrict_decisions(earlier, cut);
+  CHECK(idx.pass);
+  CHECK(idx.rows == 3);
+  CHECK(later.pass);  // downstream of the near-tie: excused
+  CHECK(later.flips.empty());
+  CHECK(later.rows == 2);
+  CHECK_FALSE(earlier.pass);  // upstream of it: a real difference
+  CHECK(earlier.rows == 3);
 }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 
 #include "core/error.h"
 
@@ -154,20 +156,35 @@ StageResult compare_decisions(const std::string& name, const std::vector<float>&
   return r;
 }
 
-int64_t first_in_band_flip(const std::vector<StageResult>& decisions) {
-  int64_t t0 = -1;
-  for (const auto& d : decisions)
-    for (const Flip& f : d.flips)
-      if (f.in_band && (t0 < 0 || f.position < t0)) t0 = f.position;
-  return t0;
+int64_t causal_rank(const std::string& stage) {
+  if (stage == "logits") return std::numeric_limits<int64_t>::max() - 1;
+  if (stage == "logits_incremental") return std::numeric_limits<int64_t>::max();
+  const size_t dot = stage.find('.');
+  const std::string kind = stage.substr(0, dot);
+  const int64_t layer = dot == std::string::npos ? 0 : std::atoll(stage.c_str() + dot + 1);
+  return 3 * layer + (kind == "indexer" ? 0 : kind == "router" ? 1 : 2);
 }
 
-void restrict_decisions(StageResult& d, int64_t t0) {
+InBandCut first_in_band_flip(const std::vector<StageResult>& decisions) {
+  InBandCut cut;
+  for (const auto& d : decisions)
+    for (const Flip& f : d.flips) {
+      if (!f.in_band) continue;
+      const int64_t rank = causal_rank(d.name);
+      if (cut.position < 0 || f.position < cut.position || (f.position == cut.position && rank < cut.rank))
+        cut = {f.position, rank};
+    }
+  return cut;
+}
+
+void restrict_decisions(StageResult& d, const InBandCut& cut) {
+  const bool at_cut_too = causal_rank(d.name) <= cut.rank;  // this stage at the cut's position precedes it
+  const int64_t end = cut.position + (at_cut_too ? 1 : 0);  // positions [0, end) are judged
   std::vector<Flip> kept;
   for (const Flip& f : d.flips)
-    if (f.position <= t0) kept.push_back(f);
+    if (f.position < end) kept.push_back(f);
   d.flips = std::move(kept);
-  d.rows = std::min(d.rows_total, t0 + 1);
+  d.rows = std::min(d.rows_total, end);
   d.flips_out_of_band = 0;
   for (const Flip& f : d.flips) d.flips_out_of_band += !f.in_band;
   d.pass = d.flips_out_of_band == 0;

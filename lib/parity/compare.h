@@ -73,10 +73,20 @@ StageResult compare_decisions(const std::string& name, const std::vector<float>&
                               int64_t k, const std::vector<float>& reference_margin,
                               const std::vector<float>& engine_margin, double band);
 
-// Position of the earliest in-band flip over all decision stages, or -1. Everything causally after
-// it (later positions, and later stages at that position) may legitimately differ.
-int64_t first_in_band_flip(const std::vector<StageResult>& decisions);
-// Keeps only the flips at positions <= t0, counts rows 0..t0 as compared and re-judges the stage.
-void restrict_decisions(StageResult& decisions, int64_t t0);
+// Causal order of stages within a position: per layer L the indexer (inside attention), then the
+// router (after attention), then the layer's streams; then logits, logits_incremental.
+int64_t causal_rank(const std::string& stage);
+
+// The earliest in-band flip over all decision stages: its position (-1 when none) and the causal
+// rank of the first stage that flipped there. Everything causally after it (later positions, and
+// later stages at that position) may legitimately differ.
+struct InBandCut {
+  int64_t position = -1;
+  int64_t rank = -1;
+};
+InBandCut first_in_band_flip(const std::vector<StageResult>& decisions);
+// Keeps only the flips before the cut (earlier positions; at the cut's position only stages not
+// causally after it), counts those rows as compared and re-judges the stage.
+void restrict_decisions(StageResult& decisions, const InBandCut& cut);
 
 }  // namespace memra

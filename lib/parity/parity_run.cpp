@@ -114,9 +114,10 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
     values.push_back({"logits_incremental", std::move(rows), dump.f32("logits_incremental"), V, P, V});
   }
 
-  const int64_t t0 = first_in_band_flip(decisions);
+  const InBandCut cut = first_in_band_flip(decisions);
+  const int64_t t0 = cut.position;
   if (t0 >= 0) {
-    for (auto& d : decisions) restrict_decisions(d, t0);
+    for (auto& d : decisions) restrict_decisions(d, cut);
     report["compared_before_position"] = t0;
   }
   auto& out = run.stages;
@@ -147,22 +148,13 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
   }
   report["stages"] = sj;
   run.result = any_fail ? "FAIL" : any_inconclusive ? "INCONCLUSIVE" : "PASS";
-  // The first failing stage in causal order: per layer the indexer (inside attention), the router
-  // (after attention), the layer's output streams; then the logits. This is where to look first.
-  std::vector<std::string> causal;
-  for (int64_t l = 0; l < cfg.num_hidden_layers; ++l)
-    for (const char* f : {"indexer.%.selected", "router.%.experts", "hidden.%"}) {
-      std::string n = f;
-      causal.push_back(n.replace(n.find('%'), 1, std::to_string(l)));
-    }
-  causal.insert(causal.end(), {"logits", "logits_incremental"});
-  for (const auto& name : causal) {
-    auto it = std::find_if(out.begin(), out.end(), [&](const StageResult& s) { return s.name == name; });
-    if (it != out.end() && it->verdict() == "FAIL") {
-      run.first_failing_stage = name;
-      report["first_failing_stage"] = name;
-      break;
-    }
+  // The first failing stage in causal order (causal_rank): where to look first.
+  const StageResult* first = nullptr;
+  for (const auto& s : out)
+    if (s.verdict() == "FAIL" && (!first || causal_rank(s.name) < causal_rank(first->name))) first = &s;
+  if (first) {
+    run.first_failing_stage = first->name;
+    report["first_failing_stage"] = first->name;
   }
   report["result"] = run.result;
   return run;
