@@ -6,6 +6,7 @@
 
 #include "engine/cpu_layer.h"
 #include "engine/cpu_ops.h"
+#include "engine/faults.h"
 #include "engine/rope.h"
 
 namespace memra::cpu {
@@ -17,6 +18,7 @@ void compress_rows(const ModelConfig& cfg, const CompressorWeights& cw, Compress
   cpu::linear(x.data(), T, D, cw.wkv, cw_n, kv.data());
   cpu::linear(x.data(), T, D, cw.wgate, cw_n, score.data());
   std::vector<float> entry(w), p(2 * m);
+  const int64_t shift = c == 2 && MEMRA_FAULT("csa_window_shift") ? 1 : 0;
   for (int64_t t = 0; t < T; ++t) {
     const int64_t pos = pos0 + t, slot = pos % m;
     float* pk = cs.pend_kv.data() + slot * cw_n;
@@ -25,10 +27,11 @@ void compress_rows(const ModelConfig& cfg, const CompressorWeights& cw, Compress
       pk[i] = kv[t * cw_n + i];
       ps[i] = score[t * cw_n + i] + cw.ape[slot * cw_n + i];
     }
-    if ((pos + 1) % m != 0) continue;
+    if ((pos + 1 + shift) % m != 0) continue;
     // Close window e = (pos+1)/m - 1: softmax over rows, separately per channel (§3.5).
-    const int64_t e = (pos + 1) / m - 1;
-    const bool has_prev = c == 2 && e > 0;
+    const int64_t e = (pos + 1 + shift) / m - 1;
+    if (shift && (e + 1) * w > static_cast<int64_t>(cs.entries.size())) continue;
+    const bool has_prev = c == 2 && e > 0 && !(T == 1 && MEMRA_FAULT("carry_lost"));
     for (int64_t ch = 0; ch < w; ++ch) {
       // rows: [prev Ca rows (CSA)] + [current rows, Cb half for CSA]
       const int64_t rows = c * m;
@@ -71,8 +74,10 @@ std::vector<int64_t> topk_lower_index(const std::vector<float>& scores, int64_t 
   std::vector<int64_t> idx(scores.size());
   std::iota(idx.begin(), idx.end(), 0);
   k = std::min<int64_t>(k, static_cast<int64_t>(idx.size()));
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                    [&](int64_t a, int64_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
+  const bool higher = MEMRA_FAULT("tie_higher_index");
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int64_t a, int64_t b) {
+    return scores[a] > scores[b] || (scores[a] == scores[b] && (a < b) != higher);
+  });
   idx.resize(k);
   return idx;
 }
@@ -152,6 +157,7 @@ void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, La
   std::vector<float> o(T * Hd);
   std::vector<const float*> keys;
   std::vector<float> logit;
+  const bool sink_dropped = MEMRA_FAULT("sink_dropped"), inverse_rope = !MEMRA_FAULT("inverse_rope_skipped");
   for (int64_t t = 0; t < T; ++t) {
     const int64_t pos = pos0 + t;
     keys.clear();
@@ -171,7 +177,7 @@ void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, La
         logit[j] = static_cast<float>(cpu::dot(qh, keys[j], d)) * scale;
         mx = std::max(mx, logit[j]);
       }
-      double denom = std::exp(lw.sink[h] - mx);
+      double denom = sink_dropped ? 0.0 : std::exp(lw.sink[h] - mx);
       for (int64_t j = 0; j < n_keys; ++j) {
         logit[j] = std::exp(logit[j] - mx);
         denom += logit[j];
@@ -183,7 +189,7 @@ void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, La
           acc += static_cast<double>(logit[j] / static_cast<float>(denom)) * keys[j][i];
         oh[i] = static_cast<float>(acc);
       }
-      rope_rotate(oh, d, inv, pos, -1.0f);  // undo the rotation V picked up (K = V)
+      if (inverse_rope) rope_rotate(oh, d, inv, pos, -1.0f);  // undo the rotation V picked up (K = V)
     }
   }
   // The window ring takes this chunk's rows only after every query has read the old ones.

@@ -19,6 +19,7 @@
 #include "engine/cpu_layer.h"
 #include "engine/cpu_ops.h"
 #include "engine/engine.h"
+#include "engine/faults.h"
 #include "engine/rope.h"
 
 namespace memra {
@@ -65,7 +66,7 @@ LayerWeights CpuBackend::bind_layer(int64_t l) const {
   LayerWeights w{};
   w.kind = cfg_.layer_types[l];
   w.ratio = cfg_.compress_ratio(l);
-  w.inv_freq = w.kind == LayerKind::kSliding ? &inv_main_ : &inv_compress_;
+  w.inv_freq = w.kind == LayerKind::kSliding && !MEMRA_FAULT("yarn_on_sliding") ? &inv_main_ : &inv_compress_;
   w.hc_attn = {model_.f32(p + "hc_attn_fn"), model_.f32(p + "hc_attn_base"), model_.f32(p + "hc_attn_scale")};
   w.hc_ffn = {model_.f32(p + "hc_ffn_fn"), model_.f32(p + "hc_ffn_base"), model_.f32(p + "hc_ffn_scale")};
   w.attn_norm = model_.f32(p + "attn_norm.weight");

@@ -8,6 +8,7 @@
 
 #include "engine/cpu_layer.h"
 #include "engine/cpu_ops.h"
+#include "engine/faults.h"
 
 namespace memra::cpu {
 
@@ -37,6 +38,8 @@ void moe(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, std::spa
   std::vector<float> experts_trace(T * k), margin_trace(T, std::numeric_limits<float>::infinity());
   std::vector<float> routed(D), eo(D), shared(D);
   out.assign(T * D, 0.0f);
+  const int64_t row_off = MEMRA_FAULT("hash_row_off") ? 1 : 0;
+  const float scale = MEMRA_FAULT("route_scale_dropped") ? 1.0f : static_cast<float>(cfg.routed_scaling_factor);
   for (int64_t t = 0; t < T; ++t) {
     std::vector<float> score(E);
     const float* lt = logits.data() + t * E;
@@ -47,7 +50,7 @@ void moe(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, std::spa
     }
     std::vector<int64_t> idx;
     if (lw.mlp == MlpKind::kHash) {
-      const int64_t* row = lw.tid2eid + static_cast<int64_t>(tokens[t]) * k;
+      const int64_t* row = lw.tid2eid + (static_cast<int64_t>(tokens[t]) + row_off) % cfg.vocab_size * k;
       idx.assign(row, row + k);
     } else {
       std::vector<float> sel(E);
@@ -58,7 +61,7 @@ void moe(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, std::spa
     std::vector<float> wts(k);
     float wsum = 0.0f;
     for (int64_t i = 0; i < k; ++i) wsum += (wts[i] = score[idx[i]]);
-    for (int64_t i = 0; i < k; ++i) wts[i] = wts[i] / (wsum + 1e-20f) * static_cast<float>(cfg.routed_scaling_factor);
+    for (int64_t i = 0; i < k; ++i) wts[i] = wts[i] / (wsum + 1e-20f) * scale;
     // Experts contribute in ascending id order (transformers' index_add_ loop), f32 adds.
     std::vector<int64_t> order(k);
     std::iota(order.begin(), order.end(), 0);
