@@ -23,6 +23,9 @@ namespace memra {
 
 class Model;
 
+// Class-name prefix of a drafter's component (its rings, anchor and counters).
+inline constexpr const char* kDrafterClassPrefix = "drafter.";
+
 // Per-stage intermediates that parity compares (filled only when requested).
 //  hidden.L            [T, n, D]  hc streams after layer L
 //  router.L.experts    [T, k]     selected experts (learned layers; hash layers: tid2eid rows)
@@ -68,9 +71,8 @@ class State {
 
  protected:
   State(int64_t capacity) : capacity_(capacity) {}
+  // For the backend that owns the state: after a forward over `tokens` tokens.
   void advance(int64_t tokens) { position_ += tokens; }
-  void set_position(int64_t pos) { position_ = pos; }
-  friend class Backend;
 
  private:
   int64_t position_ = 0;
@@ -114,10 +116,11 @@ class Backend {
   virtual std::vector<float> last_logits(const State& state) const = 0;
   // Waits for outstanding device work (no-op on the CPU).
   virtual void sync() const {}
-
- protected:
-  static void advance(State& state, int64_t tokens) { state.advance(tokens); }
 };
+
+// Checks a batch before a backend touches any state: states present and distinct, capacity for
+// every sequence's tokens, token ids inside the vocabulary. Throws Error naming the first problem.
+void validate_batch(const ModelConfig& config, std::span<const SequenceStep> batch);
 
 // One factory for every command: `name` is a realization name (realization.h). CUDA realizations
 // load libmemra_cuda.so lazily and ask its registration (kernels/, backend_registry.h).
