@@ -52,6 +52,14 @@ class StateComponent {
   virtual void import_classes(int64_t pos, const std::vector<CacheClass>& classes) = 0;
 };
 
+// A saved point of a state to come back to: speculative decoding marks before verifying a block
+// and rewinds on partial acceptance, then re-runs the accepted tokens (on an exact realization the
+// result is bit-identical to never having run the rejected ones: chunk invariance).
+struct StateMark {
+  int64_t position = 0;
+  std::vector<CacheClass> classes;  // every component's live classes at `position`
+};
+
 // A sequence's decode state. Made by Backend::new_state (trunk) and extended by attach().
 class State {
  public:
@@ -68,6 +76,10 @@ class State {
   // Sets the position and imports each component's classes (selected by prefix). A class that no
   // component claims is refused by name; so is a missing one. Throws Error (negative, exit 1).
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes);
+
+  // The state as it is now, and back to it (any later position, same components).
+  StateMark mark() const { return {position_, export_classes()}; }
+  void rewind(const StateMark& mark) { import_classes(mark.position, mark.classes); }
 
  protected:
   State(int64_t capacity) : capacity_(capacity) {}
