@@ -41,7 +41,7 @@ median() { "$py" -c "import sys,statistics; print(statistics.median(float(x) for
     for ((r = 0; r < reps; r++)); do  # interleaved, so load changes hit all three alike
       c+=("$("$bin" -q prefill "$dir" --tokens "$tmp/t.txt" --backend cpu --json | "$py" -c "import json,sys; print(json.load(sys.stdin)['prefill_seconds'])")")
       f+=("$("$bin" -q prefill "$dir" --tokens "$tmp/t.txt" --backend cpu-fast --json | "$py" -c "import json,sys; print(json.load(sys.stdin)['prefill_seconds'])")")
-      t+=("$("$py" "$root/bench/transformers_prefill.py" "$dir" "$tmp/t.txt" --threads "$threads" --reps 1 | "$py" -c "import json,sys; print(json.load(sys.stdin)['seconds'][0])")")
+      t+=("$("$py" "$root/bench/transformers_prefill.py" "$dir" "$tmp/t.txt" --threads "$threads" --reps 1 2>/dev/null | "$py" -c "import json,sys; print(json.load(sys.stdin)['seconds'][0])")")
     done
     mc=$(median "${c[@]}"); mf=$(median "${f[@]}"); mt=$(median "${t[@]}")
     "$py" -c "
