@@ -20,6 +20,7 @@ namespace {
 class CudaState final : public State {
  public:
   explicit CudaState(int64_t capacity) : State(capacity) {}
+  void advance_by(int64_t tokens) { advance(tokens); }
 };
 
 int env_int(const char* name, int fallback) {
@@ -160,6 +161,8 @@ void CudaBackend::forward(std::span<const SequenceStep> batch) const {
     Item it;
     it.step = &step;
     it.trunk = &trunk_of(*step.state);
+    if (!dynamic_cast<CudaState*>(step.state))
+      throw Error("internal: a CUDA trunk component in a state the CUDA backend did not make");
     it.pos0 = step.state->position();
     it.T = static_cast<int64_t>(step.tokens.size());
     if (it.pos0 + it.T > step.state->capacity())
@@ -188,7 +191,7 @@ void CudaBackend::forward(std::span<const SequenceStep> batch) const {
     for (size_t j = 0; j < in_round.size(); ++j) items[in_round[j]].done += take[j];
   }
   for (const Item& it : items) {
-    advance(*it.step->state, it.T);
+    static_cast<CudaState*>(it.step->state)->advance_by(it.T);
     if (ForwardTrace* tr = it.step->trace) {  // shapes of the arrays run_round appended
       const int64_t n = cfg_.hc_mult, D = cfg_.hidden_size, k = cfg_.num_experts_per_tok, K = cfg_.index_topk;
       for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l) {

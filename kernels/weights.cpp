@@ -24,6 +24,7 @@ const float* DeviceUploader::f32(const float* values, size_t n, const std::strin
   DeviceBuffer buf(device_, n * sizeof(float), what.c_str());
   DeviceGuard guard(device_);
   check(cudaMemcpy(buf.get(), values, n * sizeof(float), cudaMemcpyHostToDevice), ("upload of " + what).c_str());
+  check(cudaDeviceSynchronize(), ("upload of " + what).c_str());  // pageable copies may still be in flight
   bytes_ += buf.bytes();
   buffers_.push_back(std::move(buf));
   return buffers_.back().as<float>();
@@ -38,6 +39,7 @@ const int32_t* DeviceUploader::i32(const std::vector<int64_t>& values, const std
   DeviceBuffer buf(device_, v.size() * sizeof(int32_t), what.c_str());
   DeviceGuard guard(device_);
   check(cudaMemcpy(buf.get(), v.data(), v.size() * sizeof(int32_t), cudaMemcpyHostToDevice), ("upload of " + what).c_str());
+  check(cudaDeviceSynchronize(), ("upload of " + what).c_str());
   bytes_ += buf.bytes();
   buffers_.push_back(std::move(buf));
   return buffers_.back().as<int32_t>();
@@ -72,6 +74,7 @@ DevMatrix DeviceUploader::matrix(const std::vector<const float*>& values, int64_
   DeviceBuffer buf(device_, host.size(), what.c_str());
   DeviceGuard guard(device_);
   check(cudaMemcpy(buf.get(), host.data(), host.size(), cudaMemcpyHostToDevice), ("upload of " + what).c_str());
+  check(cudaDeviceSynchronize(), ("upload of " + what).c_str());
   bytes_ += buf.bytes();
   m.ptr = buf.get();
   buffers_.push_back(std::move(buf));
