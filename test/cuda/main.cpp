@@ -1,7 +1,8 @@
 // memra_cuda_test: the GPU test executable. Without a usable CUDA device it prints why and exits 77
 // (CTest SKIP_RETURN_CODE), never a silent pass.
-//   memra_cuda_test ops [--seed N]                 op parity against the CPU twins (ops_test.cpp)
-//   memra_cuda_test backend MODEL...               checkpoint-level checks (backend_test.cpp)
+//   memra_cuda_test ops [--seed N] [--quick]       op parity against the CPU twins (ops_test.cpp)
+//   memra_cuda_test backend MODEL... [--quick]     checkpoint-level checks (backend_test.cpp)
+// --quick: fewer shapes and chunk widths, for runs under compute-sanitizer.
 //   memra_cuda_test bandwidth MODEL [--gib X]      snapshot/restore bandwidth (bandwidth.cpp)
 // Exit: 0 pass, 1 a check failed, 2 usage or runtime error, 77 skipped (no GPU).
 #include <cuda_runtime_api.h>
@@ -14,8 +15,8 @@
 #include <vector>
 
 namespace memra::cuda::test {
-int run_ops(uint64_t seed);
-int run_backend(const std::vector<std::string>& models, int device_count);
+int run_ops(uint64_t seed, bool quick);
+int run_backend(const std::vector<std::string>& models, int device_count, bool quick);
 int run_bandwidth(const std::string& model_dir, double gib);
 }  // namespace memra::cuda::test
 
@@ -32,17 +33,22 @@ int main(int argc, char** argv) {
     return 77;
   }
   const std::string mode = argv[1];
-  std::vector<std::string> args(argv + 2, argv + argc);
+  std::vector<std::string> args;
+  bool quick = false;
+  for (int i = 2; i < argc; ++i) {
+    if (std::string(argv[i]) == "--quick") quick = true;
+    else args.push_back(argv[i]);
+  }
   try {
     if (mode == "ops") {
       uint64_t seed = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
       for (size_t i = 0; i + 1 < args.size(); ++i)
         if (args[i] == "--seed") seed = std::strtoull(args[i + 1].c_str(), nullptr, 10);
-      return run_ops(seed);
+      return run_ops(seed, quick);
     }
     if (mode == "backend") {
       if (args.empty()) throw std::runtime_error("backend needs at least one model folder");
-      return run_backend(args, count);
+      return run_backend(args, count, quick);
     }
     if (mode == "bandwidth") {
       if (args.empty()) throw std::runtime_error("bandwidth needs a model folder");

@@ -65,12 +65,14 @@ DevVec<uint8_t> upload_weights_as(const std::vector<float>& w, WType t) {
   return DevVec<uint8_t>(bytes);
 }
 
-void test_linear(Rng& rng, Report& rep) {
+void test_linear(Rng& rng, Report& rep, bool quick) {
   struct Shape {
     int in, out;
   };
   for (WType t : {WType::kF32, WType::kBF16, WType::kF16}) {
-    for (Shape s : {Shape{64, 40}, Shape{200, 77}, Shape{1024, 96}, Shape{36, 5}, Shape{4096, 24}}) {
+    const std::vector<Shape> shapes = quick ? std::vector<Shape>{Shape{200, 77}, Shape{36, 5}}
+                                            : std::vector<Shape>{Shape{64, 40}, Shape{200, 77}, Shape{1024, 96}, Shape{36, 5}, Shape{4096, 24}};
+    for (Shape s : shapes) {
       const int R = 64;
       for (int pad : {0, 1}) {  // pad 1: rows misaligned for 16-byte loads → the scalar path, same order
         const int xs = s.in + pad, ys = s.out + 2;
@@ -103,8 +105,9 @@ void test_linear(Rng& rng, Report& rep) {
         }
         const Diff d = compare(got, ref, &bound);
         // Row-count invariance: rows 0..r−1 alone, for every r in 1..64, give the 64-row bits.
-        int invariant = 0;
-        for (int rows = 1; rows <= R; ++rows) {
+        int invariant = 0, tried = 0;
+        for (int rows = 1; rows <= R; rows += quick ? 21 : 1) {
+          ++tried;
           dy.poison();
           a.rows = rows;
           check(linear_exact(a, nullptr), "linear_exact");
@@ -115,10 +118,10 @@ void test_linear(Rng& rng, Report& rep) {
         }
         const std::string name = std::string("linear ") + wtype_name(t) + " " + std::to_string(s.in) + "x" +
                                  std::to_string(s.out) + (pad ? " misaligned" : "");
-        rep.add(name, d.unwritten == 0 && d.nonfinite == 0 && pad_touched == 0 && d.worst_ratio <= 1.0 && invariant == R,
-                "err/bound " + fmt("%.3f", d.worst_ratio) + " rel " + fmt("%.2e", d.rel_to_max()) + " rows1..64 bits " +
-                    std::to_string(invariant) + "/64 unwritten " + std::to_string(d.unwritten) + " pad_written " +
-                    std::to_string(pad_touched));
+        rep.add(name, d.unwritten == 0 && d.nonfinite == 0 && pad_touched == 0 && d.worst_ratio <= 1.0 && invariant == tried,
+                "err/bound " + fmt("%.3f", d.worst_ratio) + " rel " + fmt("%.2e", d.rel_to_max()) + " row counts bit-equal " +
+                    std::to_string(invariant) + "/" + std::to_string(tried) + " unwritten " + std::to_string(d.unwritten) +
+                    " pad_written " + std::to_string(pad_touched));
       }
     }
   }
@@ -875,7 +878,7 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
 
 }  // namespace
 
-int run_ops(uint64_t seed) {
+int run_ops(uint64_t seed, bool quick) {
   std::printf("memra_cuda_test ops: seed %llu (rerun with --seed %llu)\n", static_cast<unsigned long long>(seed),
               static_cast<unsigned long long>(seed));
   Report rep;
@@ -888,7 +891,7 @@ int run_ops(uint64_t seed) {
       cudaGetLastError();
     }
   };
-  guarded("linear", [&] { test_linear(rng, rep); });
+  guarded("linear", [&] { test_linear(rng, rep, quick); });
   guarded("norm/rope", [&] { test_norm_rope(rng, rep); });
   guarded("mhc", [&] { test_mhc(rng, rep); });
   guarded("topk", [&] { test_topk(rng, rep); });
