@@ -43,7 +43,7 @@ template <typename T>
 class DevVec {
  public:
   DevVec() = default;
-  explicit DevVec(size_t n) : n_(n) { check(cudaMalloc(&p_, (n ? n : 1) * sizeof(T)), "cudaMalloc (test)"); }
+  explicit DevVec(size_t n) : n_(n) { check(cudaMalloc(reinterpret_cast<void**>(&p_), (n ? n : 1) * sizeof(T)), "cudaMalloc (test)"); }
   explicit DevVec(const std::vector<T>& host) : DevVec(host.size()) { upload(host); }
   ~DevVec() {
     if (p_) cudaFree(p_);
