@@ -41,7 +41,8 @@ void check_supported(const ModelConfig& c) {
   if (c.n_routed_experts > 6144) refuse("n_routed_experts " + std::to_string(c.n_routed_experts) + " (at most 6144)");
   if (c.n_shared_experts != 1) refuse("n_shared_experts " + std::to_string(c.n_shared_experts) + " (exactly 1)");
   if (c.head_dim > 12288 || c.index_head_dim > 12288) refuse("head_dim above 12288");
-  if (c.num_attention_heads % std::max<int64_t>(c.o_groups, 1) != 0) refuse("heads not divisible by o_groups");
+  if ((c.num_attention_heads * c.head_dim) % std::max<int64_t>(c.o_groups, 1) != 0)
+    refuse("num_attention_heads·head_dim not divisible by o_groups");
   if (c.scoring_func != "sqrtsoftplus" && c.scoring_func != "sigmoid" && c.scoring_func != "softmax")
     refuse("scoring_func " + c.scoring_func);
 }
