@@ -733,19 +733,24 @@ void test_attention_site(Rng& rng, Report& rep, bool bf16) {
       cpu::attention(cpu::exact_arithmetic(), c, sm.cpu[l], l, cpu_states[s].layers[l], seqs[s].pos0, seqs[s].T, xs[s], out,
                      &tr);
       const int64_t r0 = plan.seqs[s].row0;
-      std::vector<float> got(gpu_out[l].begin() + r0 * D, gpu_out[l].begin() + (r0 + seqs[s].T) * D);
-      const Diff d = compare(got, out);
-      bad += d.unwritten + d.nonfinite > 0;
-      if (c.layer_types[l] == LayerKind::kCSA) {
-        const std::vector<float>& want = tr.arrays["indexer." + std::to_string(l) + ".selected"];
-        const std::vector<float>& margin = tr.arrays["indexer." + std::to_string(l) + ".margin"];
-        const int64_t K = c.index_topk;
-        for (int64_t t = 0; t < seqs[s].T; ++t) {
-          bool same = true;
+      // Rows whose indexer selection differs (a near-tie the two accumulations break apart) are
+      // counted, and left out of the value comparison: their outputs legitimately differ.
+      std::vector<float> got, want_rows;
+      for (int64_t t = 0; t < seqs[s].T; ++t) {
+        bool same = true;
+        if (c.layer_types[l] == LayerKind::kCSA) {
+          const std::vector<float>& want = tr.arrays["indexer." + std::to_string(l) + ".selected"];
+          const std::vector<float>& margin = tr.arrays["indexer." + std::to_string(l) + ".margin"];
+          const int64_t K = c.index_topk;
           for (int64_t i = 0; i < K; ++i) same = same && static_cast<int32_t>(want[t * K + i]) == lt.selected[(r0 + t) * K + i];
-          if (!same) (std::fabs(margin[t]) < 1e-5f * 10 ? sel_near_tie : sel_diff)++;
+          if (!same) (std::fabs(margin[t]) < 1e-4f ? sel_near_tie : sel_diff)++;
         }
+        if (!same) continue;
+        got.insert(got.end(), gpu_out[l].begin() + (r0 + t) * D, gpu_out[l].begin() + (r0 + t + 1) * D);
+        want_rows.insert(want_rows.end(), out.begin() + t * D, out.begin() + (t + 1) * D);
       }
+      const Diff d = compare(got, want_rows);
+      bad += d.unwritten + d.nonfinite > 0;
       worst_out = std::max(worst_out, d.rel_to_max());
     }
   }
