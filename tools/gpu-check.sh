@@ -123,7 +123,10 @@ version=$("$memra" --version 2>&1 | head -1)
 
 # ---- tests ---------------------------------------------------------------------------------
 seed=$(date +%s)
-run "ops (op parity, seed $seed)" ops.txt 90 "$ctest_bin" ops --seed "$seed"
+# one process per op group: a sticky CUDA fault in one group cannot hide the others
+for group in linear norm mhc topk compressor attention moe; do
+  run "ops $group (seed $seed)" ops.txt 60 "$ctest_bin" ops --only "$group" --seed "$seed"
+done
 if ! run "backend (tiny, tiny-bf16)" backend.txt 150 "$ctest_bin" backend models/tiny models/tiny-bf16; then
   # localise a CUDA fault: every launch synchronised, so the error names its kernel
   run "backend --quick, MEMRA_CUDA_SYNC=1" backend.txt 90 env MEMRA_CUDA_SYNC=1 "$ctest_bin" backend models/tiny --quick

@@ -1,6 +1,8 @@
 // memra_cuda_test: the GPU test executable. Without a usable CUDA device it prints why and exits 77
 // (CTest SKIP_RETURN_CODE), never a silent pass.
-//   memra_cuda_test ops [--seed N] [--quick]       op parity against the CPU twins (ops_test.cpp)
+//   memra_cuda_test ops [--seed N] [--quick] [--only GROUP]
+//                                                  op parity against the CPU twins (ops_test.cpp);
+//                                                  groups: linear norm mhc topk compressor attention moe
 //   memra_cuda_test backend MODEL... [--quick]     checkpoint-level checks (backend_test.cpp)
 // --quick: fewer shapes and chunk widths, for runs under compute-sanitizer.
 //   memra_cuda_test bandwidth MODEL [--gib X]      snapshot/restore bandwidth (bandwidth.cpp)
@@ -15,7 +17,7 @@
 #include <vector>
 
 namespace memra::cuda::test {
-int run_ops(uint64_t seed, bool quick);
+int run_ops(uint64_t seed, bool quick, const std::string& only);
 int run_backend(const std::vector<std::string>& models, int device_count, bool quick);
 int run_bandwidth(const std::string& model_dir, double gib);
 }  // namespace memra::cuda::test
@@ -42,9 +44,12 @@ int main(int argc, char** argv) {
   try {
     if (mode == "ops") {
       uint64_t seed = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-      for (size_t i = 0; i + 1 < args.size(); ++i)
+      std::string only;
+      for (size_t i = 0; i + 1 < args.size(); ++i) {
         if (args[i] == "--seed") seed = std::strtoull(args[i + 1].c_str(), nullptr, 10);
-      return run_ops(seed, quick);
+        if (args[i] == "--only") only = args[i + 1];
+      }
+      return run_ops(seed, quick, only);
     }
     if (mode == "backend") {
       if (args.empty()) throw std::runtime_error("backend needs at least one model folder");

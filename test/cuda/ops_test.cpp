@@ -891,12 +891,15 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
 
 }  // namespace
 
-int run_ops(uint64_t seed, bool quick) {
-  std::printf("memra_cuda_test ops: seed %llu (rerun with --seed %llu)\n", static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(seed));
+int run_ops(uint64_t seed, bool quick, const std::string& only) {
+  std::printf("memra_cuda_test ops: seed %llu (rerun with --seed %llu)%s\n", static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(seed), only.empty() ? "" : (" --only " + only).c_str());
   Report rep;
   Rng rng(seed);
-  auto guarded = [&](const char* name, auto&& fn) {
+  int ran = 0;
+  auto group = [&](const char* name, auto&& fn) {
+    if (!only.empty() && only != name) return;
+    ++ran;
     try {
       fn();
     } catch (const std::exception& e) {
@@ -904,16 +907,24 @@ int run_ops(uint64_t seed, bool quick) {
       cudaGetLastError();
     }
   };
-  guarded("linear", [&] { test_linear(rng, rep, quick); });
-  guarded("norm/rope", [&] { test_norm_rope(rng, rep); });
-  guarded("mhc", [&] { test_mhc(rng, rep); });
-  guarded("topk", [&] { test_topk(rng, rep); });
-  guarded("compressor", [&] { test_compressor(rng, rep); });
-  guarded("attention site f32", [&] { test_attention_site(rng, rep, false); });
-  guarded("attention site bf16", [&] { test_attention_site(rng, rep, true); });
-  for (const char* scoring : {"sqrtsoftplus", "sigmoid", "softmax"})
-    guarded("moe site", [&] { test_moe_site(rng, rep, scoring, false); });
-  guarded("moe site bf16", [&] { test_moe_site(rng, rep, "sqrtsoftplus", true); });
+  group("linear", [&] { test_linear(rng, rep, quick); });
+  group("norm", [&] { test_norm_rope(rng, rep); });
+  group("mhc", [&] { test_mhc(rng, rep); });
+  group("topk", [&] { test_topk(rng, rep); });
+  group("compressor", [&] { test_compressor(rng, rep); });
+  group("attention", [&] {
+    test_attention_site(rng, rep, false);
+    test_attention_site(rng, rep, true);
+  });
+  group("moe", [&] {
+    for (const char* scoring : {"sqrtsoftplus", "sigmoid", "softmax"}) test_moe_site(rng, rep, scoring, false);
+    test_moe_site(rng, rep, "sqrtsoftplus", true);
+  });
+  if (ran == 0) {
+    std::fprintf(stderr, "memra_cuda_test: no op group called %s (linear, norm, mhc, topk, compressor, attention, moe)\n",
+                 only.c_str());
+    return 2;
+  }
   rep.table("op parity (exact realization vs the CPU twins)");
   return rep.all_pass() ? 0 : 1;
 }
