@@ -6,6 +6,7 @@
 //   memra_cuda_test backend MODEL... [--quick]     checkpoint-level checks (backend_test.cpp)
 // --quick: fewer shapes and chunk widths, for runs under compute-sanitizer.
 //   memra_cuda_test bandwidth MODEL [--gib X]      snapshot/restore bandwidth (bandwidth.cpp)
+//   memra_cuda_test host MODEL...                  host-side logic, no GPU needed (host_test.cpp)
 // Exit: 0 pass, 1 a check failed, 2 usage or runtime error, 77 skipped (no GPU).
 #include <cuda_runtime_api.h>
 
@@ -20,6 +21,7 @@ namespace memra::cuda::test {
 int run_ops(uint64_t seed, bool quick, const std::string& only);
 int run_backend(const std::vector<std::string>& models, int device_count, bool quick);
 int run_bandwidth(const std::string& model_dir, double gib);
+int run_host(const std::vector<std::string>& models);
 }  // namespace memra::cuda::test
 
 int main(int argc, char** argv) {
@@ -27,12 +29,6 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: memra_cuda_test ops [--seed N] | backend MODEL... | bandwidth MODEL [--gib X]\n");
     return 2;
-  }
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess || count == 0) {
-    std::printf("SKIPPED: no usable CUDA device (%s)\n", err != cudaSuccess ? cudaGetErrorString(err) : "none visible");
-    return 77;
   }
   const std::string mode = argv[1];
   std::vector<std::string> args;
@@ -42,6 +38,16 @@ int main(int argc, char** argv) {
     else args.push_back(argv[i]);
   }
   try {
+    if (mode == "host") {
+      if (args.empty()) throw std::runtime_error("host needs at least one model folder");
+      return run_host(args);
+    }
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+      std::printf("SKIPPED: no usable CUDA device (%s)\n", err != cudaSuccess ? cudaGetErrorString(err) : "none visible");
+      return 77;
+    }
     if (mode == "ops") {
       uint64_t seed = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
       std::string only;
