@@ -6,7 +6,7 @@
 //   memra_cuda_test backend MODEL... [--quick]     checkpoint-level checks (backend_test.cpp)
 // --quick: fewer shapes and chunk widths, for runs under compute-sanitizer.
 //   memra_cuda_test bandwidth MODEL [--gib X]      snapshot/restore bandwidth (bandwidth.cpp)
-//   memra_cuda_test host MODEL...                  host-side logic, no GPU needed (host_test.cpp)
+//   memra_cuda_test host MODEL...                  host-side logic and the harness's inputs, no GPU needed
 // Exit: 0 pass, 1 a check failed, 2 usage or runtime error, 77 skipped (no GPU).
 #include <cuda_runtime_api.h>
 
@@ -22,6 +22,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only);
 int run_backend(const std::vector<std::string>& models, int device_count, bool quick);
 int run_bandwidth(const std::string& model_dir, double gib);
 int run_host(const std::vector<std::string>& models);
+int run_ops_dry(uint64_t seed);
 }  // namespace memra::cuda::test
 
 int main(int argc, char** argv) {
@@ -40,7 +41,8 @@ int main(int argc, char** argv) {
   try {
     if (mode == "host") {
       if (args.empty()) throw std::runtime_error("host needs at least one model folder");
-      return run_host(args);
+      const int a = run_host(args), b = run_ops_dry(1);
+      return a != 0 ? a : b;
     }
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);

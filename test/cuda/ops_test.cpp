@@ -24,6 +24,7 @@
 #include "engine/rope.h"
 #include "harness.h"
 #include "model/config.h"
+#include "model/model.h"
 #include "ops.h"
 #include "shard.h"
 #include "device_state.h"
@@ -889,7 +890,80 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
   }
 }
 
+// The harness's own inputs, checked on the host (no GPU): the random weights of the site model have
+// the shapes the model's tensor table (expected_tensors) gives, and the CPU twins run on them and
+// on random states to finite outputs. A wrong shape here would make every site comparison moot.
+int dry_run(Rng& rng, Report& rep) {
+  static const std::map<std::string, std::string> kCanonical = {
+      {"hc_attn_fn", "hc_attn_fn"}, {"hc_attn_base", "hc_attn_base"}, {"hc_attn_scale", "hc_attn_scale"},
+      {"hc_ffn_fn", "hc_ffn_fn"}, {"hc_ffn_base", "hc_ffn_base"}, {"hc_ffn_scale", "hc_ffn_scale"},
+      {"attn_norm", "attn_norm.weight"}, {"ffn_norm", "ffn_norm.weight"}, {"wq_a", "attn.wq_a.weight"},
+      {"q_norm", "attn.q_norm.weight"}, {"wq_b", "attn.wq_b.weight"}, {"wkv", "attn.wkv.weight"},
+      {"kv_norm", "attn.kv_norm.weight"}, {"sink", "attn.attn_sink"}, {"wo_a", "attn.wo_a.weight"},
+      {"wo_b", "attn.wo_b.weight"}, {"cmp.wkv", "attn.compressor.wkv.weight"},
+      {"cmp.wgate", "attn.compressor.wgate.weight"}, {"cmp.ape", "attn.compressor.ape"},
+      {"cmp.norm", "attn.compressor.norm.weight"}, {"idx.wkv", "attn.indexer.compressor.wkv.weight"},
+      {"idx.wgate", "attn.indexer.compressor.wgate.weight"}, {"idx.ape", "attn.indexer.compressor.ape"},
+      {"idx.norm", "attn.indexer.compressor.norm.weight"}, {"idx_wq_b", "attn.indexer.wq_b.weight"},
+      {"idx_weights", "attn.indexer.weights_proj.weight"}, {"gate", "ffn.gate.weight"}, {"gate_bias", "ffn.gate.bias"},
+      {"w1", "ffn.experts.0.w1.weight"}, {"w2", "ffn.experts.0.w2.weight"}, {"w3", "ffn.experts.0.w3.weight"},
+      {"shared_w1", "ffn.shared_experts.w1.weight"}, {"shared_w2", "ffn.shared_experts.w2.weight"},
+      {"shared_w3", "ffn.shared_experts.w3.weight"}};
+  for (const char* scoring : {"sqrtsoftplus", "sigmoid", "softmax"}) {
+    const ModelConfig c = site_config(4, scoring);
+    std::map<std::string, int64_t> numel;
+    for (const TensorSpec& t : expected_tensors(c)) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      numel[t.name] = n;
+    }
+    int wrong = 0, finite_bad = 0;
+    std::string first;
+    for (int l = 0; l < c.num_hidden_layers; ++l) {
+      HostLayer h = random_layer(c, l, rng, false);
+      for (const auto& [key, v] : h.t) {
+        auto it = kCanonical.find(key);
+        const std::string name = "layers." + std::to_string(l) + "." + (it == kCanonical.end() ? key : it->second);
+        int64_t want = numel.count(name) ? numel[name] : -1;
+        if (key == "w1" || key == "w2" || key == "w3") want *= c.n_routed_experts;  // stacked
+        if (static_cast<int64_t>(v.size()) != want) {
+          ++wrong;
+          if (first.empty()) first = " first " + name + " has " + std::to_string(v.size()) + " want " + std::to_string(want);
+        }
+      }
+      if (c.mlp_layer_types[l] == MlpKind::kHash &&
+          static_cast<int64_t>(h.tid2eid.size()) != numel["layers." + std::to_string(l) + ".ffn.gate.tid2eid"])
+        ++wrong;
+      cpu::LayerWeights w = cpu_view(c, l, h);
+      const int64_t pos0 = 37, T = 9;
+      DecodeState st = random_state(c, pos0, pos0 + T, rng);
+      const std::vector<float> x = rng.normals(static_cast<size_t>(T) * c.hidden_size);
+      std::vector<float> out, out2;
+      cpu::attention(cpu::exact_arithmetic(), c, w, l, st.layers[l], pos0, T, x, out, nullptr);
+      std::vector<int32_t> tokens(T, 7);
+      cpu::moe(cpu::exact_arithmetic(), c, w, l, tokens, x, out2, nullptr);
+      for (float v : out) finite_bad += !std::isfinite(v);
+      for (float v : out2) finite_bad += !std::isfinite(v);
+    }
+    rep.add(std::string("harness inputs match the tensor table (") + scoring + ")", wrong == 0 && finite_bad == 0,
+            std::to_string(wrong) + " wrong sizes, " + std::to_string(finite_bad) + " non-finite CPU outputs" + first);
+  }
+  return 0;
+}
+
 }  // namespace
+
+int run_ops_dry(uint64_t seed) {
+  Report rep;
+  Rng rng(seed);
+  try {
+    dry_run(rng, rep);
+  } catch (const std::exception& e) {
+    rep.add("harness inputs", false, std::string("threw: ") + e.what());
+  }
+  rep.table("op-parity harness inputs (host only)");
+  return rep.all_pass() ? 0 : 1;
+}
 
 int run_ops(uint64_t seed, bool quick, const std::string& only) {
   std::printf("memra_cuda_test ops: seed %llu (rerun with --seed %llu)%s\n", static_cast<unsigned long long>(seed),
