@@ -3,18 +3,24 @@
 // state at position pos of a large capacity, every live class random.
 //   pinned D2H / H2D        cudaMemcpy of the same bytes between a device buffer and pinned memory
 //   export_to (+hash)       the component's D2H into pinned memory, XXH3-128 of each class
-//                           streamed chunk by chunk while later chunks are in flight
+//                           streamed chunk by chunk while later chunks are in flight: once on the
+//                           calling thread, once with each class's hasher on a worker thread (the
+//                           state file's class hashes are independent: docs/state-format.md)
 //   import_from             H2D from pinned memory (after the state reset)
 //   export/import_classes   the StateComponent interface (pageable vectors through pinned staging)
 // Round trip checked by bytes. Target (issue 11): export_to with hashing ≥ 80% of pinned D2H.
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <thread>
 
 #include "core/hash.h"
 #include "device_state.h"
 #include "harness.h"
 #include "model/config.h"
+#include <tuple>
 
 namespace memra::cuda::test {
 
@@ -101,6 +107,57 @@ int run_bandwidth(const std::string& model_dir, double gib) {
     bool hashes_ok = true;
     for (size_t k = 0; k < layout.size(); ++k)
       hashes_ok = hashes_ok && hashers[k]->digest() == xxh3_128(src.get() + bounds[k], bounds[k + 1] - bounds[k]);
+
+    // Per-class hashers on worker threads: class k's pieces go, in order, to worker k % W.
+    const unsigned W = std::max(1u, std::min<unsigned>(16, std::thread::hardware_concurrency()));
+    struct Queue {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::deque<std::tuple<size_t, size_t, size_t>> items;  // class, offset, bytes
+      bool done = false;
+    };
+    std::vector<Queue> queues(W);
+    std::vector<std::unique_ptr<Hasher>> phashers;
+    for (size_t i = 0; i < layout.size(); ++i) phashers.push_back(std::make_unique<Hasher>());
+    std::vector<std::thread> workers;
+    for (unsigned w = 0; w < W; ++w)
+      workers.emplace_back([&, w] {
+        Queue& q = queues[w];
+        for (;;) {
+          std::unique_lock<std::mutex> lock(q.mu);
+          q.cv.wait(lock, [&] { return q.done || !q.items.empty(); });
+          if (q.items.empty()) return;
+          auto [k, off, n] = q.items.front();
+          q.items.pop_front();
+          lock.unlock();
+          phashers[k]->update(dst.get() + off, n);
+        }
+      });
+    std::memset(dst.get(), 0, total);
+    t = Clock::now();
+    comp.export_to(pos, dst.get(), total, [&](size_t off, size_t n) {
+      for (size_t k = 0; k < layout.size(); ++k) {
+        const size_t a = std::max(off, bounds[k]), b = std::min(off + n, bounds[k + 1]);
+        if (a >= b) continue;
+        Queue& q = queues[k % W];
+        {
+          std::lock_guard<std::mutex> lock(q.mu);
+          q.items.emplace_back(k, a, b - a);
+        }
+        q.cv.notify_one();
+      }
+    });
+    for (auto& q : queues) {
+      {
+        std::lock_guard<std::mutex> lock(q.mu);
+        q.done = true;
+      }
+      q.cv.notify_one();
+    }
+    for (auto& th : workers) th.join();
+    const double exp_phash = gbps(seconds_since(t));
+    for (size_t k = 0; k < layout.size(); ++k)
+      hashes_ok = hashes_ok && phashers[k]->digest() == xxh3_128(src.get() + bounds[k], bounds[k + 1] - bounds[k]);
     t = Clock::now();
     const Hash128 whole = xxh3_128(src.get(), total);
     const double hash_only = gbps(seconds_since(t));
@@ -124,15 +181,17 @@ int run_bandwidth(const std::string& model_dir, double gib) {
     std::printf("%-36s %8.2f %8s\n", "pinned D2H (cudaMemcpy)", d2h, "1.00");
     std::printf("%-36s %8.2f %8s\n", "pinned H2D (cudaMemcpy)", h2d, "1.00");
     std::printf("%-36s %8.2f %8.2f\n", "export_to (D2H, no hash)", exp_plain, exp_plain / d2h);
-    std::printf("%-36s %8.2f %8.2f\n", "export_to + XXH3-128 per class", exp_hash, exp_hash / d2h);
+    std::printf("%-36s %8.2f %8.2f\n", "export_to + XXH3-128 (1 thread)", exp_hash, exp_hash / d2h);
+    std::printf("%-36s %8.2f %8.2f\n", "export_to + XXH3-128 (class workers)", exp_phash, exp_phash / d2h);
     std::printf("%-36s %8.2f %8.2f\n", "import_from (H2D)", imp, imp / h2d);
     std::printf("%-36s %8.2f %8.2f\n", "export_classes (interface)", exp_if, exp_if / d2h);
     std::printf("%-36s %8.2f %8.2f\n", "import_classes (interface, +97 cap)", imp_if, imp_if / h2d);
     std::printf("%-36s %8.2f\n\n", "XXH3-128 alone, one thread (host)", hash_only);
     rep.add("state round trip by bytes (pinned path)", rt && hashes_ok, rt && hashes_ok ? "equal, hashes equal" : "DIFFER");
     rep.add("state round trip by bytes (interface, grown)", if_ok && grown_ok, if_ok && grown_ok ? "equal" : "DIFFER");
-    rep.add("snapshot >= 80% of pinned D2H, hashing included", exp_hash >= 0.8 * d2h,
-            fmt("%.2f", exp_hash) + " of " + fmt("%.2f", d2h) + " GB/s (" + fmt("%.0f%%", 100 * exp_hash / d2h) + ")");
+    const double best = std::max(exp_hash, exp_phash);
+    rep.add("snapshot >= 80% of pinned D2H, hashing included", best >= 0.8 * d2h,
+            fmt("%.2f", best) + " of " + fmt("%.2f", d2h) + " GB/s (" + fmt("%.0f%%", 100 * best / d2h) + ")");
     rep.add("restore >= 80% of pinned H2D", imp >= 0.8 * h2d,
             fmt("%.2f", imp) + " of " + fmt("%.2f", h2d) + " GB/s (" + fmt("%.0f%%", 100 * imp / h2d) + ")");
   } catch (const std::exception& e) {
