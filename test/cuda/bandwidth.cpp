@@ -15,12 +15,12 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "core/hash.h"
 #include "device_state.h"
 #include "harness.h"
 #include "model/config.h"
-#include <tuple>
 
 namespace memra::cuda::test {
 
