@@ -152,13 +152,9 @@ void CudaBackend::sync() const {
 
 void CudaBackend::forward(std::span<const SequenceStep> batch) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  const int64_t V = cfg_.vocab_size;
+  validate_batch(cfg_, batch);  // states present and distinct, capacity, token ids: before any state moves
   std::vector<Item> items;
-  std::set<const State*> seen;
   for (const SequenceStep& step : batch) {
-    if (!step.state) throw Error("forward: a sequence of the batch has no state");
-    if (!seen.insert(step.state).second)
-      throw Error("forward: one state appears twice in a batch", "pass each sequence at most once per call");
     Item it;
     it.step = &step;
     it.trunk = &trunk_of(*step.state);
@@ -166,14 +162,6 @@ void CudaBackend::forward(std::span<const SequenceStep> batch) const {
       throw Error("internal: a CUDA trunk component in a state the CUDA backend did not make");
     it.pos0 = step.state->position();
     it.T = static_cast<int64_t>(step.tokens.size());
-    if (it.pos0 + it.T > step.state->capacity())
-      throw Error("capacity exceeded: position " + std::to_string(it.pos0) + " + " + std::to_string(it.T) +
-                      " tokens > capacity " + std::to_string(step.state->capacity()),
-                  "plan a larger --capacity");
-    for (int64_t t = 0; t < it.T; ++t)
-      if (step.tokens[t] < 0 || step.tokens[t] >= V)
-        throw Error("token id " + std::to_string(step.tokens[t]) + " at index " + std::to_string(t) +
-                    " is outside the vocabulary [0, " + std::to_string(V) + ")");
     if (it.T > 0) items.push_back(it);
   }
   for (;;) {

@@ -9,11 +9,7 @@
 
 #include "core/error.h"
 #include "cuda_check.h"
-
-namespace memra {
-// Declared by the iface branch's decode_state.h; repeated here until this branch is rebased on it.
-std::vector<ClassLayout> trunk_layout(const ModelConfig& config, int64_t pos);
-}  // namespace memra
+#include "engine/decode_state.h"
 
 namespace memra::cuda {
 
