@@ -12,6 +12,7 @@
 #include "format/token_list.h"
 #include "gate/artifact_gates.h"
 #include "gate/html_report.h"
+#include "gate/fused_moe_gate.h"
 #include "gate/trunk_gates.h"
 #include "model/model.h"
 
@@ -30,6 +31,7 @@ struct GateOptions {
   std::string model_dir, dump_dir, a, b, expect;
   std::string tokens_file;
   TrunkGateOptions trunk;
+  FusedMoeOptions moe;
   std::string widths = "1,64";
   std::string realization_a = "f32", realization_b = "f32";
   int64_t depth = 0;
@@ -106,6 +108,7 @@ static int run_gate(GateOptions opt, const Context& ctx) {
   if (k == "chunk") return emit(opt, k, {gate_chunk_invariance(model, *backend, opt.trunk)});
   if (k == "semantics") return emit(opt, k, {semantics()});
   if (k == "parity") return emit(opt, k, {gate_parity(model, *backend, opt.model_dir, opt.dump_dir)});
+  if (k == "fused-moe") return emit(opt, k, {gate_fused_moe(model, *backend, opt.trunk, opt.moe)});
   // all: every gate that applies to this model and backend.
   std::vector<GateResult> gates;
   gates.push_back(gate_restore_roundtrip(model, *backend, opt.trunk));
@@ -115,6 +118,9 @@ static int run_gate(GateOptions opt, const Context& ctx) {
   if (dump.empty() && std::filesystem::exists(std::filesystem::path(opt.model_dir) / "dump" / "manifest.json"))
     dump = (std::filesystem::path(opt.model_dir) / "dump").string();
   if (!dump.empty()) gates.push_back(gate_parity(model, *backend, opt.model_dir, dump));
+  // A CUDA backend has two MoE paths; they must agree by bits (the seed's fused-vs-per-expert gate).
+  if (backend->realization().device == Device::kCuda && backend->realization().exact)
+    gates.push_back(gate_fused_moe(model, *backend, opt.trunk, opt.moe));
   else note(ctx, "no dump for " + opt.model_dir + " (MODEL/dump or --dump): the parity gate does not apply");
   return emit(opt, k, gates);
 }
@@ -174,6 +180,14 @@ void setup_gate(CLI::App& app, Context& ctx) {
                   "Realization of the monolithic prefill (default: the fast twin of --backend: cpu-fast, cuda-fast)");
   add_common(sem, *opt);
   sem->callback(select("semantics"));
+
+  auto* fm = gate->add_subcommand(
+      "fused-moe", "CUDA: the fused MoE kernels against the per-expert path, bit-equal on the exact realization, both timed");
+  add_trunk(fm, *opt);
+  fm->add_option("--steps", opt->moe.steps, "Greedy steps after the prefill")->capture_default_str();
+  fm->add_option("--reps", opt->moe.reps, "Timing repetitions per path (median reported)")->capture_default_str();
+  add_common(fm, *opt);
+  fm->callback(select("fused-moe"));
 
   auto* par = gate->add_subcommand("parity", "Manifest-first parity against an oracle dump, as a gate");
   add_trunk(par, *opt);

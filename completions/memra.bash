@@ -39,6 +39,7 @@ _memra() {
       "memra gate restore") cmd="memra gate restore"; npos=0 ;;
       "memra gate chunk") cmd="memra gate chunk"; npos=0 ;;
       "memra gate semantics") cmd="memra gate semantics"; npos=0 ;;
+      "memra gate fused-moe") cmd="memra gate fused-moe"; npos=0 ;;
       "memra gate parity") cmd="memra gate parity"; npos=0 ;;
       "memra gate equal") cmd="memra gate equal"; npos=0 ;;
       "memra gate band") cmd="memra gate band"; npos=0 ;;
@@ -47,6 +48,7 @@ _memra() {
       "memra gate restore --backend"|"memra gate restore --devices"|"memra gate restore --tokens"|"memra gate restore --prompt"|"memra gate restore --seed"|"memra gate restore --warm"|"memra gate restore --continuation"|"memra gate restore --grow"|"memra gate restore --report") skip=1 ;;
       "memra gate chunk --backend"|"memra gate chunk --devices"|"memra gate chunk --tokens"|"memra gate chunk --prompt"|"memra gate chunk --seed"|"memra gate chunk --widths"|"memra gate chunk --report") skip=1 ;;
       "memra gate semantics --backend"|"memra gate semantics --devices"|"memra gate semantics --tokens"|"memra gate semantics --prompt"|"memra gate semantics --seed"|"memra gate semantics --steps"|"memra gate semantics --mono"|"memra gate semantics --report") skip=1 ;;
+      "memra gate fused-moe --backend"|"memra gate fused-moe --devices"|"memra gate fused-moe --tokens"|"memra gate fused-moe --prompt"|"memra gate fused-moe --seed"|"memra gate fused-moe --steps"|"memra gate fused-moe --reps"|"memra gate fused-moe --report") skip=1 ;;
       "memra gate parity --backend"|"memra gate parity --devices"|"memra gate parity --tokens"|"memra gate parity --prompt"|"memra gate parity --seed"|"memra gate parity --report") skip=1 ;;
       "memra gate equal --report") skip=1 ;;
       "memra gate band --model"|"memra gate band --depth"|"memra gate band --precision-a"|"memra gate band --precision-b"|"memra gate band --report") skip=1 ;;
@@ -112,6 +114,14 @@ _memra() {
     "memra gate semantics --steps") :; return 0 ;;
     "memra gate semantics --mono") _memra_files "$cur"; return 0 ;;
     "memra gate semantics --report") _memra_files "$cur"; return 0 ;;
+    "memra gate fused-moe --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
+    "memra gate fused-moe --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate fused-moe --tokens") _memra_files "$cur"; return 0 ;;
+    "memra gate fused-moe --prompt") :; return 0 ;;
+    "memra gate fused-moe --seed") :; return 0 ;;
+    "memra gate fused-moe --steps") :; return 0 ;;
+    "memra gate fused-moe --reps") :; return 0 ;;
+    "memra gate fused-moe --report") _memra_files "$cur"; return 0 ;;
     "memra gate parity --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
     "memra gate parity --devices") _memra_files "$cur"; return 0 ;;
     "memra gate parity --tokens") _memra_files "$cur"; return 0 ;;
@@ -184,7 +194,7 @@ _memra() {
       if [[ $cur == -* ]]; then
         _memra_words "-h --help" "$cur"
       else
-        _memra_words "all restore chunk semantics parity equal band hash" "$cur"
+        _memra_words "all restore chunk semantics fused-moe parity equal band hash" "$cur"
       fi ;;
     "memra gate all")
       if [[ $cur == -* ]]; then
@@ -213,6 +223,14 @@ _memra() {
     "memra gate semantics")
       if [[ $cur == -* ]]; then
         _memra_words "-h --help --backend --devices --tokens --prompt --seed --steps --mono --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_dirs "$cur" ;;
+        esac
+      fi ;;
+    "memra gate fused-moe")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --steps --reps --json --report" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;

@@ -47,6 +47,8 @@ function __memra_command
                 set cmd memra_gate_chunk
             case 'memra_gate semantics'
                 set cmd memra_gate_semantics
+            case 'memra_gate fused-moe'
+                set cmd memra_gate_fused_moe
             case 'memra_gate parity'
                 set cmd memra_gate_parity
             case 'memra_gate equal'
@@ -62,6 +64,8 @@ function __memra_command
             case 'memra_gate_chunk --backend' 'memra_gate_chunk --devices' 'memra_gate_chunk --tokens' 'memra_gate_chunk --prompt' 'memra_gate_chunk --seed' 'memra_gate_chunk --widths' 'memra_gate_chunk --report'
                 set skip 1
             case 'memra_gate_semantics --backend' 'memra_gate_semantics --devices' 'memra_gate_semantics --tokens' 'memra_gate_semantics --prompt' 'memra_gate_semantics --seed' 'memra_gate_semantics --steps' 'memra_gate_semantics --mono' 'memra_gate_semantics --report'
+                set skip 1
+            case 'memra_gate_fused_moe --backend' 'memra_gate_fused_moe --devices' 'memra_gate_fused_moe --tokens' 'memra_gate_fused_moe --prompt' 'memra_gate_fused_moe --seed' 'memra_gate_fused_moe --steps' 'memra_gate_fused_moe --reps' 'memra_gate_fused_moe --report'
                 set skip 1
             case 'memra_gate_parity --backend' 'memra_gate_parity --devices' 'memra_gate_parity --tokens' 'memra_gate_parity --prompt' 'memra_gate_parity --seed' 'memra_gate_parity --report'
                 set skip 1
@@ -154,6 +158,7 @@ complete -c memra -n '__memra_in memra_gate' -a all -d 'Every gate that applies 
 complete -c memra -n '__memra_in memra_gate' -a restore -d 'Warm a state, snapshot it through a state file, restore into a grown capacity, continue both: bit-equal'
 complete -c memra -n '__memra_in memra_gate' -a chunk -d 'Bounded-prefill widths give bit-identical logits and cache classes'
 complete -c memra -n '__memra_in memra_gate' -a semantics -d 'Monolithic vs chunked prefill: teacher-forced argmax disagreements classified against the band'
+complete -c memra -n '__memra_in memra_gate' -a fused-moe -d 'CUDA: the fused MoE kernels against the per-expert path, bit-equal on the exact realization, both timed'
 complete -c memra -n '__memra_in memra_gate' -a parity -d 'Manifest-first parity against an oracle dump, as a gate'
 complete -c memra -n '__memra_in memra_gate' -a equal -d 'Two state files (every class) or two logits files: equal by bits'
 complete -c memra -n '__memra_in memra_gate' -a band -d 'Two logits files within the pair band of two realizations (docs/bands.md)'
@@ -211,6 +216,19 @@ complete -c memra -n '__memra_in memra_gate_semantics' -l mono -r -F -d 'Realiza
 complete -c memra -n '__memra_in memra_gate_semantics' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_semantics' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
 complete -c memra -n '__memra_in memra_gate_semantics' -a '(__fish_complete_directories)'
+
+# memra gate fused-moe
+complete -c memra -n '__memra_in memra_gate_fused_moe' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l prompt -x -d 'Prompt length when no --tokens are given'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l steps -x -d 'Greedy steps after the prefill'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l reps -x -d 'Timing repetitions per path (median reported)'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -a '(__fish_complete_directories)'
 
 # memra gate parity
 complete -c memra -n '__memra_in memra_gate_parity' -s h -l help -d 'Print this help message and exit'
