@@ -105,8 +105,8 @@ works() {
   LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" "$bin/memra" --version >> "$OUT/env.txt" 2>&1 || return 1
   LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" "$bin/memra" devices >> "$OUT/env.txt" 2>&1 || return 1
   ! grep -q 'cannot be loaded' <(LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" "$bin/memra" devices 2>&1) || return 1
-  ldd "$bin/libmemra_cuda.so" "$(test_bin)" >> "$OUT/env.txt" 2>&1
-  ! ldd "$bin/libmemra_cuda.so" "$(test_bin)" 2>&1 | grep -q 'not found'
+  LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" ldd "$bin/libmemra_cuda.so" "$(test_bin)" >> "$OUT/env.txt" 2>&1
+  ! LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" ldd "$bin/libmemra_cuda.so" "$(test_bin)" 2>&1 | grep -q 'not found'
 }
 if works; then
   note "binaries" PASS "carried $bin ($(LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" "$bin/memra" --version 2>&1 | head -1))"
