@@ -14,6 +14,8 @@ std::string manifest_text(const Model& model) {
   std::string out;
   for (size_t i = 0; i < model.tensors().size(); ++i)
     out += std::string(kManifestAlgo) + "  " + model.hash(i).hex() + "  " + model.tensors()[i].name + "\n";
+  for (size_t i = 0; i < model.unused_tensors().size(); ++i)  // stored names (mtp.*)
+    out += std::string(kManifestAlgo) + "  " + model.unused_hash(i).hex() + "  " + model.unused_tensors()[i].name + "\n";
   out += std::string(kManifestAlgo) + "  " + model.fingerprint().hex() + "  " + kManifestModelName + "\n";
   return out;
 }
@@ -100,6 +102,11 @@ ManifestCheck check_manifest(const Model& model, const std::vector<ManifestEntry
     const WeightTensor& w = model.tensors()[i];
     actual.emplace_back(w.name, model.hash(i));
     where[w.name] = w.scale_file.empty() || w.scale_file == w.file ? w.file : w.file + " + " + w.scale_file;
+  }
+  for (size_t i = 0; i < model.unused_tensors().size(); ++i) {
+    const UnusedTensor& u = model.unused_tensors()[i];
+    actual.emplace_back(u.name, model.unused_hash(i));
+    where[u.name] = u.file;
   }
   actual.emplace_back(kManifestModelName, model.fingerprint());
   ManifestCheck c = check_manifest_items(actual, entries);

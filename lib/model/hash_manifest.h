@@ -1,5 +1,6 @@
 // Model hash manifests, in the spirit of llama.cpp's gguf-hash: one text line per tensor,
 //   xxh3-128  <32 hex digits>  <canonical tensor name>
+// (then the unused mtp.* tensors under their stored names, so every stored byte is covered)
 // and a last line `xxh3-128  <32 hex>  model` carrying the whole-model fingerprint. Blank lines and
 // lines starting with '#' are ignored on reading. Checking a model against a manifest gives, per name:
 //   OK        hash equal

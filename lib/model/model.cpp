@@ -192,6 +192,7 @@ struct Model::Lazy {
   std::mutex hash_mutex;
   bool hashed = false;
   std::vector<Hash128> hashes;  // tensors_ order
+  std::vector<Hash128> unused_hashes;  // unused_ order
   Hash128 fingerprint;
   std::mutex f32_mutex;
   std::unordered_map<size_t, std::vector<float>> f32;  // decoded copies, by tensor index
@@ -431,7 +432,8 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
       for (const Found& g : unused) paired = paired || canonical_name(g.view->name) == scaled;
       if (!paired) throw Error("scale tensor " + printable(f.view->name) + " has no weight " + scaled, hint);
     }
-    model.unused_.push_back({f.view->name, file_names[f.file], f.view->dtype, f.view->shape, unused_kind(canon)});
+    model.unused_.push_back(
+        {f.view->name, file_names[f.file], f.view->dtype, f.view->shape, unused_kind(canon), f.view->data, f.view->nbytes});
   }
   if (!scales.empty()) {
     const auto& [weight, f] = *scales.begin();
@@ -464,7 +466,13 @@ const float* Model::f32(const std::string& canonical) const {
 uint64_t Model::stored_bytes() const {
   uint64_t n = 0;
   for (const auto& w : tensors_) n += w.nbytes + w.scale_nbytes;
+  for (const auto& u : unused_) n += u.nbytes;
   return n;
+}
+
+const Hash128& Model::unused_hash(size_t index) const {
+  hash_all();
+  return lazy_->unused_hashes.at(index);
 }
 
 HashStats Model::hash_all(const HashOptions& options) const {
@@ -472,19 +480,37 @@ HashStats Model::hash_all(const HashOptions& options) const {
   HashStats stats;
   if (lazy_->hashed) return stats;
   const auto t0 = std::chrono::steady_clock::now();
-  const size_t n = tensors_.size();
-  // Work in file order (tensor bytes ascending within a file) so each thread streams forward.
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return tensors_[a].file != tensors_[b].file ? tensors_[a].file < tensors_[b].file
-                                                : tensors_[a].bytes < tensors_[b].bytes;
-  });
+  const size_t n = tensors_.size(), nu = unused_.size();
+  // Work items: the main tensors (weight bytes, then the scale's), then the unused mtp.* tensors.
+  struct Item {
+    const uint8_t* bytes;
+    size_t nbytes;
+    const uint8_t* scale;
+    size_t scale_nbytes;
+    const std::string* file;
+  };
+  std::vector<Item> items;
+  items.reserve(n + nu);
+  for (const auto& w : tensors_) items.push_back({w.bytes, w.nbytes, w.view.scale, w.scale_nbytes, &w.file});
+  for (const auto& u : unused_) items.push_back({u.bytes, u.nbytes, nullptr, 0, &u.file});
+  // One queue per shard, items in file order. A thread takes a whole shard and streams through
+  // it; once every shard is taken, idle threads help with the shards still in progress. So tens
+  // of shards are read side by side, each sequentially.
+  struct Shard {
+    std::vector<size_t> items;
+    std::atomic<size_t> next{0};
+  };
+  std::vector<Shard> shards(file_names_.size());
+  std::unordered_map<std::string, size_t> shard_of;
+  for (size_t f = 0; f < file_names_.size(); ++f) shard_of[file_names_[f]] = f;
+  for (size_t i = 0; i < items.size(); ++i) shards[shard_of.at(*items[i].file)].items.push_back(i);
+  for (auto& sh : shards)
+    std::sort(sh.items.begin(), sh.items.end(), [&](size_t a, size_t b) { return items[a].bytes < items[b].bytes; });
   const uint64_t total = stored_bytes();
   int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(n, 1)));
-  std::vector<Hash128> hashes(n);
-  std::atomic<size_t> next{0};
+  threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(items.size(), 1)));
+  std::vector<Hash128> hashes(items.size());
+  std::atomic<size_t> next_shard{0};
   std::atomic<uint64_t> done{0};
   std::atomic<int> running{threads};
   std::mutex m;
@@ -503,14 +529,18 @@ HashStats Model::hash_all(const HashOptions& options) const {
       done.fetch_add(c, std::memory_order_relaxed);
     }
   };
-  auto worker = [&] {
-    for (size_t k; (k = next.fetch_add(1)) < n;) {
-      const WeightTensor& w = tensors_[order[k]];
+  auto drain = [&](Shard& sh) {
+    for (size_t k; (k = sh.next.fetch_add(1)) < sh.items.size();) {
+      const Item& it = items[sh.items[k]];
       Hasher h;
-      feed(h, w.bytes, w.nbytes);
-      if (w.view.scale) feed(h, w.view.scale, w.scale_nbytes);
-      hashes[order[k]] = h.digest();
+      feed(h, it.bytes, it.nbytes);
+      if (it.scale) feed(h, it.scale, it.scale_nbytes);
+      hashes[sh.items[k]] = h.digest();
     }
+  };
+  auto worker = [&] {
+    for (size_t f; (f = next_shard.fetch_add(1)) < shards.size();) drain(shards[f]);
+    for (auto& sh : shards) drain(sh);  // help with what is left
     if (running.fetch_sub(1) == 1) {
       std::lock_guard<std::mutex> g(m);
       cv.notify_all();
@@ -545,6 +575,8 @@ HashStats Model::hash_all(const HashOptions& options) const {
     h.update_u64(hashes[i].high);
     h.update_u64(hashes[i].low);
   }
+  lazy_->unused_hashes.assign(hashes.begin() + static_cast<std::ptrdiff_t>(n), hashes.end());
+  hashes.resize(n);
   lazy_->hashes = std::move(hashes);
   lazy_->fingerprint = h.digest();
   lazy_->hashed = true;

@@ -77,6 +77,8 @@ struct UnusedTensor {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
   std::string kind;  // "mtp" or "dspark"
+  const uint8_t* bytes = nullptr;  // in the mapped file
+  size_t nbytes = 0;
 };
 
 struct LoadProgress {
@@ -124,11 +126,14 @@ class Model {
   // Computed for all tensors on first use, in parallel (hash_all()).
   const Hash128& hash(const std::string& canonical) const;
   const Hash128& hash(size_t index) const;
+  // XXH3-128 of an unused tensor's stored bytes (not part of the fingerprint; the manifest lists it).
+  const Hash128& unused_hash(size_t index) const;
   // XXH3-128 over the canonical geometry JSON text and every (name, format label, shape, hash) in order.
   const Hash128& fingerprint() const;
-  // Hashes every tensor (once; later calls return at once), reading the shards at disk speed.
+  // Hashes every tensor, unused ones included (once; later calls return at once), reading the
+  // shards side by side at disk speed.
   HashStats hash_all(const HashOptions& options = {}) const;
-  uint64_t stored_bytes() const;  // what hash_all reads
+  uint64_t stored_bytes() const;  // what hash_all reads: every tensor's bytes
 
   // "f32" when every float tensor is stored F32, else "bf16"/"f16"/"fp8"/"fp4" when all are that
   // format, else "mixed".
