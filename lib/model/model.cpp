@@ -67,6 +67,12 @@ std::string scaled_weight(const std::string& canon) {
   return "";
 }
 
+#ifdef MADV_POPULATE_READ
+constexpr int kMadvPopulateRead = MADV_POPULATE_READ;
+#else
+constexpr int kMadvPopulateRead = 22;  // Linux 5.14; older kernels return EINVAL, which is harmless
+#endif
+
 bool is_plain_float(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16 || d == DType::kF64; }
 bool is_scale_dtype(DType d) { return d == DType::kF8E8M0 || d == DType::kU8; }
 bool is_packed_fp4_dtype(DType d) { return d == DType::kI8 || d == DType::kU8; }
@@ -517,14 +523,18 @@ HashStats Model::hash_all(const HashOptions& options) const {
   std::condition_variable cv;
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   constexpr size_t kChunk = 8u << 20;
-  // Streams one byte range into the hasher, asking the kernel to read the next chunk ahead.
+  // Streams one byte range into the hasher: the next chunk is read ahead (WILLNEED) while this one
+  // is mapped in one call (POPULATE_READ, Linux 5.14+; ignored where unknown) instead of one page
+  // fault per 4 KiB.
   auto feed = [&](Hasher& h, const uint8_t* p, size_t len) {
+    auto advise = [&](const uint8_t* q, size_t n, int advice) {
+      uintptr_t a = reinterpret_cast<uintptr_t>(q) & ~(page - 1);
+      ::madvise(reinterpret_cast<void*>(a), n + (reinterpret_cast<uintptr_t>(q) - a), advice);
+    };
     for (size_t off = 0; off < len; off += kChunk) {
       const size_t c = std::min(kChunk, len - off);
-      if (off + c < len) {
-        uintptr_t a = reinterpret_cast<uintptr_t>(p + off + c) & ~(page - 1);
-        ::madvise(reinterpret_cast<void*>(a), std::min(kChunk, len - off - c) + page, MADV_WILLNEED);
-      }
+      if (off + c < len) advise(p + off + c, std::min(kChunk, len - off - c), MADV_WILLNEED);
+      advise(p + off, c, kMadvPopulateRead);
       h.update(p + off, c);
       done.fetch_add(c, std::memory_order_relaxed);
     }
