@@ -5,7 +5,6 @@
 
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "command.h"
@@ -43,7 +42,8 @@ std::string chat_prompt(const Tokenizer& tok, const std::string& text) {
   const char* parts[] = {"<｜begin▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "</think>"};
   for (const char* p : parts)
     if (!tok.token_to_id(p))
-      throw Error(std::string("--chat: the tokenizer has no ") + p + " token", "use a DeepSeek-V4 tokenizer.json, or drop --chat");
+      throw Error(std::string("--chat: the tokenizer has no ") + p + " token",
+                  "use a DeepSeek-V4 tokenizer.json, or drop --chat");
   return std::string(parts[0]) + parts[1] + text + parts[2] + parts[3];
 }
 
@@ -56,7 +56,8 @@ int run_tokenize(const TokenizeOptions& opt, const Context& ctx) {
     size_t unknown = 0;
     const std::string text = tok.decode(ids, !opt.keep_special, &unknown);
     if (unknown > 0)
-      note(ctx, std::to_string(unknown) + " id(s) outside the tokenizer's vocabulary were skipped (as tokenizers does)");
+      note(ctx,
+           std::to_string(unknown) + " id(s) outside the tokenizer's vocabulary were skipped (as tokenizers does)");
     if (opt.json) {
       std::cout << nlohmann::json({{"text", text}, {"ids", ids.size()}, {"unknown_ids", unknown}}).dump(2) << "\n";
     } else {
@@ -67,7 +68,8 @@ int run_tokenize(const TokenizeOptions& opt, const Context& ctx) {
   }
   size_t replaced = 0;
   std::string text = utf8_lossy(raw, &replaced);
-  if (replaced > 0) note(ctx, "the input is not valid UTF-8: " + std::to_string(replaced) + " ill-formed sequence(s) read as U+FFFD");
+  if (replaced > 0)
+    note(ctx, "the input is not valid UTF-8: " + std::to_string(replaced) + " ill-formed sequence(s) read as U+FFFD");
   if (opt.chat) text = chat_prompt(tok, text);
   const std::vector<int32_t> ids = tok.encode(text, !opt.no_special);
   if (opt.json) {
@@ -107,7 +109,8 @@ void setup_tokenize(CLI::App& app, Context& ctx) {
   sub->add_flag("--no-special", opt->no_special, "Encode without the post-processor's special tokens (no BOS template)")
       ->excludes(decode);
   sub->add_flag("--keep-special", opt->keep_special, "Decode special tokens too")->needs(decode);
-  sub->add_flag("--chat", opt->chat, "Wrap the text in DeepSeek-V4's chat template (BOS, <｜User｜>, <｜Assistant｜></think>)")
+  sub->add_flag("--chat", opt->chat,
+                "Wrap the text in DeepSeek-V4's chat template (BOS, <｜User｜>, <｜Assistant｜></think>)")
       ->excludes(decode);
   sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_tokenize(*opt, ctx); }; });
 }

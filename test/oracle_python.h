@@ -11,8 +11,10 @@ namespace oracle_test {
 // ${MEMRA_VENV:-$HOME/.cache/memra/venv}/bin/python, or "" when it is not there.
 inline std::string venv_python() {
   std::string venv;
-  if (const char* v = std::getenv("MEMRA_VENV"); v && *v) venv = v;
-  else if (const char* h = std::getenv("HOME"); h && *h) venv = std::string(h) + "/.cache/memra/venv";
+  if (const char* v = std::getenv("MEMRA_VENV"); v && *v)
+    venv = v;
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    venv = std::string(h) + "/.cache/memra/venv";
   std::string py = venv + "/bin/python";
   std::error_code ec;
   return !venv.empty() && std::filesystem::exists(py, ec) ? py : std::string();

@@ -2,16 +2,15 @@
 // over a sweep of grid points, midpoints (ties) and subnormals; FP8 (blocks of 64) and FP4 (blocks of
 // 32) quant-dequant bit-equal to a torch reference of the official act_quant / fp4_act_quant
 // semantics (computed by the oracle venv in the test); e2m1 ties and the Hadamard transform by hand.
-#include <catch2/catch.hpp>
+#include "numerics/qat.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "numerics/qat.h"
 #include "oracle_python.h"
 
 using namespace memra;
@@ -85,20 +84,20 @@ std::vector<float> floats(const nlohmann::json& a) {
 }  // namespace
 
 TEST_CASE("qat: e2m1 rounding is nearest with ties to the even code; e4m3 by hand", "[cpu][qat]") {
-  CHECK(round_to_e2m1(0.25f) == 0.0f);   // tie 0 / 0.5: code 0
-  CHECK(round_to_e2m1(0.75f) == 1.0f);   // tie 0.5 / 1: code 2
-  CHECK(round_to_e2m1(1.25f) == 1.0f);   // tie 1 / 1.5: code 2
-  CHECK(round_to_e2m1(1.75f) == 2.0f);   // tie 1.5 / 2: code 4
-  CHECK(round_to_e2m1(2.5f) == 2.0f);    // tie 2 / 3: code 4
-  CHECK(round_to_e2m1(3.5f) == 4.0f);    // tie 3 / 4: code 6
-  CHECK(round_to_e2m1(5.0f) == 4.0f);    // tie 4 / 6: code 6
+  CHECK(round_to_e2m1(0.25f) == 0.0f);  // tie 0 / 0.5: code 0
+  CHECK(round_to_e2m1(0.75f) == 1.0f);  // tie 0.5 / 1: code 2
+  CHECK(round_to_e2m1(1.25f) == 1.0f);  // tie 1 / 1.5: code 2
+  CHECK(round_to_e2m1(1.75f) == 2.0f);  // tie 1.5 / 2: code 4
+  CHECK(round_to_e2m1(2.5f) == 2.0f);   // tie 2 / 3: code 4
+  CHECK(round_to_e2m1(3.5f) == 4.0f);   // tie 3 / 4: code 6
+  CHECK(round_to_e2m1(5.0f) == 4.0f);   // tie 4 / 6: code 6
   CHECK(round_to_e2m1(-5.1f) == -6.0f);
-  CHECK(round_to_e2m1(9.0f) == 6.0f);    // saturates
+  CHECK(round_to_e2m1(9.0f) == 6.0f);  // saturates
   CHECK(bits(round_to_e2m1(-0.1f)) == bits(-0.0f));
-  CHECK(round_to_e4m3(1.0625f) == 1.0f);     // tie: even mantissa
+  CHECK(round_to_e4m3(1.0625f) == 1.0f);  // tie: even mantissa
   CHECK(round_to_e4m3(1.1875f) == 1.25f);
   CHECK(round_to_e4m3(448.0f) == 448.0f);
-  CHECK(round_to_e4m3(464.0f) == 448.0f);    // tie with the NaN pattern: even side
+  CHECK(round_to_e4m3(464.0f) == 448.0f);  // tie with the NaN pattern: even side
   CHECK(std::isnan(round_to_e4m3(465.0f)));
   CHECK(round_to_e4m3(std::ldexp(3.0f, -10)) == std::ldexp(2.0f, -9));  // subnormal tie: 1.5 steps → 2 (even)
 }
@@ -137,8 +136,10 @@ TEST_CASE("qat: e4m3 rounding and FP8/FP4 block quant-dequant equal torch's", "[
   for (size_t i = 0; i < vals.size(); ++i) {
     INFO("x = " << vals[i]);
     const float got = round_to_e4m3(vals[i]);
-    if (std::isnan(e4m3[i])) CHECK(std::isnan(got));
-    else CHECK(bits(got) == bits(e4m3[i]));
+    if (std::isnan(e4m3[i]))
+      CHECK(std::isnan(got));
+    else
+      CHECK(bits(got) == bits(e4m3[i]));
   }
   std::vector<float> x8 = floats(j["x8"]), y8 = floats(j["y8"]);
   fp8_quant_dequant(x8.data(), static_cast<int64_t>(x8.size()), 64);

@@ -4,7 +4,6 @@
 // as code.float() * 2^(e-127)). Logits parity against the oracle's dequantised forward is
 // test/shell/quant_parity.sh.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <set>
 
@@ -64,7 +63,8 @@ TEST_CASE("quant fixtures: tiny-fp4 decodes bit-equal to the oracle's dequantisa
   check_fixture("tiny-fp4", "fp4");
 }
 
-TEST_CASE("quant fixtures: tiny-fp8 (three shards) decodes bit-equal to the oracle's dequantisation", "[cpu][quant][loader]") {
+TEST_CASE("quant fixtures: tiny-fp8 (three shards) decodes bit-equal to the oracle's dequantisation",
+          "[cpu][quant][loader]") {
   check_fixture("tiny-fp8", "fp8");
   Model m = Model::load(std::string(MEMRA_FIXTURES) + "/tiny-fp8");
   CHECK(m.files().size() == 3);

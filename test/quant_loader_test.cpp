@@ -4,7 +4,6 @@
 // every corrupted scale, shape or dtype variant is refused with a message naming the tensor. The
 // mtp.* block (MTP and DSpark parts) is recognised and listed.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <functional>
 #include <map>
@@ -33,8 +32,8 @@ using Items = std::vector<Item>;
 const std::string kTiny = std::string(MEMRA_FIXTURES) + "/tiny";
 
 bool is_fp8_target(const std::string& n) {
-  for (const char* s : {".attn.wq_a.", ".attn.wq_b.", ".attn.wkv.", ".attn.wo_a.", ".attn.wo_b.", ".indexer.wq_b.",
-                        ".shared_experts."})
+  for (const char* s :
+       {".attn.wq_a.", ".attn.wq_b.", ".attn.wkv.", ".attn.wo_a.", ".attn.wo_b.", ".indexer.wq_b.", ".shared_experts."})
     if (n.find(s) != std::string::npos) return true;
   return false;
 }
@@ -81,8 +80,11 @@ Items quantised_items() {
 
 nlohmann::json quantised_config() {
   nlohmann::json c = read_json_file(kTiny + "/config.json");
-  c["quantization_config"] = {{"activation_scheme", "dynamic"}, {"fmt", "e4m3"},           {"quant_method", "fp8"},
-                              {"scale_fmt", "ue8m0"},           {"weight_block_size", {128, 128}}};
+  c["quantization_config"] = {{"activation_scheme", "dynamic"},
+                              {"fmt", "e4m3"},
+                              {"quant_method", "fp8"},
+                              {"scale_fmt", "ue8m0"},
+                              {"weight_block_size", {128, 128}}};
   c["expert_dtype"] = "fp4";
   return c;
 }
@@ -110,7 +112,7 @@ void erase_item(Items& items, const std::string& name) {
   FAIL("no item " << name);
 }
 
-const std::string kWq = "model.layers.1.attn.wq_b.weight";        // FP8 [256, 64]: scale [2, 1]
+const std::string kWq = "model.layers.1.attn.wq_b.weight";         // FP8 [256, 64]: scale [2, 1]
 const std::string kW2 = "model.layers.2.ffn.experts.3.w2.weight";  // FP4 [128, 16] stored [128, 8]: scale [128, 1]
 const std::string kW1 = "model.layers.2.ffn.experts.3.w1.weight";  // FP4 [16, 128] stored [16, 64]: scale [16, 4]
 
@@ -196,7 +198,8 @@ TEST_CASE("quant loader: every corrupted scale, shape or dtype is refused naming
   const std::string d = dir.path.string();
   const Items base = quantised_items();
   const nlohmann::json config = quantised_config();
-  auto variant = [&](const std::function<void(Items&, nlohmann::json&)>& mutate, std::initializer_list<std::string> needles) {
+  auto variant = [&](const std::function<void(Items&, nlohmann::json&)>& mutate,
+                     std::initializer_list<std::string> needles) {
     Items items = base;
     nlohmann::json c = config;
     mutate(items, c);
@@ -211,82 +214,118 @@ TEST_CASE("quant loader: every corrupted scale, shape or dtype is refused naming
   }
   SECTION("scale of the wrong shape") {
     variant([&](Items& i, nlohmann::json&) { find_item(i, s_wq).shape = {1, 2}; }, {s_wq, "[1, 2]", "need [2, 1]"});
-    variant([&](Items& i, nlohmann::json&) {
-      Item& s = find_item(i, s_wq);
-      s.shape = {2, 1, 1};
-    }, {s_wq, "[2, 1, 1]"});
-    variant([&](Items& i, nlohmann::json&) {
-      Item& s = find_item(i, s_w2);
-      s.shape = {64, 2};  // same byte count, wrong layout
-    }, {s_w2, "[64, 2]", "need [128, 1]"});
-    variant([&](Items& i, nlohmann::json&) {
-      Item& s = find_item(i, scale_name(kW1));
-      s.shape = {16, 5};
-      s.bytes += std::string(16, '\x7f');
-    }, {scale_name(kW1), "[16, 5]", "need [16, 4]"});
+    variant(
+        [&](Items& i, nlohmann::json&) {
+          Item& s = find_item(i, s_wq);
+          s.shape = {2, 1, 1};
+        },
+        {s_wq, "[2, 1, 1]"});
+    variant(
+        [&](Items& i, nlohmann::json&) {
+          Item& s = find_item(i, s_w2);
+          s.shape = {64, 2};  // same byte count, wrong layout
+        },
+        {s_w2, "[64, 2]", "need [128, 1]"});
+    variant(
+        [&](Items& i, nlohmann::json&) {
+          Item& s = find_item(i, scale_name(kW1));
+          s.shape = {16, 5};
+          s.bytes += std::string(16, '\x7f');
+        },
+        {scale_name(kW1), "[16, 5]", "need [16, 4]"});
   }
   SECTION("scale of the wrong dtype") {
-    variant([&](Items& i, nlohmann::json&) {
-      Item& s = find_item(i, s_wq);
-      s.dtype = DType::kBF16;
-      s.shape = {1, 1};
-    }, {s_wq, "BF16", "F8_E8M0"});
+    variant(
+        [&](Items& i, nlohmann::json&) {
+          Item& s = find_item(i, s_wq);
+          s.dtype = DType::kBF16;
+          s.shape = {1, 1};
+        },
+        {s_wq, "BF16", "F8_E8M0"});
     variant([&](Items& i, nlohmann::json&) { find_item(i, s_w2).dtype = DType::kI8; }, {s_w2, "I8", "F8_E8M0"});
     variant([&](Items& i, nlohmann::json&) { find_item(i, s_w2).dtype = DType::kF8E4M3; }, {s_w2, "F8_E4M3"});
   }
   SECTION("weight of the wrong dtype or packed shape") {
-    variant([&](Items& i, nlohmann::json&) { find_item(i, kWq).dtype = DType::kF8E5M2; }, {"layers.1.attn.wq_b.weight", "F8_E5M2"});
-    variant([&](Items& i, nlohmann::json&) { find_item(i, kWq).dtype = DType::kI8; }, {"layers.1.attn.wq_b.weight", "I8"});
-    variant([&](Items& i, nlohmann::json&) {
-      Item& w = find_item(i, kW2);
-      w.shape = {64, 16};  // [N, K] bytes halved the other way
-    }, {"layers.2.ffn.experts.3.w2.weight", "[64, 16]", "[128, 8]"});
-    variant([&](Items& i, nlohmann::json&) {
-      Item& w = find_item(i, kW2);
-      w.dtype = DType::kF8E4M3;
-      w.shape = {128, 8};
-    }, {"layers.2.ffn.experts.3.w2.weight", "F8_E4M3", "expert_dtype fp4"});
-    variant([&](Items& i, nlohmann::json&) {
-      Item& w = find_item(i, kW2);
-      w.dtype = DType::kI16;
-      w.shape = {128, 4};
-    }, {"layers.2.ffn.experts.3.w2.weight", "I16"});
-    variant([&](Items& i, nlohmann::json&) {
-      Item& w = find_item(i, "model.norm.weight");
-      w.dtype = DType::kF8E4M3;
-      w.shape = {512};
-    }, {"norm.weight", "not a matrix"});
+    variant([&](Items& i, nlohmann::json&) { find_item(i, kWq).dtype = DType::kF8E5M2; },
+            {"layers.1.attn.wq_b.weight", "F8_E5M2"});
+    variant([&](Items& i, nlohmann::json&) { find_item(i, kWq).dtype = DType::kI8; },
+            {"layers.1.attn.wq_b.weight", "I8"});
+    variant(
+        [&](Items& i, nlohmann::json&) {
+          Item& w = find_item(i, kW2);
+          w.shape = {64, 16};  // [N, K] bytes halved the other way
+        },
+        {"layers.2.ffn.experts.3.w2.weight", "[64, 16]", "[128, 8]"});
+    variant(
+        [&](Items& i, nlohmann::json&) {
+          Item& w = find_item(i, kW2);
+          w.dtype = DType::kF8E4M3;
+          w.shape = {128, 8};
+        },
+        {"layers.2.ffn.experts.3.w2.weight", "F8_E4M3", "expert_dtype fp4"});
+    variant(
+        [&](Items& i, nlohmann::json&) {
+          Item& w = find_item(i, kW2);
+          w.dtype = DType::kI16;
+          w.shape = {128, 4};
+        },
+        {"layers.2.ffn.experts.3.w2.weight", "I16"});
+    variant(
+        [&](Items& i, nlohmann::json&) {
+          Item& w = find_item(i, "model.norm.weight");
+          w.dtype = DType::kF8E4M3;
+          w.shape = {512};
+        },
+        {"norm.weight", "not a matrix"});
   }
   SECTION("stray and duplicated scales") {
-    variant([&](Items& i, nlohmann::json&) {
-      i.push_back({"model.layers.0.ffn.gate.scale", DType::kF8E8M0, {1, 1}, std::string(1, '\x7f')});
-    }, {"model.layers.0.ffn.gate.scale", "layers.0.ffn.gate.weight", "not quantised"});
-    variant([&](Items& i, nlohmann::json&) {
-      i.push_back({"model.layers.0.nothing.scale", DType::kF8E8M0, {1, 1}, std::string(1, '\x7f')});
-    }, {"model.layers.0.nothing.scale", "no quantised weight"});
-    variant([&](Items& i, nlohmann::json&) {
-      Item copy = find_item(i, s_wq);
-      copy.name = kWq.substr(0, kWq.size() - 7) + ".weight_scale_inv";
-      i.push_back(copy);
-    }, {"both name the scale of", "layers.1.attn.wq_b.weight"});
+    variant(
+        [&](Items& i, nlohmann::json&) {
+          i.push_back({"model.layers.0.ffn.gate.scale", DType::kF8E8M0, {1, 1}, std::string(1, '\x7f')});
+        },
+        {"model.layers.0.ffn.gate.scale", "layers.0.ffn.gate.weight", "not quantised"});
+    variant(
+        [&](Items& i, nlohmann::json&) {
+          i.push_back({"model.layers.0.nothing.scale", DType::kF8E8M0, {1, 1}, std::string(1, '\x7f')});
+        },
+        {"model.layers.0.nothing.scale", "no quantised weight"});
+    variant(
+        [&](Items& i, nlohmann::json&) {
+          Item copy = find_item(i, s_wq);
+          copy.name = kWq.substr(0, kWq.size() - 7) + ".weight_scale_inv";
+          i.push_back(copy);
+        },
+        {"both name the scale of", "layers.1.attn.wq_b.weight"});
   }
   SECTION("config and tensors disagree") {
     variant([&](Items&, nlohmann::json& c) { c.erase("quantization_config"); }, {"F8_E4M3", "quantization_config"});
     variant([&](Items&, nlohmann::json& c) { c.erase("expert_dtype"); }, {"layers.0.ffn.experts.0.w1.weight", "I8"});
-    variant([&](Items&, nlohmann::json& c) { c["quantization_config"]["weight_block_size"] = {64, 128}; },
-            {"scale tensor", "64x128", "need ["});
+    variant(
+        [&](Items&, nlohmann::json& c) {
+          c["quantization_config"]["weight_block_size"] = {64, 128};
+        },
+        {"scale tensor", "64x128", "need ["});
   }
   SECTION("config values memra does not read are refused by name") {
-    variant([&](Items&, nlohmann::json& c) { c["quantization_config"]["fmt"] = "e5m2"; }, {"quantization_config.fmt", "e5m2"});
-    variant([&](Items&, nlohmann::json& c) { c["quantization_config"].erase("scale_fmt"); }, {"quantization_config.scale_fmt", "missing"});
-    variant([&](Items&, nlohmann::json& c) { c["quantization_config"]["quant_method"] = "awq"; }, {"quant_method", "awq"});
-    variant([&](Items&, nlohmann::json& c) { c["quantization_config"]["weight_block_size"] = {128}; }, {"weight_block_size"});
-    variant([&](Items&, nlohmann::json& c) { c["quantization_config"]["weight_block_size"] = {0, 128}; }, {"weight_block_size"});
+    variant([&](Items&, nlohmann::json& c) { c["quantization_config"]["fmt"] = "e5m2"; },
+            {"quantization_config.fmt", "e5m2"});
+    variant([&](Items&, nlohmann::json& c) { c["quantization_config"].erase("scale_fmt"); },
+            {"quantization_config.scale_fmt", "missing"});
+    variant([&](Items&, nlohmann::json& c) { c["quantization_config"]["quant_method"] = "awq"; },
+            {"quant_method", "awq"});
+    variant([&](Items&, nlohmann::json& c) { c["quantization_config"]["weight_block_size"] = {128}; },
+            {"weight_block_size"});
+    variant(
+        [&](Items&, nlohmann::json& c) {
+          c["quantization_config"]["weight_block_size"] = {0, 128};
+        },
+        {"weight_block_size"});
     variant([&](Items&, nlohmann::json& c) { c["expert_dtype"] = "int4"; }, {"expert_dtype", "int4"});
   }
 }
 
-TEST_CASE("quant loader: mtp.* (MTP block, DSpark stages and heads) is recognised, listed and checked", "[cpu][loader][quant]") {
+TEST_CASE("quant loader: mtp.* (MTP block, DSpark stages and heads) is recognised, listed and checked",
+          "[cpu][loader][quant]") {
   TempDir dir;
   Items items = quantised_items();
   nlohmann::json c = quantised_config();

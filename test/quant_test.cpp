@@ -2,14 +2,14 @@
 // (computed by the oracle venv's torch in the test), hand-made FP4 vectors covering every code in
 // both nibble positions, both signs, the scale extremes and NaN, and the block indexing of the
 // FP8 / FP4 row decoder (partial blocks, spans starting mid-block and mid-byte).
-#include <catch2/catch.hpp>
+#include "format/quant.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <sstream>
 #include <vector>
 
-#include "format/quant.h"
 #include "oracle_python.h"
 
 using memra::WeightFormat;
@@ -31,9 +31,8 @@ float from_bits(uint32_t b) {
 
 // All 256 codes of a torch float8 dtype as f32 bit patterns.
 std::vector<uint32_t> torch_codes(const std::string& python, const std::string& dtype, bool* ok) {
-  std::string script =
-      "import torch; t = torch.arange(256, dtype=torch.uint8).view(torch." + dtype +
-      ").float(); print(\" \".join(str(v & 0xFFFFFFFF) for v in t.view(torch.int32).tolist()))";
+  std::string script = "import torch; t = torch.arange(256, dtype=torch.uint8).view(torch." + dtype +
+                       ").float(); print(\" \".join(str(v & 0xFFFFFFFF) for v in t.view(torch.int32).tolist()))";
   std::string out = oracle_test::run_python(python, script, ok);
   std::vector<uint32_t> v;
   std::istringstream in(out);
@@ -107,7 +106,7 @@ TEST_CASE("quant: e8m0 scales are powers of two with 0xFF NaN", "[cpu][quant]") 
 
 TEST_CASE("quant: FP4 e2m1 every code, both nibbles, signs, scale extremes, NaN scale", "[cpu][quant]") {
   // The e2m1 value set written out by hand: sign bit 3, exponent bits 2..1 (bias 1), mantissa bit 0.
-  const float expect[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+  const float expect[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                             -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
   for (int c = 0; c < 16; ++c) {
     INFO("nibble " << c);
@@ -138,10 +137,10 @@ TEST_CASE("quant: FP4 e2m1 every code, both nibbles, signs, scale extremes, NaN 
     CHECK(bits(out[2 * j]) == bits(expect[j]));
     CHECK(bits(out[2 * j + 1]) == bits(expect[15 - j]));
   }
-  decode(129);  // scale 4
+  decode(129);                   // scale 4
   CHECK(out[2 * 7] == 24.0f);    // 6 · 4
   CHECK(out[2 * 15] == -24.0f);  // −6 · 4
-  decode(0);    // 2^-127: 0.5 · 2^-127 = 2^-128 stays exact (subnormal)
+  decode(0);                     // 2^-127: 0.5 · 2^-127 = 2^-128 stays exact (subnormal)
   CHECK(out[2 * 1] == std::ldexp(1.0f, -128));
   CHECK(out[2 * 7] == std::ldexp(6.0f, -127));
   CHECK(bits(out[2 * 8]) == bits(-0.0f));
@@ -172,7 +171,8 @@ TEST_CASE("quant: FP4 block view indexes the 1x32 scale per row and spans start 
   for (int64_t r = 0; r < N; ++r)
     for (int64_t k = 0; k < K; ++k) {
       INFO("r " << r << " k " << k);
-      float want = memra::e2m1_to_f32(static_cast<uint8_t>((k + r) % 16)) * std::ldexp(1.0f, static_cast<int>(r + k / 32));
+      float want =
+          memra::e2m1_to_f32(static_cast<uint8_t>((k + r) % 16)) * std::ldexp(1.0f, static_cast<int>(r + k / 32));
       CHECK(bits(all[r * K + k]) == bits(want));
     }
   std::vector<float> span(37);
@@ -200,8 +200,10 @@ TEST_CASE("quant: FP8 block view applies the [ceil(N/bn), ceil(K/bk)] scale, par
       INFO("r " << r << " k " << k);
       const float s = std::ldexp(1.0f, static_cast<int>(120 + (r / 2) * 3 + k / 3) - 127);
       const float w = memra::e4m3_to_f32(data[r * K + k]);
-      if (std::isnan(w)) CHECK(std::isnan(all[r * K + k]));
-      else CHECK(bits(all[r * K + k]) == bits(w * s));
+      if (std::isnan(w))
+        CHECK(std::isnan(all[r * K + k]));
+      else
+        CHECK(bits(all[r * K + k]) == bits(w * s));
     }
   CHECK(all[0] == 448.0f * std::ldexp(1.0f, -7));
   CHECK(bits(all[1]) == bits(-0.0f));

@@ -2,10 +2,9 @@
 // FP4/FP8 weights and their scales sit in different shards) with model.safetensors.index.json.
 // It loads (headers only) as the same model, every shard is read in parallel, and `memra load`
 // reports a missing, truncated, swapped or altered shard by name.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 
@@ -102,8 +101,8 @@ TEST_CASE("shards: a 40-shard folder loads lazily as the same model and is read 
 TEST_CASE("shards: memra load names a missing, truncated, swapped or altered shard", "[cpu][loader][shards]") {
   TempDir dir;
   std::map<std::string, int> where = write_shards(dir);
-  const std::string d = dir.path.string(), out = dir.file("out.txt"), man = dir.path.parent_path().string() +
-                                                                             "/" + dir.path.filename().string() + ".manifest";
+  const std::string d = dir.path.string(), out = dir.file("out.txt"),
+                    man = dir.path.parent_path().string() + "/" + dir.path.filename().string() + ".manifest";
   REQUIRE(run_memra("load '" + d + "' --write-manifest '" + man + "' --threads 4", out) == 0);
   const std::string ok_text = read_bytes(out);
   CHECK(ok_text.find("40 shards") != std::string::npos);

@@ -24,9 +24,12 @@ std::array<float, 256> make_e4m3_table() {
   for (int c = 0; c < 256; ++c) {
     const int sign = c >> 7, exp = (c >> 3) & 0xF, mant = c & 0x7;
     float v;
-    if (exp == 0xF && mant == 0x7) v = std::numeric_limits<float>::quiet_NaN();
-    else if (exp == 0) v = std::ldexp(static_cast<float>(mant), -9);  // subnormal: m/8 · 2^-6
-    else v = std::ldexp(static_cast<float>(8 + mant), exp - 10);    // (1 + m/8) · 2^(e-7)
+    if (exp == 0xF && mant == 0x7)
+      v = std::numeric_limits<float>::quiet_NaN();
+    else if (exp == 0)
+      v = std::ldexp(static_cast<float>(mant), -9);  // subnormal: m/8 · 2^-6
+    else
+      v = std::ldexp(static_cast<float>(8 + mant), exp - 10);  // (1 + m/8) · 2^(e-7)
     t[c] = sign ? -v : v;
   }
   return t;
@@ -43,9 +46,12 @@ const std::array<float, 256>& e4m3_table() {
 std::array<float, 256> make_e8m0_table() {
   std::array<float, 256> t{};
   for (int c = 0; c < 256; ++c) {
-    if (c == 0xFF) t[c] = std::numeric_limits<float>::quiet_NaN();
-    else if (c == 0) t[c] = from_bits(0x00400000u);  // 2^-127, an f32 subnormal
-    else t[c] = from_bits(static_cast<uint32_t>(c) << 23);
+    if (c == 0xFF)
+      t[c] = std::numeric_limits<float>::quiet_NaN();
+    else if (c == 0)
+      t[c] = from_bits(0x00400000u);  // 2^-127, an f32 subnormal
+    else
+      t[c] = from_bits(static_cast<uint32_t>(c) << 23);
   }
   return t;
 }
@@ -76,12 +82,18 @@ float e8m0_to_f32(uint8_t code) { return e8m0_table()[code]; }
 
 const char* weight_format_name(WeightFormat format) {
   switch (format) {
-    case WeightFormat::kF32: return "f32";
-    case WeightFormat::kF64: return "f64";
-    case WeightFormat::kBF16: return "bf16";
-    case WeightFormat::kF16: return "f16";
-    case WeightFormat::kFp8Block: return "fp8-e4m3";
-    case WeightFormat::kFp4Block: return "fp4-e2m1";
+    case WeightFormat::kF32:
+      return "f32";
+    case WeightFormat::kF64:
+      return "f64";
+    case WeightFormat::kBF16:
+      return "bf16";
+    case WeightFormat::kF16:
+      return "f16";
+    case WeightFormat::kFp8Block:
+      return "fp8-e4m3";
+    case WeightFormat::kFp4Block:
+      return "fp4-e2m1";
   }
   return "?";
 }
@@ -97,12 +109,17 @@ std::vector<int64_t> block_scale_shape(int64_t rows, int64_t cols, int64_t block
 size_t WeightView::row_bytes() const {
   const auto c = static_cast<size_t>(cols);
   switch (format) {
-    case WeightFormat::kF32: return c * 4;
-    case WeightFormat::kF64: return c * 8;
+    case WeightFormat::kF32:
+      return c * 4;
+    case WeightFormat::kF64:
+      return c * 8;
     case WeightFormat::kBF16:
-    case WeightFormat::kF16: return c * 2;
-    case WeightFormat::kFp8Block: return c;
-    case WeightFormat::kFp4Block: return (c + 1) / 2;
+    case WeightFormat::kF16:
+      return c * 2;
+    case WeightFormat::kFp8Block:
+      return c;
+    case WeightFormat::kFp4Block:
+      return (c + 1) / 2;
   }
   return 0;
 }

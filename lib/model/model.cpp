@@ -4,7 +4,8 @@
 //
 // Fingerprint (XXH3-128, streaming; u64 = 8 bytes little-endian):
 //   u64 len(geometry) ‖ geometry_json().dump() ‖ u64 tensor count ‖ for each tensor in expected order:
-//   u64 len(name) ‖ canonical name ‖ u64 len(label) ‖ format label ‖ u64 ndim ‖ u64 dims… ‖ u64 hash.high ‖ u64 hash.low
+//   u64 len(name) ‖ canonical name ‖ u64 len(label) ‖ format label ‖ u64 ndim ‖ u64 dims… ‖ u64 hash.high ‖ u64
+//   hash.low
 // where the label is the dtype name for plain tensors (so their fingerprints are unchanged) and
 // WeightTensor::format_label() for block formats, whose hash covers the weight bytes then the scale bytes.
 #include "model/model.h"
@@ -79,10 +80,14 @@ bool is_packed_fp4_dtype(DType d) { return d == DType::kI8 || d == DType::kU8; }
 
 WeightFormat plain_format(DType d) {
   switch (d) {
-    case DType::kF64: return WeightFormat::kF64;
-    case DType::kBF16: return WeightFormat::kBF16;
-    case DType::kF16: return WeightFormat::kF16;
-    default: return WeightFormat::kF32;
+    case DType::kF64:
+      return WeightFormat::kF64;
+    case DType::kBF16:
+      return WeightFormat::kBF16;
+    case DType::kF16:
+      return WeightFormat::kF16;
+    default:
+      return WeightFormat::kF32;
   }
 }
 
@@ -119,14 +124,17 @@ std::string WeightTensor::format_label() const {
   switch (view.format) {
     case WeightFormat::kFp8Block:
       return "F8_E4M3*E8M0[" + std::to_string(view.block_rows) + "x" + std::to_string(view.block_cols) + "]";
-    case WeightFormat::kFp4Block: return "F4_E2M1x2*E8M0[1x" + std::to_string(view.block_cols) + "]";
-    default: return dtype_name(dtype);
+    case WeightFormat::kFp4Block:
+      return "F4_E2M1x2*E8M0[1x" + std::to_string(view.block_cols) + "]";
+    default:
+      return dtype_name(dtype);
   }
 }
 
 std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
   const int64_t V = c.vocab_size, D = c.hidden_size, n = c.hc_mult, H = c.num_attention_heads, d = c.head_dim;
-  const int64_t ql = c.q_lora_rank, G = c.o_groups, R = c.o_lora_rank, E = c.n_routed_experts, I = c.moe_intermediate_size;
+  const int64_t ql = c.q_lora_rank, G = c.o_groups, R = c.o_lora_rank, E = c.n_routed_experts,
+                I = c.moe_intermediate_size;
   const int64_t Hi = c.index_n_heads, di = c.index_head_dim;
   const int64_t mix = (2 + n) * n;
   std::vector<TensorSpec> t;
@@ -197,7 +205,7 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
 struct Model::Lazy {
   std::mutex hash_mutex;
   bool hashed = false;
-  std::vector<Hash128> hashes;  // tensors_ order
+  std::vector<Hash128> hashes;         // tensors_ order
   std::vector<Hash128> unused_hashes;  // unused_ order
   Hash128 fingerprint;
   std::mutex f32_mutex;
@@ -230,7 +238,8 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
       throw Error(ip + ": has no weight_map object", "the index must be {\"weight_map\": {tensor: file}}");
     std::map<std::string, std::set<std::string>> by_file;  // file → names mapped to it
     for (auto it = index["weight_map"].begin(); it != index["weight_map"].end(); ++it) {
-      if (!it.value().is_string()) throw Error(ip + ": weight_map entry " + printable(it.key()) + " is not a file name");
+      if (!it.value().is_string())
+        throw Error(ip + ": weight_map entry " + printable(it.key()) + " is not a file name");
       std::string f = it.value().get<std::string>();
       if (!safe_file_name(f))
         throw Error(ip + ": weight_map entry " + printable(it.key()) + " names '" + printable(f) +
@@ -242,9 +251,10 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
     for (const auto& [f, names] : by_file)  // every shard exists before any is read
       if (!fs::is_regular_file(dir / f, ec)) missing.push_back(f);
     if (!missing.empty())
-      throw Error(ip + ": weight_map names " + printable(missing[0]) + ", which does not exist in " + model_dir +
-                      (missing.size() > 1 ? " (" + std::to_string(missing.size() - 1) + " more shards are missing)" : ""),
-                  "copy every shard the index lists into the model folder");
+      throw Error(
+          ip + ": weight_map names " + printable(missing[0]) + ", which does not exist in " + model_dir +
+              (missing.size() > 1 ? " (" + std::to_string(missing.size() - 1) + " more shards are missing)" : ""),
+          "copy every shard the index lists into the model folder");
     size_t opened = 0;
     for (const auto& [f, names] : by_file) {
       fs::path fp = dir / f;
@@ -351,7 +361,9 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
     const bool want_fp4 = expert && quant.expert_dtype == "fp4";
     if (spec.role == TensorRole::kIndex) {
       if (v.shape != spec.shape)
-        throw Error("tensor " + spec.name + " has shape " + shape_text(v.shape) + ", config predicts " + shape_text(spec.shape), hint);
+        throw Error(
+            "tensor " + spec.name + " has shape " + shape_text(v.shape) + ", config predicts " + shape_text(spec.shape),
+            hint);
       if (v.dtype != DType::kI64 && v.dtype != DType::kI32)
         throw Error("tensor " + spec.name + " has dtype " + dtype_name(v.dtype) + ", expected I64 or I32", hint);
       w.ids = tensor_to_i64(v);
@@ -359,19 +371,21 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
       for (size_t i = 0; i < w.ids.size(); ++i) {
         if (w.ids[i] < 0 || w.ids[i] >= E)
           throw Error("tensor " + spec.name + " has expert id " + std::to_string(w.ids[i]) + " at [" +
-                          std::to_string(static_cast<int64_t>(i) / k) + ", " + std::to_string(static_cast<int64_t>(i) % k) +
-                          "], outside [0, " + std::to_string(E) + ")",
+                          std::to_string(static_cast<int64_t>(i) / k) + ", " +
+                          std::to_string(static_cast<int64_t>(i) % k) + "], outside [0, " + std::to_string(E) + ")",
                       hint);
       }
     } else if (want_fp4) {
       // Packed FP4: [N, K/2] bytes, scale [N, ceil(K/32)].
       if (!is_packed_fp4_dtype(v.dtype))
-        throw Error("tensor " + spec.name + " has dtype " + dtype_name(v.dtype) +
-                        ", but config.json sets expert_dtype fp4: routed experts must be packed FP4 (I8 or U8 [N, K/2])",
-                    hint);
+        throw Error(
+            "tensor " + spec.name + " has dtype " + dtype_name(v.dtype) +
+                ", but config.json sets expert_dtype fp4: routed experts must be packed FP4 (I8 or U8 [N, K/2])",
+            hint);
       const int64_t N = spec.shape[0], K = spec.shape[1];
       if (K % 2 != 0)
-        throw Error("tensor " + spec.name + " has " + std::to_string(K) + " columns, packed FP4 needs an even count", hint);
+        throw Error("tensor " + spec.name + " has " + std::to_string(K) + " columns, packed FP4 needs an even count",
+                    hint);
       if (v.shape != std::vector<int64_t>{N, K / 2})
         throw Error("tensor " + spec.name + " has shape " + shape_text(v.shape) + ", packed FP4 of config shape " +
                         shape_text(spec.shape) + " is stored " + shape_text({N, K / 2}),
@@ -383,19 +397,24 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
         throw Error("tensor " + spec.name + " is F8_E4M3 but config.json has no quantization_config",
                     "an FP8 checkpoint's config.json carries quantization_config {quant_method: fp8, ...}");
       if (spec.shape.size() != 2)
-        throw Error("tensor " + spec.name + " is F8_E4M3 but is not a matrix (shape " + shape_text(spec.shape) + ")", hint);
+        throw Error("tensor " + spec.name + " is F8_E4M3 but is not a matrix (shape " + shape_text(spec.shape) + ")",
+                    hint);
       if (v.shape != spec.shape)
-        throw Error("tensor " + spec.name + " has shape " + shape_text(v.shape) + ", config predicts " + shape_text(spec.shape), hint);
+        throw Error(
+            "tensor " + spec.name + " has shape " + shape_text(v.shape) + ", config predicts " + shape_text(spec.shape),
+            hint);
       const int64_t N = spec.shape[0], K = spec.shape[1];
       w.view = WeightView{WeightFormat::kFp8Block, N, K, v.data, nullptr, quant.block_rows, quant.block_cols, 0};
       attach_scale(w, spec.name, block_scale_shape(N, K, quant.block_rows, quant.block_cols));
     } else {
       if (!is_plain_float(v.dtype))
-        throw Error("tensor " + spec.name + " has dtype " + dtype_name(v.dtype) +
-                        ", expected F32, BF16, F16" + (spec.shape.size() == 2 ? " or F8_E4M3 (with a .scale)" : ""),
+        throw Error("tensor " + spec.name + " has dtype " + dtype_name(v.dtype) + ", expected F32, BF16, F16" +
+                        (spec.shape.size() == 2 ? " or F8_E4M3 (with a .scale)" : ""),
                     hint);
       if (v.shape != spec.shape)
-        throw Error("tensor " + spec.name + " has shape " + shape_text(v.shape) + ", config predicts " + shape_text(spec.shape), hint);
+        throw Error(
+            "tensor " + spec.name + " has shape " + shape_text(v.shape) + ", config predicts " + shape_text(spec.shape),
+            hint);
       if (scales.count(spec.name))
         throw Error("scale tensor " + printable(scales.at(spec.name).view->name) + " belongs to " + spec.name +
                         ", which is stored " + dtype_name(v.dtype) + " (not quantised)",
@@ -414,7 +433,8 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
     const std::string canon = canonical_name(v.name);
     const std::string scaled = scaled_weight(canon);
     if (!scaled.empty()) continue;  // checked with its weight below
-    if (v.dtype == DType::kF8E4M3 || (is_packed_fp4_dtype(v.dtype) && is_routed_expert(canon) && quant.expert_dtype == "fp4")) {
+    if (v.dtype == DType::kF8E4M3 ||
+        (is_packed_fp4_dtype(v.dtype) && is_routed_expert(canon) && quant.expert_dtype == "fp4")) {
       const TensorView* scale = nullptr;
       for (const Found& g : unused)
         if (scaled_weight(canonical_name(g.view->name)) == canon) scale = g.view;
@@ -422,11 +442,12 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
         throw Error("tensor " + printable(v.name) + " is " + dtype_name(v.dtype) + " but is not a matrix", hint);
       const bool fp4 = v.dtype != DType::kF8E4M3;
       const int64_t N = v.shape[0], K = fp4 ? 2 * v.shape[1] : v.shape[1];
-      const auto want = fp4 ? block_scale_shape(N, K, 1, kFp4BlockCols) : block_scale_shape(N, K, quant.block_rows, quant.block_cols);
+      const auto want =
+          fp4 ? block_scale_shape(N, K, 1, kFp4BlockCols) : block_scale_shape(N, K, quant.block_rows, quant.block_cols);
       if (!scale) throw Error("tensor " + printable(v.name) + " is quantised but has no scale tensor", hint);
       if (!is_scale_dtype(scale->dtype) || scale->shape != want)
-        throw Error("scale tensor " + printable(scale->name) + " is " + dtype_name(scale->dtype) + " " + shape_text(scale->shape) +
-                        ", expected F8_E8M0 " + shape_text(want),
+        throw Error("scale tensor " + printable(scale->name) + " is " + dtype_name(scale->dtype) + " " +
+                        shape_text(scale->shape) + ", expected F8_E8M0 " + shape_text(want),
                     hint);
     }
   }
@@ -438,8 +459,8 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
       for (const Found& g : unused) paired = paired || canonical_name(g.view->name) == scaled;
       if (!paired) throw Error("scale tensor " + printable(f.view->name) + " has no weight " + scaled, hint);
     }
-    model.unused_.push_back(
-        {f.view->name, file_names[f.file], f.view->dtype, f.view->shape, unused_kind(canon), f.view->data, f.view->nbytes});
+    model.unused_.push_back({f.view->name, file_names[f.file], f.view->dtype, f.view->shape, unused_kind(canon),
+                             f.view->data, f.view->nbytes});
   }
   if (!scales.empty()) {
     const auto& [weight, f] = *scales.begin();
@@ -513,7 +534,8 @@ HashStats Model::hash_all(const HashOptions& options) const {
   for (auto& sh : shards)
     std::sort(sh.items.begin(), sh.items.end(), [&](size_t a, size_t b) { return items[a].bytes < items[b].bytes; });
   const uint64_t total = stored_bytes();
-  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(items.size(), 1)));
   std::vector<Hash128> hashes(items.size());
   std::atomic<size_t> next_shard{0};
@@ -618,9 +640,12 @@ std::string Model::weight_precision() const {
     if (w.role == TensorRole::kFloat) kinds.insert(w.view.format);
   if (kinds.size() != 1) return kinds.empty() ? "none" : "mixed";
   switch (*kinds.begin()) {
-    case WeightFormat::kFp8Block: return "fp8";
-    case WeightFormat::kFp4Block: return "fp4";
-    default: return weight_format_name(*kinds.begin());
+    case WeightFormat::kFp8Block:
+      return "fp8";
+    case WeightFormat::kFp4Block:
+      return "fp4";
+    default:
+      return weight_format_name(*kinds.begin());
   }
 }
 

@@ -50,19 +50,19 @@ struct TensorSpec {
 std::vector<TensorSpec> expected_tensors(const ModelConfig& config);
 
 struct WeightTensor {
-  std::string name;         // canonical
-  std::string stored_name;  // as spelled in the file
-  std::string file;         // safetensors file name within the model folder
-  DType dtype = DType::kF32;                // stored dtype (F8_E4M3 for FP8, I8/U8 for packed FP4)
-  std::vector<int64_t> shape;               // logical, as the config predicts
-  std::vector<int64_t> stored_shape;        // as stored ([N, K/2] for packed FP4)
+  std::string name;                   // canonical
+  std::string stored_name;            // as spelled in the file
+  std::string file;                   // safetensors file name within the model folder
+  DType dtype = DType::kF32;          // stored dtype (F8_E4M3 for FP8, I8/U8 for packed FP4)
+  std::vector<int64_t> shape;         // logical, as the config predicts
+  std::vector<int64_t> stored_shape;  // as stored ([N, K/2] for packed FP4)
   TensorRole role = TensorRole::kFloat;
-  WeightView view;                          // the packed bytes in the mapped file (role kFloat)
-  std::string scale_name, scale_file;       // block formats: the scale tensor as stored, and its file
-  DType scale_dtype = DType::kU8;           // F8_E8M0 or U8
+  WeightView view;                     // the packed bytes in the mapped file (role kFloat)
+  std::string scale_name, scale_file;  // block formats: the scale tensor as stored, and its file
+  DType scale_dtype = DType::kU8;      // F8_E8M0 or U8
   std::vector<int64_t> scale_shape;
-  std::vector<int64_t> ids;                 // role kIndex: values widened to int64 (read and checked at load)
-  const uint8_t* bytes = nullptr;           // stored weight bytes (what the hash covers, then the scale's)
+  std::vector<int64_t> ids;        // role kIndex: values widened to int64 (read and checked at load)
+  const uint8_t* bytes = nullptr;  // stored weight bytes (what the hash covers, then the scale's)
   size_t nbytes = 0;
   size_t scale_nbytes = 0;
   // The dtype text the fingerprint and listings use: the dtype name for plain tensors,
@@ -76,7 +76,7 @@ struct UnusedTensor {
   std::string file;
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
-  std::string kind;  // "mtp" or "dspark"
+  std::string kind;                // "mtp" or "dspark"
   const uint8_t* bytes = nullptr;  // in the mapped file
   size_t nbytes = 0;
 };
@@ -87,7 +87,7 @@ struct LoadProgress {
 
 // Options and progress of hashing every tensor (the fingerprint needs it; `memra load` does it).
 struct HashOptions {
-  int threads = 0;                                            // 0: the machine's hardware threads
+  int threads = 0;                                                          // 0: the machine's hardware threads
   std::function<void(uint64_t done_bytes, uint64_t total_bytes)> on_bytes;  // optional, called from one thread
 };
 struct HashStats {

@@ -41,7 +41,7 @@ float round_to_e4m3(float x) {
     q = std::nearbyint(a * 512.0f) / 512.0f;  // subnormals: steps of 2^-9
   } else {
     int exp;
-    std::frexp(a, &exp);                         // a = m · 2^exp, m in [0.5, 1)
+    std::frexp(a, &exp);                           // a = m · 2^exp, m in [0.5, 1)
     const float step = std::ldexp(1.0f, exp - 4);  // 3 mantissa bits in the binade [2^(exp-1), 2^exp)
     q = std::nearbyint(a / step) * step;
   }

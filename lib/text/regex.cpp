@@ -90,7 +90,8 @@ Regex Regex::compile(const std::string& pattern, const std::string& what, bool l
   int err = 0;
   PCRE2_SIZE at = 0;
   uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(r.pattern_.data()), r.pattern_.size(), options, &err, &at, nullptr);
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(r.pattern_.data()), r.pattern_.size(), options, &err, &at, nullptr);
   if (!code) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);

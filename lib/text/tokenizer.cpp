@@ -46,7 +46,7 @@ const char* kGpt2Pattern = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\
 
 struct PreStep {
   enum Kind { kSplit, kByteLevel } kind = kSplit;
-  Regex regex;           // kSplit; kByteLevel with use_regex
+  Regex regex;  // kSplit; kByteLevel with use_regex
   bool has_regex = false;
   bool removed = false;  // Split behavior Removed (else Isolated)
   bool invert = false;
@@ -154,7 +154,8 @@ void Tokenizer::Impl::parse_post(const json& j, const std::string& where) {
   bool has_a = false;
   for (const auto& item : single) {
     if (item.contains("Sequence")) {
-      if (item["Sequence"].value("id", std::string()) != "A") bad(where + ".single: a single template can only hold $A");
+      if (item["Sequence"].value("id", std::string()) != "A")
+        bad(where + ".single: a single template can only hold $A");
       template_single.emplace_back();
       has_a = true;
     } else if (item.contains("SpecialToken")) {
@@ -163,7 +164,8 @@ void Tokenizer::Impl::parse_post(const json& j, const std::string& where) {
         bad(where + ": special token " + printable(name) + " has no ids in special_tokens");
       std::vector<int32_t> ids;
       for (const auto& v : specials[name]["ids"]) {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) bad(where + ": bad id of " + printable(name));
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
+          bad(where + ": bad id of " + printable(name));
         ids.push_back(v.get<int32_t>());
       }
       if (ids.empty()) bad(where + ": special token " + printable(name) + " has no ids");
@@ -200,7 +202,8 @@ Tokenizer Tokenizer::load(const std::string& path_in) {
   const json& norm = j.value("normalizer", json());
   if (!norm.is_null()) {
     const bool empty_sequence = norm.is_object() && norm.value("type", std::string()) == "Sequence" &&
-                                norm.contains("normalizers") && norm["normalizers"].is_array() && norm["normalizers"].empty();
+                                norm.contains("normalizers") && norm["normalizers"].is_array() &&
+                                norm["normalizers"].empty();
     if (!empty_sequence)
       m.bad("normalizer '" + printable(norm.is_object() ? norm.value("type", std::string("?")) : std::string("?")) +
             "' is not supported (DeepSeek's tokenizer.json has none: null or an empty Sequence)");
@@ -209,7 +212,8 @@ Tokenizer Tokenizer::load(const std::string& path_in) {
   // Model.
   const json& model = j.value("model", json());
   if (!model.is_object() || model.value("type", std::string("BPE")) != "BPE") m.bad("model is not BPE");
-  if (model.contains("dropout") && !model["dropout"].is_null()) m.bad("model.dropout is set (sampling BPE is not supported)");
+  if (model.contains("dropout") && !model["dropout"].is_null())
+    m.bad("model.dropout is set (sampling BPE is not supported)");
   if (json_bool(model, "byte_fallback", false)) m.bad("model.byte_fallback is true (not supported)");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (model.contains(k) && !model[k].is_null() && !(model[k].is_string() && model[k].get<std::string>().empty()))
@@ -239,7 +243,8 @@ Tokenizer Tokenizer::load(const std::string& path_in) {
     if (e.is_string()) {
       const std::string s = e.get<std::string>();
       const size_t sp = s.find(' ');
-      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos) m.bad("model.merges[" + std::to_string(r) + "] is not \"a b\"");
+      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+        m.bad("model.merges[" + std::to_string(r) + "] is not \"a b\"");
       a = s.substr(0, sp);
       b = s.substr(sp + 1);
     } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
@@ -250,8 +255,10 @@ Tokenizer Tokenizer::load(const std::string& path_in) {
     }
     auto ia = m.vocab.find(a), ib = m.vocab.find(b), iab = m.vocab.find(a + b);
     if (ia == m.vocab.end() || ib == m.vocab.end() || iab == m.vocab.end())
-      m.bad("model.merges[" + std::to_string(r) + "] (" + printable(a) + " " + printable(b) + ") uses a token the vocabulary lacks");
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(ia->second)) << 32) | static_cast<uint32_t>(ib->second);
+      m.bad("model.merges[" + std::to_string(r) + "] (" + printable(a) + " " + printable(b) +
+            ") uses a token the vocabulary lacks");
+    const uint64_t key =
+        (static_cast<uint64_t>(static_cast<uint32_t>(ia->second)) << 32) | static_cast<uint32_t>(ib->second);
     m.merges.emplace(key, std::make_pair(static_cast<uint32_t>(r), iab->second));  // the first rank wins
   }
 
@@ -261,7 +268,8 @@ Tokenizer Tokenizer::load(const std::string& path_in) {
   for (size_t i = 0; i < added.size(); ++i) {
     const json& a = added[i];
     const std::string where = "added_tokens[" + std::to_string(i) + "]";
-    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") || !a["content"].is_string())
+    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
+        !a["content"].is_string())
       m.bad(where + " has no id and content");
     AddedToken t2;
     const int64_t id = a["id"].get<int64_t>();
@@ -273,7 +281,8 @@ Tokenizer Tokenizer::load(const std::string& path_in) {
     t2.lstrip = json_bool(a, "lstrip", false);
     t2.rstrip = json_bool(a, "rstrip", false);
     t2.normalized = json_bool(a, "normalized", !t2.special);
-    if (json_bool(a, "single_word", false)) m.bad(where + " (" + printable(t2.content) + ") is single_word, which memra does not support");
+    if (json_bool(a, "single_word", false))
+      m.bad(where + " (" + printable(t2.content) + ") is single_word, which memra does not support");
     if (m.added_by_content.count(t2.content) || m.added_by_id.count(t2.id)) m.bad(where + " repeats an id or content");
     m.added_by_content[t2.content] = m.added.size();
     m.added_by_id[t2.id] = m.added.size();
@@ -284,7 +293,8 @@ Tokenizer Tokenizer::load(const std::string& path_in) {
   // Longest content first, so the first match found at a position is the longest one there.
   for (auto* set : {&m.first_pass, &m.second_pass})
     for (auto& list : *set)
-      std::stable_sort(list.begin(), list.end(), [&](size_t x, size_t y) { return m.added[x].content.size() > m.added[y].content.size(); });
+      std::stable_sort(list.begin(), list.end(),
+                       [&](size_t x, size_t y) { return m.added[x].content.size() > m.added[y].content.size(); });
 
   m.parse_pre(j.value("pre_tokenizer", json()), "pre_tokenizer");
   m.parse_post(j.value("post_processor", json()), "post_processor");
@@ -450,11 +460,14 @@ void Tokenizer::Impl::bpe(const std::string& word, std::vector<int32_t>& out) co
     cur.len += right.len;
     cur.next = right.next;
     syms[next_pos].len = 0;
-    if (right.next >= 0 && static_cast<size_t>(right.next) < syms.size()) syms[static_cast<size_t>(right.next)].prev = static_cast<int64_t>(top.pos);
+    if (right.next >= 0 && static_cast<size_t>(right.next) < syms.size())
+      syms[static_cast<size_t>(right.next)].prev = static_cast<int64_t>(top.pos);
     if (cur.prev >= 0)
-      if (auto pm = lookup(syms[static_cast<size_t>(cur.prev)].id, cur.id)) queue.push({static_cast<size_t>(cur.prev), pm->first, pm->second});
+      if (auto pm = lookup(syms[static_cast<size_t>(cur.prev)].id, cur.id))
+        queue.push({static_cast<size_t>(cur.prev), pm->first, pm->second});
     if (cur.next >= 0 && static_cast<size_t>(cur.next) < syms.size())
-      if (auto nm = lookup(cur.id, syms[static_cast<size_t>(cur.next)].id)) queue.push({top.pos, nm->first, nm->second});
+      if (auto nm = lookup(cur.id, syms[static_cast<size_t>(cur.next)].id))
+        queue.push({top.pos, nm->first, nm->second});
   }
   for (const Sym& s : syms)
     if (s.len > 0) out.push_back(s.id);
@@ -478,7 +491,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   }
   if (!add_special_tokens || !m.has_template) return ids;
   std::vector<int32_t> out;
-  for (const auto& item : m.template_single) out.insert(out.end(), item.empty() ? ids.begin() : item.begin(), item.empty() ? ids.end() : item.end());
+  for (const auto& item : m.template_single)
+    out.insert(out.end(), item.empty() ? ids.begin() : item.begin(), item.empty() ? ids.end() : item.end());
   return out;
 }
 
@@ -515,8 +529,10 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
     bool all = true;
     for (size_t i = 0; i < tok->size() && all;) {
       auto b = t.to_byte.find(utf8_next(*tok, i));
-      if (b == t.to_byte.end()) all = false;
-      else mapped.push_back(static_cast<char>(b->second));
+      if (b == t.to_byte.end())
+        all = false;
+      else
+        mapped.push_back(static_cast<char>(b->second));
     }
     bytes += all ? mapped : *tok;
   }
@@ -542,6 +558,8 @@ std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
 int64_t Tokenizer::id_limit() const { return impl_->id_limit; }
 const std::vector<AddedToken>& Tokenizer::added_tokens() const { return impl_->added; }
 const std::string& Tokenizer::path() const { return impl_->path; }
-std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const { return impl_->pre_tokenize(std::string(text)); }
+std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
+  return impl_->pre_tokenize(std::string(text));
+}
 
 }  // namespace memra

@@ -7,8 +7,8 @@ namespace {
 
 // Well-formed sequences (Unicode Table 3-7): the allowed range of the second byte depends on the first.
 struct Lead {
-  int more;            // continuation bytes that follow
-  uint8_t lo2, hi2;    // range of the second byte
+  int more;          // continuation bytes that follow
+  uint8_t lo2, hi2;  // range of the second byte
 };
 
 Lead lead_of(uint8_t b) {
@@ -94,8 +94,8 @@ void utf8_append(std::string& out, char32_t cp) {
 }
 
 bool is_unicode_whitespace(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 }  // namespace memra

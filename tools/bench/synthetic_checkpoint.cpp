@@ -11,10 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
 #include "format/quant.h"
@@ -57,7 +56,12 @@ nlohmann::json flash_config(int layers, int experts) {
           {"compress_ratios", ratios},
           {"compress_rope_theta", 160000},
           {"rope_theta", 10000},
-          {"rope_scaling", {{"type", "yarn"}, {"factor", 16}, {"original_max_position_embeddings", 65536}, {"beta_fast", 32}, {"beta_slow", 1}}},
+          {"rope_scaling",
+           {{"type", "yarn"},
+            {"factor", 16},
+            {"original_max_position_embeddings", 65536},
+            {"beta_fast", 32},
+            {"beta_slow", 1}}},
           {"index_n_heads", 64},
           {"index_head_dim", 128},
           {"index_topk", 512},
@@ -73,17 +77,22 @@ nlohmann::json flash_config(int layers, int experts) {
           {"num_nextn_predict_layers", 1},
           {"expert_dtype", "fp4"},
           {"quantization_config",
-           {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"scale_fmt", "ue8m0"}, {"activation_scheme", "dynamic"}, {"weight_block_size", {128, 128}}}}};
+           {{"quant_method", "fp8"},
+            {"fmt", "e4m3"},
+            {"scale_fmt", "ue8m0"},
+            {"activation_scheme", "dynamic"},
+            {"weight_block_size", {128, 128}}}}};
 }
 
 bool fp8_role(const std::string& n) {
-  for (const char* s : {".attn.wq_a.", ".attn.wq_b.", ".attn.wkv.", ".attn.wo_a.", ".attn.wo_b.", ".indexer.wq_b.", ".shared_experts."})
+  for (const char* s :
+       {".attn.wq_a.", ".attn.wq_b.", ".attn.wkv.", ".attn.wo_a.", ".attn.wo_b.", ".indexer.wq_b.", ".shared_experts."})
     if (n.find(s) != std::string::npos) return true;
   return false;
 }
 bool f32_role(const std::string& n) {
-  return n.find("hc_") != std::string::npos || n.find(".ape") != std::string::npos || n.find("attn_sink") != std::string::npos ||
-         n.find("gate.bias") != std::string::npos;
+  return n.find("hc_") != std::string::npos || n.find(".ape") != std::string::npos ||
+         n.find("attn_sink") != std::string::npos || n.find("gate.bias") != std::string::npos;
 }
 
 }  // namespace
@@ -114,10 +123,12 @@ int main(int argc, char** argv) {
       all.push_back({s.name, DType::kI64, s.shape});
     } else if (expert) {
       all.push_back({s.name, DType::kI8, {s.shape[0], s.shape[1] / 2}});
-      all.push_back({s.name.substr(0, s.name.size() - 7) + ".scale", DType::kF8E8M0, block_scale_shape(s.shape[0], s.shape[1], 1, 32)});
+      all.push_back({s.name.substr(0, s.name.size() - 7) + ".scale", DType::kF8E8M0,
+                     block_scale_shape(s.shape[0], s.shape[1], 1, 32)});
     } else if (fp8_role(s.name)) {
       all.push_back({s.name, DType::kF8E4M3, s.shape});
-      all.push_back({s.name.substr(0, s.name.size() - 7) + ".scale", DType::kF8E8M0, block_scale_shape(s.shape[0], s.shape[1], 128, 128)});
+      all.push_back({s.name.substr(0, s.name.size() - 7) + ".scale", DType::kF8E8M0,
+                     block_scale_shape(s.shape[0], s.shape[1], 128, 128)});
     } else {
       all.push_back({s.name, f32_role(s.name) ? DType::kF32 : DType::kBF16, s.shape});
     }
@@ -172,7 +183,7 @@ int main(int argc, char** argv) {
   }
   write_file_atomic(out + "/model.safetensors.index.json",
                     nlohmann::json({{"metadata", {{"total_size", total}}}, {"weight_map", map}}).dump(1));
-  std::printf("%s: %d layers, %d experts, %zu tensors, %.3f GB in %d shards\n", out.c_str(), layers, experts, all.size(),
-              total / 1e9, written);
+  std::printf("%s: %d layers, %d experts, %zu tensors, %.3f GB in %d shards\n", out.c_str(), layers, experts,
+              all.size(), total / 1e9, written);
   return 0;
 }
