@@ -33,11 +33,13 @@ function __memra_command
                 set cmd memra_tokenize
             case 'memra_load --check' 'memra_load --write-manifest' 'memra_load --threads'
                 set skip 1
-            case 'memra_prefill --tokens' 'memra_prefill --chunk' 'memra_prefill --capacity' 'memra_prefill -o' 'memra_prefill --output' 'memra_prefill --logits' 'memra_prefill --generate'
+            case 'memra_prefill --tokens' 'memra_prefill --chunk' 'memra_prefill --capacity' 'memra_prefill -o' 'memra_prefill --output' 'memra_prefill --logits' 'memra_prefill --generate' 'memra_prefill --backend' 'memra_prefill --devices'
                 set skip 1
             case 'memra_snapshot --diff' 'memra_snapshot --write-manifest' 'memra_snapshot --check'
                 set skip 1
-            case 'memra_restore --model' 'memra_restore --capacity' 'memra_restore --tokens' 'memra_restore --chunk' 'memra_restore --steps' 'memra_restore --logits' 'memra_restore -o' 'memra_restore --output'
+            case 'memra_restore --model' 'memra_restore --capacity' 'memra_restore --tokens' 'memra_restore --chunk' 'memra_restore --steps' 'memra_restore --logits' 'memra_restore -o' 'memra_restore --output' 'memra_restore --backend' 'memra_restore --devices'
+                set skip 1
+            case 'memra_parity --backend' 'memra_parity --devices'
                 set skip 1
             case 'memra_gate all'
                 set cmd memra_gate_all
@@ -55,13 +57,13 @@ function __memra_command
                 set cmd memra_gate_band
             case 'memra_gate hash'
                 set cmd memra_gate_hash
-            case 'memra_gate_all --backend' 'memra_gate_all --devices' 'memra_gate_all --tokens' 'memra_gate_all --prompt' 'memra_gate_all --seed' 'memra_gate_all --dump' 'memra_gate_all --report'
+            case 'memra_gate_all --backend' 'memra_gate_all --devices' 'memra_gate_all --tokens' 'memra_gate_all --prompt' 'memra_gate_all --seed' 'memra_gate_all --dump' 'memra_gate_all --mono' 'memra_gate_all --report'
                 set skip 1
             case 'memra_gate_restore --backend' 'memra_gate_restore --devices' 'memra_gate_restore --tokens' 'memra_gate_restore --prompt' 'memra_gate_restore --seed' 'memra_gate_restore --warm' 'memra_gate_restore --continuation' 'memra_gate_restore --grow' 'memra_gate_restore --report'
                 set skip 1
             case 'memra_gate_chunk --backend' 'memra_gate_chunk --devices' 'memra_gate_chunk --tokens' 'memra_gate_chunk --prompt' 'memra_gate_chunk --seed' 'memra_gate_chunk --widths' 'memra_gate_chunk --report'
                 set skip 1
-            case 'memra_gate_semantics --backend' 'memra_gate_semantics --devices' 'memra_gate_semantics --tokens' 'memra_gate_semantics --prompt' 'memra_gate_semantics --seed' 'memra_gate_semantics --steps' 'memra_gate_semantics --report'
+            case 'memra_gate_semantics --backend' 'memra_gate_semantics --devices' 'memra_gate_semantics --tokens' 'memra_gate_semantics --prompt' 'memra_gate_semantics --seed' 'memra_gate_semantics --steps' 'memra_gate_semantics --mono' 'memra_gate_semantics --report'
                 set skip 1
             case 'memra_gate_parity --backend' 'memra_gate_parity --devices' 'memra_gate_parity --tokens' 'memra_gate_parity --prompt' 'memra_gate_parity --seed' 'memra_gate_parity --report'
                 set skip 1
@@ -112,6 +114,8 @@ complete -c memra -n '__memra_in memra_prefill' -l capacity -x -d 'Tokens the de
 complete -c memra -n '__memra_in memra_prefill' -s o -l output -r -F -d 'Write the decode state as a hashed state file (- = stdout)'
 complete -c memra -n '__memra_in memra_prefill' -l logits -r -F -d 'Write float32 logits [T, vocab] of every prompt position (.npy, or .safetensors)'
 complete -c memra -n '__memra_in memra_prefill' -l generate -x -d 'Greedy continuation: emit N tokens after the prompt'
+complete -c memra -n '__memra_in memra_prefill' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_prefill' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_prefill' -l json -d 'Print the report as JSON'
 complete -c memra -n '__memra_in memra_prefill' -a '(__fish_complete_directories)'
 
@@ -133,6 +137,8 @@ complete -c memra -n '__memra_in memra_restore' -l chunk -x -d 'Tokens per forwa
 complete -c memra -n '__memra_in memra_restore' -l steps -x -d 'Then decode K tokens greedily and print them'
 complete -c memra -n '__memra_in memra_restore' -l logits -r -F -d 'Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)'
 complete -c memra -n '__memra_in memra_restore' -s o -l output -r -F -d 'Write the final state as a state file (- = stdout)'
+complete -c memra -n '__memra_in memra_restore' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_restore' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_restore' -l json -d 'Print the report as JSON'
 complete -c memra -n '__memra_in memra_restore' -F
 
@@ -141,6 +147,8 @@ complete -c memra -n '__memra_in memra_draft' -s h -l help -d 'Print this help m
 
 # memra parity
 complete -c memra -n '__memra_in memra_parity' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_parity' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_parity' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_parity' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_parity' -s v -l verbose -d 'List every stage, not only failures and logits'
 complete -c memra -n '__memra_in memra_parity' -a '(__fish_complete_directories)'
@@ -158,20 +166,21 @@ complete -c memra -n '__memra_in memra_gate' -s h -l help -d 'Print this help me
 
 # memra gate all
 complete -c memra -n '__memra_in memra_gate_all' -s h -l help -d 'Print this help message and exit'
-complete -c memra -n '__memra_in memra_gate_all' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
-complete -c memra -n '__memra_in memra_gate_all' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_all' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_all' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_gate_all' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
 complete -c memra -n '__memra_in memra_gate_all' -l prompt -x -d 'Prompt length when no --tokens are given'
 complete -c memra -n '__memra_in memra_gate_all' -l seed -x -d 'Seed of the prompt ids'
 complete -c memra -n '__memra_in memra_gate_all' -l dump -r -F -d 'Oracle dump for the parity gate (default: MODEL/dump when present)'
+complete -c memra -n '__memra_in memra_gate_all' -l mono -r -F -d 'Realization of the chunk-semantics monolithic prefill (default: the fast twin of --backend)'
 complete -c memra -n '__memra_in memra_gate_all' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_all' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
 complete -c memra -n '__memra_in memra_gate_all' -a '(__fish_complete_directories)'
 
 # memra gate restore
 complete -c memra -n '__memra_in memra_gate_restore' -s h -l help -d 'Print this help message and exit'
-complete -c memra -n '__memra_in memra_gate_restore' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
-complete -c memra -n '__memra_in memra_gate_restore' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_restore' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_restore' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_gate_restore' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
 complete -c memra -n '__memra_in memra_gate_restore' -l prompt -x -d 'Prompt length when no --tokens are given'
 complete -c memra -n '__memra_in memra_gate_restore' -l seed -x -d 'Seed of the prompt ids'
@@ -184,8 +193,8 @@ complete -c memra -n '__memra_in memra_gate_restore' -a '(__fish_complete_direct
 
 # memra gate chunk
 complete -c memra -n '__memra_in memra_gate_chunk' -s h -l help -d 'Print this help message and exit'
-complete -c memra -n '__memra_in memra_gate_chunk' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
-complete -c memra -n '__memra_in memra_gate_chunk' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_chunk' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_chunk' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_gate_chunk' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
 complete -c memra -n '__memra_in memra_gate_chunk' -l prompt -x -d 'Prompt length when no --tokens are given'
 complete -c memra -n '__memra_in memra_gate_chunk' -l seed -x -d 'Seed of the prompt ids'
@@ -196,20 +205,21 @@ complete -c memra -n '__memra_in memra_gate_chunk' -a '(__fish_complete_director
 
 # memra gate semantics
 complete -c memra -n '__memra_in memra_gate_semantics' -s h -l help -d 'Print this help message and exit'
-complete -c memra -n '__memra_in memra_gate_semantics' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
-complete -c memra -n '__memra_in memra_gate_semantics' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_semantics' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_semantics' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_gate_semantics' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
 complete -c memra -n '__memra_in memra_gate_semantics' -l prompt -x -d 'Prompt length when no --tokens are given'
 complete -c memra -n '__memra_in memra_gate_semantics' -l seed -x -d 'Seed of the prompt ids'
 complete -c memra -n '__memra_in memra_gate_semantics' -l steps -x -d 'Teacher-forced steps'
+complete -c memra -n '__memra_in memra_gate_semantics' -l mono -r -F -d 'Realization of the monolithic prefill (default: the fast twin of --backend: cpu-fast, cuda-fast)'
 complete -c memra -n '__memra_in memra_gate_semantics' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_semantics' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
 complete -c memra -n '__memra_in memra_gate_semantics' -a '(__fish_complete_directories)'
 
 # memra gate parity
 complete -c memra -n '__memra_in memra_gate_parity' -s h -l help -d 'Print this help message and exit'
-complete -c memra -n '__memra_in memra_gate_parity' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
-complete -c memra -n '__memra_in memra_gate_parity' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_parity' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_parity' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_gate_parity' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
 complete -c memra -n '__memra_in memra_gate_parity' -l prompt -x -d 'Prompt length when no --tokens are given'
 complete -c memra -n '__memra_in memra_gate_parity' -l seed -x -d 'Seed of the prompt ids'
@@ -226,9 +236,9 @@ complete -c memra -n '__memra_in memra_gate_equal' -F
 # memra gate band
 complete -c memra -n '__memra_in memra_gate_band' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_gate_band' -l model -x -a '(__fish_complete_directories)' -d 'Model folder: derives the accumulation depth'
-complete -c memra -n '__memra_in memra_gate_band' -l depth -x -d 'Accumulation depth when no --model is given'
-complete -c memra -n '__memra_in memra_gate_band' -l precision-a -r -F -d 'Precision of A: f32, bf16, f16'
-complete -c memra -n '__memra_in memra_gate_band' -l precision-b -r -F -d 'Precision of B: f32, bf16, f16'
+complete -c memra -n '__memra_in memra_gate_band' -l depth -x -d 'Depth of one reduction chain when no --model is given'
+complete -c memra -n '__memra_in memra_gate_band' -l precision-a -r -F -d 'What wrote A: a realization (cpu, cpu-fast, cuda, cuda-fast) or f32, bf16, f16'
+complete -c memra -n '__memra_in memra_gate_band' -l precision-b -r -F -d 'What wrote B (as --precision-a)'
 complete -c memra -n '__memra_in memra_gate_band' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_band' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
 complete -c memra -n '__memra_in memra_gate_band' -F

@@ -26,6 +26,7 @@
 
 #include "core/error.h"
 #include "format/json_guard.h"
+#include "model/tensor_names.h"
 
 namespace memra {
 
@@ -138,67 +139,68 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
   const int64_t Hi = c.index_n_heads, di = c.index_head_dim;
   const int64_t mix = (2 + n) * n;
   std::vector<TensorSpec> t;
-  auto add = [&t](std::string name, std::vector<int64_t> shape, TensorRole role = TensorRole::kFloat) {
-    t.push_back({std::move(name), std::move(shape), role});
+  int64_t l = -1;  // the layer the per-layer ids below refer to
+  auto add = [&](TensorId id, std::vector<int64_t> shape, TensorRole role = TensorRole::kFloat) {
+    t.push_back({tensor_name(id, l), std::move(shape), role});
   };
-  add("embed.weight", {V, D});
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    const std::string p = "layers." + std::to_string(l) + ".";
+  using enum TensorId;
+  add(kEmbed, {V, D});
+  for (l = 0; l < c.num_hidden_layers; ++l) {
     const LayerKind kind = c.layer_types[static_cast<size_t>(l)];
-    add(p + "hc_attn_fn", {mix, n * D});
-    add(p + "hc_attn_base", {mix});
-    add(p + "hc_attn_scale", {3});
-    add(p + "attn_norm.weight", {D});
-    add(p + "attn.wq_a.weight", {ql, D});
-    add(p + "attn.q_norm.weight", {ql});
-    add(p + "attn.wq_b.weight", {H * d, ql});
-    add(p + "attn.wkv.weight", {d, D});
-    add(p + "attn.kv_norm.weight", {d});
-    add(p + "attn.attn_sink", {H});
-    add(p + "attn.wo_a.weight", {G * R, H * d / G});
-    add(p + "attn.wo_b.weight", {D, G * R});
+    add(kHcAttnFn, {mix, n * D});
+    add(kHcAttnBase, {mix});
+    add(kHcAttnScale, {3});
+    add(kAttnNorm, {D});
+    add(kWqA, {ql, D});
+    add(kQNorm, {ql});
+    add(kWqB, {H * d, ql});
+    add(kWkv, {d, D});
+    add(kKvNorm, {d});
+    add(kAttnSink, {H});
+    add(kWoA, {G * R, H * d / G});
+    add(kWoB, {D, G * R});
     if (kind != LayerKind::kSliding) {
       const int64_t cc = kind == LayerKind::kCSA ? 2 : 1;
       const int64_t m = c.compress_ratio(l);
-      add(p + "attn.compressor.wkv.weight", {cc * d, D});
-      add(p + "attn.compressor.wgate.weight", {cc * d, D});
-      add(p + "attn.compressor.ape", {m, cc * d});
-      add(p + "attn.compressor.norm.weight", {d});
+      add(kCmpWkv, {cc * d, D});
+      add(kCmpWgate, {cc * d, D});
+      add(kCmpApe, {m, cc * d});
+      add(kCmpNorm, {d});
     }
     if (kind == LayerKind::kCSA) {
-      add(p + "attn.indexer.wq_b.weight", {Hi * di, ql});
-      add(p + "attn.indexer.weights_proj.weight", {Hi, D});
-      add(p + "attn.indexer.compressor.wkv.weight", {2 * di, D});
-      add(p + "attn.indexer.compressor.wgate.weight", {2 * di, D});
-      add(p + "attn.indexer.compressor.ape", {c.csa_rate, 2 * di});
-      add(p + "attn.indexer.compressor.norm.weight", {di});
+      add(kIdxWqB, {Hi * di, ql});
+      add(kIdxWeights, {Hi, D});
+      add(kIdxCmpWkv, {2 * di, D});
+      add(kIdxCmpWgate, {2 * di, D});
+      add(kIdxCmpApe, {c.csa_rate, 2 * di});
+      add(kIdxCmpNorm, {di});
     }
-    add(p + "hc_ffn_fn", {mix, n * D});
-    add(p + "hc_ffn_base", {mix});
-    add(p + "hc_ffn_scale", {3});
-    add(p + "ffn_norm.weight", {D});
-    add(p + "ffn.gate.weight", {E, D});
+    add(kHcFfnFn, {mix, n * D});
+    add(kHcFfnBase, {mix});
+    add(kHcFfnScale, {3});
+    add(kFfnNorm, {D});
+    add(kGate, {E, D});
     if (c.mlp_layer_types[static_cast<size_t>(l)] == MlpKind::kHash)
-      add(p + "ffn.gate.tid2eid", {V, c.num_experts_per_tok}, TensorRole::kIndex);
+      add(kTid2eid, {V, c.num_experts_per_tok}, TensorRole::kIndex);
     else
-      add(p + "ffn.gate.bias", {E});
+      add(kGateBias, {E});
     for (int64_t e = 0; e < E; ++e) {
-      const std::string q = p + "ffn.experts." + std::to_string(e) + ".";
-      add(q + "w1.weight", {I, D});
-      add(q + "w2.weight", {D, I});
-      add(q + "w3.weight", {I, D});
+      t.push_back({tensor_name(kExpertW1, l, e), {I, D}, TensorRole::kFloat});
+      t.push_back({tensor_name(kExpertW2, l, e), {D, I}, TensorRole::kFloat});
+      t.push_back({tensor_name(kExpertW3, l, e), {I, D}, TensorRole::kFloat});
     }
     if (c.n_shared_experts > 0) {
-      add(p + "ffn.shared_experts.w1.weight", {I, D});
-      add(p + "ffn.shared_experts.w2.weight", {D, I});
-      add(p + "ffn.shared_experts.w3.weight", {I, D});
+      add(kSharedW1, {I, D});
+      add(kSharedW2, {D, I});
+      add(kSharedW3, {I, D});
     }
   }
-  add("norm.weight", {D});
-  add("hc_head_fn", {n, n * D});
-  add("hc_head_base", {n});
-  add("hc_head_scale", {1});
-  add("head.weight", {V, D});
+  l = -1;
+  add(kFinalNorm, {D});
+  add(kHcHeadFn, {n, n * D});
+  add(kHcHeadBase, {n});
+  add(kHcHeadScale, {1});
+  add(kHead, {V, D});
   return t;
 }
 
