@@ -83,7 +83,7 @@ std::vector<float> floats(const nlohmann::json& a) {
 
 }  // namespace
 
-TEST_CASE("qat: e2m1 rounding is nearest with ties to the even code; e4m3 by hand", "[cpu][qat]") {
+TEST_CASE("qat: e2m1 rounding is nearest with ties to the even code, e4m3 by hand", "[cpu][qat]") {
   CHECK(round_to_e2m1(0.25f) == 0.0f);  // tie 0 / 0.5: code 0
   CHECK(round_to_e2m1(0.75f) == 1.0f);  // tie 0.5 / 1: code 2
   CHECK(round_to_e2m1(1.25f) == 1.0f);  // tie 1 / 1.5: code 2

@@ -106,7 +106,7 @@ TEST_CASE("tokenizer: lossy UTF-8 replaces maximal ill-formed subparts", "[cpu][
   CHECK(utf8_lossy("\x80\x80") == fffd + fffd);
 }
 
-TEST_CASE("tokenizer: \\s gets U+0085 as in Oniguruma; classes and escapes are kept", "[cpu][tokenizer]") {
+TEST_CASE("tokenizer: the whitespace class gets U+0085 as in Oniguruma, classes and escapes are kept", "[cpu][tokenizer]") {
   CHECK(oniguruma_compatible("\\s+(?!\\S)") == "[\\s\\x{85}]+(?![^\\s\\x{85}])");
   const std::string L = oniguruma_compatible("\\p{L}");  // \p{L} plus the letters assigned after Unicode 14
   CHECK(L.rfind("[\\p{L}\\x{1C89}-\\x{1C8A}\\x{A7CB}-\\x{A7CD}", 0) == 0);
