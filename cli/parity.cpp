@@ -8,6 +8,7 @@
 #include <iostream>
 #include <set>
 
+#include "backend_option.h"
 #include "command.h"
 #include "core/error.h"
 #include "engine/engine.h"
@@ -22,11 +23,12 @@ struct ParityOptions {
   std::vector<std::string> stages;
   bool json = false;
   bool verbose = false;
+  BackendChoice backend;
 };
 
 static int run_parity_command(const ParityOptions& opt, const Context& ctx) {
   Model model = Model::load(opt.model_dir);
-  auto backend = make_cpu_backend(model);
+  auto backend = make_backend(opt.backend, model);
   note(ctx, "comparing " + opt.dump_dir + " on the " + backend->name() + " backend");
   const std::set<std::string> stages(opt.stages.begin(), opt.stages.end());
   ParityRun run = run_parity(model, *backend, opt.model_dir, opt.dump_dir, stages);
@@ -75,6 +77,7 @@ void setup_parity(CLI::App& app, Context& ctx) {
                   "default all, and a dump lacking any of them is REFUSED")
       ->delimiter(',')
       ->check(CLI::IsMember({"hidden", "router", "indexer", "logits", "logits_incremental"}));
+  add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON (manifests/report.schema.json)");
   sub->add_flag("-v,--verbose", opt->verbose, "List every stage, not only failures and logits");
   sub->footer("Exit status: 0 ALL PASS, 1 FAIL, INCONCLUSIVE or REFUSED, 2 error.");

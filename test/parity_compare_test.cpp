@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/cpu_layer.h"
+#include "engine/realization.h"
 #include "parity/compare.h"
 
 using namespace memra;
@@ -140,4 +141,18 @@ TEST_CASE("an in-band flip excuses later stages at its position, not earlier one
   CHECK(later.rows == 2);
   CHECK_FALSE(earlier.pass);  // upstream of it: a real difference
   CHECK(earlier.rows == 3);
+}
+
+TEST_CASE("tolerance: each realization's own against an f32 dump, the bf16 class against a bf16 dump", "[parity][tolerance]") {
+  CHECK(tolerance_for(realization("cpu"), "float32").rel_to_max == 1e-5);
+  CHECK(tolerance_for(realization("cpu-fast"), "float64").rel_to_max == 1e-5);
+  CHECK(tolerance_for(realization("cuda-fast"), "float32").rel_to_max == 2e-2);
+  // A bf16 reference carries bf16 rounding (2^-8 per op) whatever the engine: 1e-5 would fail
+  // every honest run, so it gets the tolerance of the bf16 realization.
+  for (const char* engine : {"cpu", "cpu-fast", "cuda", "cuda-fast"}) {
+    CAPTURE(engine);
+    const Tolerance t = tolerance_for(realization(engine), "bfloat16");
+    CHECK(t.rel_to_max == 2e-2);
+    CHECK(t.decision_band == 2e-2);
+  }
 }

@@ -7,7 +7,9 @@
 
 #include <filesystem>
 
+#include "engine/cpu_backends.h"
 #include "engine/engine.h"
+#include "engine/realization.h"
 #include "format/safetensors.h"
 #include "model/model.h"
 #include "parity/compare.h"
@@ -23,7 +25,7 @@ std::string fixture(const std::string& name) {
 }  // namespace
 
 TEST_CASE("engine logits match the starter fixtures' independent reference", "[cpu][engine][reference]") {
-  const double tol = tolerance_for("cpu-f32-exact", "float32").rel_to_max;
+  const double tol = tolerance_for(realization("cpu"), "float32").rel_to_max;
   for (const char* name : {"tiny-a", "tiny-b"}) {
     CAPTURE(name);
     const Model model = Model::load(fixture(name));
@@ -34,21 +36,21 @@ TEST_CASE("engine logits match the starter fixtures' independent reference", "[c
     const int64_t T = static_cast<int64_t>(tokens.size());
     auto backend = make_cpu_backend(model);
 
-    DecodeState one = backend->new_state(T);
+    auto one = backend->new_state(T);
     std::vector<float> logits;
-    prefill(*backend, one, tokens, 0, &logits);
+    prefill(*backend, *one, tokens, 0, &logits);
     StageResult r = compare_values("logits", logits, tensor_to_f32(ref.get("logits")), tol, V);
     INFO(r.line());
     CHECK(r.pass);
     CHECK(r.top1_agree == T);
 
     // logits_incremental_from66: the prefill's last row (position 65), then positions 66..T-2.
-    DecodeState inc = backend->new_state(T);
+    auto inc = backend->new_state(T);
     std::vector<float> rows;
-    prefill(*backend, inc, std::span<const int32_t>(tokens).first(66), 0, &rows);
+    prefill(*backend, *inc, std::span<const int32_t>(tokens).first(66), 0, &rows);
     rows.erase(rows.begin(), rows.end() - V);
     for (int64_t t = 66; t < T - 1; ++t) {
-      std::vector<float> row = decode_step(*backend, inc, tokens[t]);
+      std::vector<float> row = decode_step(*backend, *inc, tokens[t]);
       rows.insert(rows.end(), row.begin(), row.end());
     }
     StageResult ri = compare_values("logits_incremental", rows, tensor_to_f32(ref.get("logits_incremental_from66")), tol, V);
