@@ -1,4 +1,4 @@
-// Core attention (architecture note §3.7) for one (row, head) per block: the keys are the row's
+// Core attention (docs/architecture.md §3.7) for one (row, head) per block: the keys are the row's
 // window (positions max(0, pos−W+1) … pos, oldest first: this round's kv rows for positions ≥ the
 // sequence's pos0, the state's ring for older ones) followed by its compressed entries (HCA: every
 // visible entry, ascending; CSA: the indexer's selection, ascending). K = V (MQA, one kv head).

@@ -1,4 +1,4 @@
-// The CSA/HCA compressors (architecture note §3.5) on the GPU, for a round of rows that may span
+// The CSA/HCA compressors (docs/architecture.md §3.5) on the GPU, for a round of rows that may span
 // several windows and any number of sequences. Every value a window needs is found by absolute
 // position: a row of this round (its projection, score + ape[p % m] added here exactly as the CPU
 // adds it when it writes PEND), or a row of the state's open window (PEND, positions before the

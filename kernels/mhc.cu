@@ -1,4 +1,4 @@
-// mHC (architecture note §3.2) on the GPU: hc_pre (mix, Sinkhorn, pre-weighted collapse), hc_post
+// mHC (docs/architecture.md §3.2) on the GPU: hc_pre (mix, Sinkhorn, pre-weighted collapse), hc_post
 // (the transposed combine) and the hc head. One block per row for the reductions, so a row's
 // result never depends on the launch's row count:
 //  - sum of squares over nD: thread-strided f32 fma chain + block_sum<256>;

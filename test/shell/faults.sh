@@ -8,7 +8,8 @@
 # faults are invisible on a bundled model by construction and are pinned as PASS there: a 2x2
 # doubly stochastic matrix is symmetric (mhc_transposed at hc_mult 2), and 20 Sinkhorn iterations
 # have converged to f32 noise (sinkhorn_short). The release memra binary must contain no fault
-# code, and an unknown fault name is an error, not a silent fault-free run.
+# code, and an unknown fault name is an error, not a silent fault-free run. The cpu-fast realization
+# runs through the same hooks and must fail at the same stage on the fresh checkpoint.
 # Needs the oracle venv (tools/oracle/setup-venv.sh); without it the test FAILS.
 # Env (set by CTest): MEMRA_BIN, MEMRA_SRC, MEMRA_BUILD. Optional: MEMRA_VENV.
 set -uo pipefail
@@ -111,6 +112,19 @@ while read -r fault cells; do
       bad "$fault on $model: first failing stage $first, docs/faults.md says $want"
     fi
   done
+done < "$expected"
+# The hooks sit in the site code both CPU realizations share: cpu-fast must be caught by the same
+# stage on the fresh checkpoint, where every fault is visible.
+"$faults" -q parity "$work/hc3/model" "$work/hc3/model/dump" --backend cpu-fast --json > "$work/base.json" 2> "$work/err"
+read -r result first size < <(summarize "$work/base.json")
+[[ $result == PASS ]] && echo "ok: no fault, hc3 on cpu-fast: PASS" || bad "memra_faults --backend cpu-fast without a fault on hc3: $result ($first $size)"
+while read -r fault cells; do
+  want="${cells##*hc3=}"
+  MEMRA_FAULT="$fault" "$faults" -q parity "$work/hc3/model" "$work/hc3/model/dump" --backend cpu-fast --json > "$work/r.json" 2> "$work/err"
+  rc=$?
+  read -r result first size < <(summarize "$work/r.json")
+  echo "$fault | hc3 cpu-fast | $result $first | $size"
+  [[ $rc -eq 1 && $result == FAIL && $first == "$want" ]] || bad "$fault on hc3 with cpu-fast: $result $first (rc $rc), expected FAIL at $want"
 done < "$expected"
 [[ $fail -eq 0 ]] && echo "1 passed, 0 failed"
 exit $fail
