@@ -6,6 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+namespace memra {
+class StateFile;
+}
+
 namespace memra::cli {
 
 struct Context {
@@ -29,5 +33,9 @@ void setup_devices(CLI::App& app, Context& ctx);
 
 // Writes one line `memra: note: ...` to stderr unless quiet.
 void note(const Context& ctx, const std::string& text);
+// Writes one line `memra: warning: ...` to stderr (even with -q).
+void warn(const std::string& text);
+// Warns about every class of `file` that holds NaN or Inf (state/state_file.h nonfinite_classes).
+void report_nonfinite(const StateFile& file);
 
 }  // namespace memra::cli

@@ -103,10 +103,49 @@ bool parse_dtype(std::string_view name, DType* out) {
   return false;
 }
 
-SafetensorsFile SafetensorsFile::open(const std::string& path) { return parse(InputBytes::open(path)); }
+SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  if (path != "-") return parse(InputBytes::open(path));
+  StdinReader in;
+  return parse(read_stream(in, "stdin", stdin_limit()));
+}
+
+InputBytes SafetensorsFile::read_stream(StdinReader& in, const std::string& name, uint64_t max_bytes) {
+  // Header first: the length (8 bytes), then the JSON it announces, then only the data the JSON
+  // describes. A bad length, a bad header or a data section larger than max_bytes fails before any
+  // more is read, so `cat /dev/zero | memra snapshot -` stops after 8 bytes.
+  std::vector<uint8_t> bytes;
+  auto done = [&] { return InputBytes::from_buffer(name, std::move(bytes)); };
+  if (in.read(bytes, 8) < 8) return done();
+  const uint64_t header_len = read_u64_le(bytes.data());
+  if (header_len < 2 || header_len > kMaxHeaderBytes) return done();  // parse() names the problem
+  if (in.read(bytes, static_cast<size_t>(header_len)) < header_len) return done();
+  uint64_t data_end = 0;
+  try {
+    std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), header_len);
+    const nlohmann::json header = parse_json_guarded(text, name + ": header", true);
+    if (header.is_object())
+      for (auto it = header.begin(); it != header.end(); ++it) {
+        if (it.key() == "__metadata__" || !it->is_object() || !it->contains("data_offsets")) continue;
+        const nlohmann::json& off = (*it)["data_offsets"];
+        uint64_t end = 0;
+        if (off.is_array() && off.size() == 2 && json_u64(off[1], &end)) data_end = std::max(data_end, end);
+      }
+  } catch (const Error&) {
+    return done();  // parse() reports the header's problem
+  }
+  if (data_end > max_bytes)
+    throw Error(name + ": the header describes " + std::to_string(data_end) + " bytes of data, more than the " +
+                    std::to_string(max_bytes) + " memra buffers from a stream",
+                "write it to a file and pass the path (files are mapped, not buffered), or raise --max-memory");
+  in.read(bytes, static_cast<size_t>(data_end));
+  // One byte past the described data tells a reader that needs an exact end (state files) that
+  // there is more; plain safetensors readers ignore trailing bytes.
+  if (!in.at_end()) in.read(bytes, 1);
+  return done();
+}
 
 SafetensorsFile SafetensorsFile::parse(InputBytes bytes) {
-  const std::string where = bytes.path().empty() ? std::string("safetensors input") : bytes.path();
+  const std::string where = bytes.path().empty() ? std::string("safetensors input") : bytes.path() == "-" ? std::string("stdin") : bytes.path();
   const std::string hint = "the file is not a valid safetensors file; re-export or re-download it";
   const size_t size = bytes.size();
   if (size < 8)

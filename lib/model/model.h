@@ -55,6 +55,11 @@ struct LoadProgress {
   std::function<void(size_t done, size_t total)> on_tensor;  // optional
 };
 
+// The files Model::load reads in `model_dir` that exist: config.json, model.safetensors or the
+// index and every shard it names. Never throws; for the output rules (an output may not replace
+// a file its own command reads).
+std::vector<std::string> model_input_files(const std::string& model_dir);
+
 class Model {
  public:
   // Reads config.json and model.safetensors or model.safetensors.index.json + shards. Every

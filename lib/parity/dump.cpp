@@ -61,6 +61,25 @@ std::map<std::string, std::vector<int64_t>> predicted_dump_shapes(const ModelCon
   return s;
 }
 
+std::vector<std::string> dump_input_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  std::error_code ec;
+  const fs::path manifest = fs::path(dir) / "manifest.json";
+  if (!fs::exists(manifest, ec)) return out;
+  out.push_back(manifest.string());
+  try {
+    const json m = read_json_file(manifest.string(), 16u << 20);
+    if (m.is_object() && m.contains("data_file") && m["data_file"].is_string()) {
+      const std::string f = m["data_file"].get<std::string>();
+      if (!f.empty() && f.find('/') == std::string::npos) out.push_back((fs::path(dir) / f).string());
+    }
+  } catch (const Error&) {
+    // A broken manifest fails the open itself.
+  }
+  return out;
+}
+
 ReferenceDump ReferenceDump::open(const std::string& dir) {
   ReferenceDump d;
   d.dir_ = dir;

@@ -39,6 +39,10 @@ struct DumpValidation {
   std::string regenerate;  // the manifest's regeneration command (or a default)
 };
 
+// The files ReferenceDump::open reads in `dir` that exist (manifest.json and its data file); never
+// throws. For the output rules.
+std::vector<std::string> dump_input_files(const std::string& dir);
+
 class ReferenceDump {
  public:
   // Reads manifest.json and opens the data file (hostile-safe). Throws Error (exit 2) when the

@@ -3,6 +3,7 @@
 #include "state/state_file.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -169,9 +170,9 @@ std::string header_length_bytes(uint64_t n) {
 
 StateWriteResult write_state_file(const std::string& path, const HostSnapshot& snap, const StateOrigin& origin,
                                   const StateWriteOptions& options) {
-  if (path == "-") {  // a pipe cannot be rewritten: hash first, then stream
+  AtomicWriter out(path);
+  if (!out.seekable()) {  // stdout, a pipe or a device cannot be rewritten: hash first, then stream
     Prepared p = prepare(snap, origin, options);
-    AtomicWriter out(path);
     out.write(header_length_bytes(p.header.size()));
     out.write(p.header);
     for (const auto& c : snap.classes) out.write(c.values.data(), c.values.size() * sizeof(float));
@@ -181,8 +182,7 @@ StateWriteResult write_state_file(const std::string& path, const HostSnapshot& s
   // Hash on other threads while the payload goes to disk; the header (whose length does not
   // depend on the hash values) is written last, before fsync and rename.
   const std::vector<Hash128> zeros(snap.classes.size());
-  const Prepared placeholder = prepare(snap, origin, options, &zeros);
-  AtomicWriter out(path);  // payload first, header rewritten in place last
+  const Prepared placeholder = prepare(snap, origin, options, &zeros);  // payload first, header written last
   std::vector<ClassBytes> items;
   for (const auto& c : snap.classes) items.push_back({c.name, "F32", &c.shape, c.values.data(), c.values.size() * sizeof(float)});
   std::vector<Hash128> hashes;
@@ -223,7 +223,9 @@ std::string serialize_state_file(const HostSnapshot& snap, const StateOrigin& or
 }
 
 StateFile StateFile::open(const std::string& path, StateCheck check, int threads) {
-  return parse(InputBytes::open(path), check, threads);
+  if (path != "-") return parse(InputBytes::open(path), check, threads);
+  StdinReader in;  // header first: a stream that is not a state fails on its first bytes
+  return parse(SafetensorsFile::read_stream(in, "-", stdin_limit()), check, threads);
 }
 
 StateFile StateFile::parse(InputBytes bytes, StateCheck check, int threads) {
@@ -364,6 +366,23 @@ HostSnapshot StateFile::to_host(const ModelConfig& config) const {
     throw negative(where + ": class " + expected[i].name + " is missing (the model has it at position " +
                    std::to_string(position_) + ")");
   return host;
+}
+
+std::vector<NonFiniteClass> nonfinite_classes(const StateFile& file) {
+  std::vector<NonFiniteClass> out;
+  for (const auto& c : file.classes()) {
+    if (c.dtype != DType::kF32) continue;
+    NonFiniteClass n{c.name};
+    for (uint64_t i = 0; i < c.numel; ++i) {
+      float v;
+      std::memcpy(&v, c.data + 4 * i, 4);
+      if (std::isfinite(v)) continue;
+      if (n.nan + n.inf == 0) n.first = i;
+      ++(std::isnan(v) ? n.nan : n.inf);
+    }
+    if (n.nan + n.inf > 0) out.push_back(std::move(n));
+  }
+  return out;
 }
 
 DecodeState restore_state_file(const StateFile& file, const ModelConfig& config, const std::string& model_fingerprint,

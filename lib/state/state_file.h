@@ -106,6 +106,16 @@ class StateFile {
   bool payload_verified_ = false;
 };
 
+// F32 classes holding NaN or ±Inf, in file order. Hashes prove that bytes are what was written,
+// not that the values are sane: a state that overflowed restores bit-exactly and then decodes NaN
+// logits, so readers report these (memra restore and snapshot print a warning and a JSON field).
+struct NonFiniteClass {
+  std::string name;
+  uint64_t nan = 0, inf = 0;
+  uint64_t first = 0;  // flat index of the first non-finite value
+};
+std::vector<NonFiniteClass> nonfinite_classes(const StateFile& file);
+
 // Verified restore: checks the model fingerprint, rebuilds a state of `capacity` (capacity <
 // position is refused) and re-hashes its classes, which must equal the file's. Negative Error
 // naming the reason otherwise. The file must have been fully verified.
