@@ -24,6 +24,21 @@ void note(const Context& ctx, const std::string& text) {
 
 void warn(const std::string& text) { std::cerr << "memra: warning: " << printable(text, 4000) << "\n"; }
 
+std::optional<AuthKey> load_key(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  return AuthKey::load(path);
+}
+
+void check_state_key(const StateFile& file, const std::optional<AuthKey>& key, const Context& ctx) {
+  if (key) file.verify_auth(*key);
+  else if (file.has_auth_tag()) note(ctx, "state file " + file.path() + " carries a keyed tag that was not checked (pass --key FILE)");
+}
+
+void add_key_option(CLI::App* app, std::string& path, const std::string& what) {
+  app->add_option("--key", path, what + " (a file of 32 random bytes; keyed BLAKE2b, docs/state-format.md)")
+      ->type_name("FILE");
+}
+
 void report_nonfinite(const StateFile& file) {
   for (const NonFiniteClass& c : nonfinite_classes(file))
     warn("state class " + c.name + " holds " + std::to_string(c.nan) + " NaN and " + std::to_string(c.inf) +

@@ -30,15 +30,19 @@ struct PrefillOptions {
   int64_t generate = 0;
   bool json = false;
   uint64_t max_memory = 0;  // 0: the default share of this machine's memory
+  std::string key;          // --key: tag the state file
 };
 
 static void write_state_for_cli(const std::string& path, const Model& model, const Backend& backend,
-                                const DecodeState& state) {
+                                const DecodeState& state, const std::optional<AuthKey>& key) {
+  StateWriteOptions options;
+  if (key) options.key = &*key;
   write_state_file(path, snapshot_decode_state(state, model.config()),
-                   StateOrigin{model.fingerprint().hex(), backend.precision_class()});
+                   StateOrigin{model.fingerprint().hex(), backend.precision_class()}, options);
 }
 
 static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
+  const std::optional<AuthKey> key = load_key(opt.key);
   Model model = Model::load(opt.model_dir);
   const uint64_t limit = effective_memory_limit(opt.max_memory);
   auto shape = [&](int64_t tokens) {  // the run over `tokens` prompt tokens
@@ -80,7 +84,7 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
   const Hash128 last_hash = xxh3_128(state.last_logits.data(), state.last_logits.size() * sizeof(float));
   std::vector<int32_t> generated;
   if (opt.generate > 0) generated = generate_greedy(*backend, state, opt.generate);
-  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, state);
+  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, state, key);
 
   // With `-o -` or `--logits -` that artifact owns stdout; the report then goes to stderr.
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
@@ -120,10 +124,14 @@ void setup_prefill(CLI::App& app, Context& ctx) {
   sub->add_option("--logits", opt->logits_out, "Write float32 logits [T, vocab] of every prompt position (.npy, or .safetensors)");
   add_count(sub, "--generate", opt->generate, "Greedy continuation: emit N tokens after the prompt", 0);
   add_max_memory(sub, opt->max_memory);
+  add_key_option(sub, opt->key, "Tag the -o state file with this key");
   sub->add_flag("--json", opt->json, "Print the report as JSON");
   sub->callback([opt, &ctx] {
     ctx.run = [opt, &ctx] {
-      check_command_io({{{"--tokens", opt->tokens}}, {opt->model_dir}, {}, {{"-o", opt->state_out}, {"--logits", opt->logits_out}}});
+      check_command_io({{{"--tokens", opt->tokens}, {"--key", opt->key}},
+                        {opt->model_dir},
+                        {},
+                        {{"-o", opt->state_out}, {"--logits", opt->logits_out}}});
       return run_prefill(*opt, ctx);
     };
   });

@@ -35,11 +35,14 @@ struct RestoreOptions {
   std::string state_out;
   bool json = false;
   uint64_t max_memory = 0;  // 0: the default share of this machine's memory
+  std::string key;          // --key: check STATE's keyed tag, tag the output
 };
 
 int run_restore(const RestoreOptions& opt, Context& ctx) {
   // Verification comes first: a corrupt state fails before the (possibly long) model load.
+  const std::optional<AuthKey> key = load_key(opt.key);
   StateFile file = StateFile::open(opt.state, StateCheck::kFull);
+  check_state_key(file, key, ctx);
   Model model = Model::load(opt.model_dir);
   const uint64_t limit = effective_memory_limit(opt.max_memory);
   auto shape = [&](int64_t tokens) {  // the run that restores and continues over `tokens` forced tokens
@@ -92,9 +95,12 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
     logits.insert(logits.end(), step_logits.begin(), step_logits.end());
   }
   if (want_logits) write_logits(opt.logits_out, logits, T + opt.steps, V);
-  if (!opt.state_out.empty())
+  if (!opt.state_out.empty()) {
+    StateWriteOptions options;
+    if (key) options.key = &*key;
     write_state_file(opt.state_out, snapshot_decode_state(state, model.config()),
-                     StateOrigin{model.fingerprint().hex(), backend->precision_class()});
+                     StateOrigin{model.fingerprint().hex(), backend->precision_class()}, options);
+  }
 
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
   const Hash128 last_hash = xxh3_128(state.last_logits.data(), state.last_logits.size() * sizeof(float));
@@ -150,10 +156,11 @@ void setup_restore(CLI::App& app, Context& ctx) {
   sub->add_option("--logits", opt->logits_out, "Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)");
   sub->add_option("-o,--output", opt->state_out, "Write the final state as a state file (- = stdout)");
   add_max_memory(sub, opt->max_memory);
+  add_key_option(sub, opt->key, "Refuse STATE unless its keyed tag matches this key; tag the -o state");
   sub->add_flag("--json", opt->json, "Print the report as JSON");
   sub->callback([opt, &ctx] {
     ctx.run = [opt, &ctx] {
-      check_command_io({{{"STATE", opt->state}, {"--tokens", opt->tokens}},
+      check_command_io({{{"STATE", opt->state}, {"--tokens", opt->tokens}, {"--key", opt->key}},
                         {opt->model_dir},
                         {},
                         {{"-o", opt->state_out}, {"--logits", opt->logits_out}}});

@@ -101,8 +101,25 @@ struct Prepared {
 
 // Validates the snapshot and builds the header. `hashes` null: hash the classes here; otherwise use
 // them (placeholders of the right width give a header of the final length).
+// Keyed BLAKE2b-256 over a domain string, the canonical header of the metadata without the tag and
+// hash.metadata (length-prefixed), then every class's bytes in data order (their lengths are in
+// that header, so the stream is unambiguous).
+template <typename Bytes>
+std::string auth_tag(const AuthKey& key, const std::vector<HeaderEntry>& entries,
+                     std::map<std::string, std::string> metadata, const Bytes& payload) {
+  metadata.erase(kMetadataHashKey);
+  metadata.erase(kAuthTagKey);
+  const std::string header = canonical_header(entries, metadata);
+  KeyedHasher h(key);
+  h.update(std::string_view("memra.state auth 1"));
+  h.update_u64(header.size());
+  h.update(header);
+  for (const auto& [data, size] : payload) h.update(data, size);
+  return h.hex_digest();
+}
+
 Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const StateWriteOptions& options,
-                 const std::vector<Hash128>* hashes = nullptr) {
+                 const std::vector<Hash128>* hashes = nullptr, bool placeholder_tag = false) {
   Hash128 probe;
   if (!canonical_hex(origin.model_fingerprint, &probe))
     throw Error("model fingerprint '" + printable(origin.model_fingerprint) + "' is not 32 lower-case hex digits",
@@ -135,7 +152,8 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
   for (const auto& [k, v] : options.extra_metadata) {
     for (const char* r : kReservedKeys)
       if (k == r) throw Error("metadata key " + k + " is reserved by the state format");
-    if (k.rfind("hash.", 0) == 0) throw Error("metadata key " + k + " is reserved by the state format");
+    if (k.rfind("hash.", 0) == 0 || k.rfind("auth.", 0) == 0)
+      throw Error("metadata key " + k + " is reserved by the state format");
     md[k] = v;
   }
   md["format"] = kStateFormatName;
@@ -147,7 +165,6 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
   md["capacity"] = std::to_string(snap.capacity);
   for (size_t i = 0; i < items.size(); ++i) md["hash." + std::string(items[i].name)] = p.result.class_hashes[i].hex();
   md["hash.state"] = p.result.state_hash.hex();
-  md[kMetadataHashKey] = metadata_hash(md).hex();
 
   std::vector<HeaderEntry> entries;
   uint64_t offset = 0;
@@ -155,6 +172,12 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
     entries.push_back({it.name, "F32", it.shape, offset, offset + it.nbytes});
     offset += it.nbytes;
   }
+  if (options.key) {  // the placeholder header only needs the tag's length
+    std::vector<std::pair<const void*, size_t>> payload;
+    for (const auto& it : items) payload.emplace_back(it.data, it.nbytes);
+    md[kAuthTagKey] = placeholder_tag ? std::string(64, '0') : auth_tag(*options.key, entries, md, payload);
+  }
+  md[kMetadataHashKey] = metadata_hash(md).hex();
   p.header = canonical_header(entries, md);
   p.result.file_bytes = 8 + p.header.size() + offset;
   return p;
@@ -182,7 +205,7 @@ StateWriteResult write_state_file(const std::string& path, const HostSnapshot& s
   // Hash on other threads while the payload goes to disk; the header (whose length does not
   // depend on the hash values) is written last, before fsync and rename.
   const std::vector<Hash128> zeros(snap.classes.size());
-  const Prepared placeholder = prepare(snap, origin, options, &zeros);  // payload first, header written last
+  const Prepared placeholder = prepare(snap, origin, options, &zeros, true);  // payload first, header written last
   std::vector<ClassBytes> items;
   for (const auto& c : snap.classes) items.push_back({c.name, "F32", &c.shape, c.values.data(), c.values.size() * sizeof(float)});
   std::vector<Hash128> hashes;
@@ -308,6 +331,11 @@ StateFile StateFile::parse(InputBytes bytes, StateCheck check, int threads) {
   if (f.capacity_ < 1 || f.position_ > f.capacity_)
     throw bad("position " + std::to_string(f.position_) + " exceeds capacity " + std::to_string(f.capacity_));
   if (!canonical_hex(get("hash.state"), &f.state_hash_)) throw bad("hash.state is not 32 lower-case hex digits");
+  if (auto tag = md.find(kAuthTagKey); tag != md.end()) {
+    const std::string& t = tag->second;
+    if (t.size() != 64 || t.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw bad(std::string(kAuthTagKey) + " is not 64 lower-case hex digits");
+  }
 
   if (check == StateCheck::kFull) f.verify_payload(threads);
   return f;
@@ -330,6 +358,24 @@ void StateFile::verify_payload(int threads) {
     throw negative(where + ": state hash mismatch (stored " + state_hash_.hex() + ", computed " + whole.hex() + ")",
                    kCorruptHint);
   payload_verified_ = true;
+}
+
+void StateFile::verify_auth(const AuthKey& key) const {
+  const std::string where = "state file " + path();
+  auto tag = metadata_.find(kAuthTagKey);
+  if (tag == metadata_.end())
+    throw negative(where + " carries no keyed tag (" + kAuthTagKey + "): it was written without --key, so who wrote it cannot be checked",
+                   "write it again with --key, or drop --key to accept it on its XXH3 hashes alone (they catch accidents, not forgery)");
+  std::vector<HeaderEntry> entries;
+  std::vector<std::pair<const void*, size_t>> payload;
+  for (const auto& c : classes_) {
+    const uint64_t begin = static_cast<uint64_t>(c.data - classes_.front().data);
+    entries.push_back({c.name, dtype_name(c.dtype), &c.shape, begin, begin + c.nbytes});
+    payload.emplace_back(c.data, c.nbytes);
+  }
+  if (!tags_equal(auth_tag(key, entries, metadata_, payload), tag->second))
+    throw negative(where + ": keyed tag mismatch: the file was modified after it was written, or written with another key",
+                   "do not use this state; get it again from where it was written");
 }
 
 const StateClassView* StateFile::find(std::string_view name) const {
