@@ -60,14 +60,17 @@ std::string check_integer(const std::string& text, int64_t min, int64_t max) {
 }
 
 CLI::Validator range_validator(int64_t min, int64_t max) {
-  return CLI::Validator([min, max](std::string& s) { return check_integer(s, min, max); }, range_text(min, max),
+  // No description: the range is in the option's text already (help, man pages).
+  return CLI::Validator([min, max](std::string& s) { return check_integer(s, min, max); }, "",
                         std::string(kRangeTag) + " count " + std::to_string(min) + " " + std::to_string(max));
 }
 
 template <typename T>
 CLI::Option* add_count_impl(CLI::App* app, const std::string& names, T& value, const std::string& description,
                             int64_t min, int64_t max) {
-  return app->add_option(names, value, description)->type_name("N")->check(range_validator(min, max));
+  return app->add_option(names, value, description + "; N in " + range_text(min, max))
+      ->type_name("N")
+      ->check(range_validator(min, max));
 }
 
 }  // namespace
@@ -97,8 +100,8 @@ CLI::Option* add_count_list(CLI::App* app, const std::string& names, std::string
           start = comma + 1;
         }
       },
-      range_text(min, max), std::string(kRangeTag) + " list " + std::to_string(min) + " " + std::to_string(max));
-  return app->add_option(names, value, description)->type_name("N,...")->check(v);
+      "", std::string(kRangeTag) + " list " + std::to_string(min) + " " + std::to_string(max));
+  return app->add_option(names, value, description + "; each in " + range_text(min, max))->type_name("N,...")->check(v);
 }
 
 bool parse_size(const std::string& text, uint64_t* bytes) {

@@ -112,30 +112,42 @@ std::vector<int32_t> parse_token_text(const std::string& text, const std::string
   return p.finish();
 }
 
-std::vector<int32_t> read_token_list(const std::string& path, const TokenListLimits& limits) {
+std::vector<int32_t> read_token_stream(StdinReader& in, const std::string& what, const TokenListLimits& limits) {
   static const char kNpyMagic[] = "\x93NUMPY";
+  std::vector<uint8_t> buf;
+  in.read(buf, 12);
+  if (buf.size() >= 6 && std::memcmp(buf.data(), kNpyMagic, 6) == 0) return read_npy_stream(in, std::move(buf), what, limits);
+  TextParser p(what, limits);
+  while (!buf.empty()) {
+    p.feed(reinterpret_cast<const char*>(buf.data()), buf.size());
+    buf.clear();
+    in.read(buf, 1u << 16);
+  }
+  return p.finish();
+}
+
+std::vector<int32_t> parse_token_bytes(const uint8_t* data, size_t size, const std::string& what,
+                                       const TokenListLimits& limits) {
+  static const char kNpyMagic[] = "\x93NUMPY";
+  if (size >= 6 && std::memcmp(data, kNpyMagic, 6) == 0) {
+    const NpyHeader h = parse_npy_header(data, size, what);
+    if (h.shape.size() != 1)
+      throw Error(what + " has " + std::to_string(h.shape.size()) + " dimensions, expected a 1-D token list");
+    if (static_cast<int64_t>(h.numel) > limits.max_tokens) too_many(what, limits);
+    return ids_to_tokens(npy_to_ids(parse_npy(data, size, what), what), what);
+  }
+  TextParser p(what, limits);  // parsed in place: no copy of the text
+  p.feed(reinterpret_cast<const char*>(data), size);
+  return p.finish();
+}
+
+std::vector<int32_t> read_token_list(const std::string& path, const TokenListLimits& limits) {
   if (path == "-") {
     StdinReader in;
-    std::vector<uint8_t> buf;
-    in.read(buf, 12);
-    if (buf.size() >= 6 && std::memcmp(buf.data(), kNpyMagic, 6) == 0) return read_npy_stream(in, std::move(buf), "stdin", limits);
-    TextParser p("stdin", limits);
-    while (!buf.empty()) {
-      p.feed(reinterpret_cast<const char*>(buf.data()), buf.size());
-      buf.clear();
-      in.read(buf, 1u << 16);
-    }
-    return p.finish();
+    return read_token_stream(in, "stdin", limits);
   }
   InputBytes in = InputBytes::open(path);
-  if (in.size() >= 6 && std::memcmp(in.data(), kNpyMagic, 6) == 0) {
-    const NpyHeader h = parse_npy_header(in.data(), in.size(), path);
-    if (h.shape.size() == 1 && static_cast<int64_t>(h.numel) > limits.max_tokens) too_many(path, limits);
-    return ids_to_tokens(npy_to_ids(parse_npy(in.data(), in.size(), path), path), path);
-  }
-  TextParser p(path, limits);  // parsed from the mapping: no copy of the text
-  p.feed(reinterpret_cast<const char*>(in.data()), in.size());
-  return p.finish();
+  return parse_token_bytes(in.data(), in.size(), path, limits);
 }
 
 void write_logits(const std::string& path, const std::vector<float>& logits, int64_t rows, int64_t vocab) {

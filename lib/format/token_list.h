@@ -11,6 +11,8 @@
 
 namespace memra {
 
+class StdinReader;
+
 struct TokenListLimits {
   int64_t max_tokens = int64_t{1} << 31;
   std::string why;   // the reason for max_tokens, for the error ("the most whose run fits in 4 GiB")
@@ -19,6 +21,11 @@ struct TokenListLimits {
 };
 
 std::vector<int32_t> read_token_list(const std::string& path, const TokenListLimits& limits = {});  // throws Error
+// The two ways read_token_list reads: bytes already in memory (a mapped file), and a stream read
+// piece by piece (stdin). Both give the same list, or both fail, for the same bytes.
+std::vector<int32_t> parse_token_bytes(const uint8_t* data, size_t size, const std::string& what,
+                                       const TokenListLimits& limits = {});
+std::vector<int32_t> read_token_stream(StdinReader& in, const std::string& what, const TokenListLimits& limits = {});
 std::vector<int32_t> parse_token_text(const std::string& text, const std::string& what,
                                       const TokenListLimits& limits = {});  // throws Error
 

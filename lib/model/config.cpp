@@ -154,9 +154,8 @@ RopeParams parse_rope(const json& r, const std::string& field, double default_th
     if (!orig) bad(field + ".original_max_position_embeddings", "is missing (required for yarn)");
     p.original_max_position_embeddings = *orig;
     if (!(*orig >= 1 && *orig <= 1e12)) bad(field + ".original_max_position_embeddings", "must be positive");
-    // transformers reads `beta or default` (0 also means the default); memra wants them stated.
-    if (!opt_double(r, {"beta_fast"})) missing_math(field + ".beta_fast", "32");
-    if (!opt_double(r, {"beta_slow"})) missing_math(field + ".beta_slow", "1");
+    // transformers reads `beta or default` (0 also means the default), and save_pretrained leaves
+    // them out; the upstream ModelArgs default is the same 32 / 1, so missing is not ambiguous.
     double bf = opt_double(r, {"beta_fast"}).value_or(0.0), bs = opt_double(r, {"beta_slow"}).value_or(0.0);
     p.beta_fast = bf != 0.0 ? bf : 32.0;
     p.beta_slow = bs != 0.0 ? bs : 1.0;
@@ -449,6 +448,11 @@ ModelConfig ModelConfig::parse(const json& j) {
   }
   bool any_hash = false;
   for (MlpKind k : c.mlp_layer_types) any_hash = any_hash || k == MlpKind::kHash;
+
+  // The tensor table stays small enough to build: about 3 tensors per expert per layer.
+  if (static_cast<uint64_t>(c.num_hidden_layers) * static_cast<uint64_t>(c.n_routed_experts + 16) > (uint64_t{1} << 22))
+    bad("n_routed_experts", "x num_hidden_layers = " + std::to_string(c.n_routed_experts) + " x " +
+                                std::to_string(c.num_hidden_layers) + " is more experts than any checkpoint holds (limit 2^22)");
 
   // Every weight's element count fits in 2^31 (checked without overflow).
   const int64_t D = c.hidden_size, n = c.hc_mult, H = c.num_attention_heads, d = c.head_dim;

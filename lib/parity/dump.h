@@ -5,6 +5,7 @@
 // asserted against the product the config predicts, never divided to infer a dimension.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -48,6 +49,10 @@ class ReferenceDump {
   // Reads manifest.json and opens the data file (hostile-safe). Throws Error (exit 2) when the
   // folder is not a readable dump; geometry disagreement is NOT an error here (see validate()).
   static ReferenceDump open(const std::string& dir);
+  // The same checks over a manifest already parsed; `open_data` opens the named data file (the
+  // folder's file for open(); the fuzzer hands in a fixed one).
+  static ReferenceDump from_manifest(const std::string& dir, nlohmann::json manifest,
+                                     const std::function<std::shared_ptr<SafetensorsFile>(const std::string&)>& open_data);
 
   const nlohmann::json& manifest() const { return manifest_; }
   const std::string& dir() const { return dir_; }
