@@ -135,9 +135,9 @@ bool parse_size(const std::string& text, uint64_t* bytes) {
 }
 
 CLI::Option* add_max_memory(CLI::App* app, uint64_t& bytes) {
-  const uint64_t min = uint64_t{1} << 20;
+  static constexpr uint64_t min = uint64_t{1} << 20;
   CLI::Validator v(
-      [min](std::string& s) -> std::string {
+      [](std::string& s) -> std::string {
         uint64_t b = 0;
         if (!parse_size(s, &b) || b == 0)
           return "'" + s.substr(0, 40) + "' is not a size; give bytes or a size like 512M, 8G (binary units)";

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/file_io.h"
 #include "format/json_guard.h"
 #include "model/config.h"

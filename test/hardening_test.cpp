@@ -260,7 +260,7 @@ TEST_CASE("messages escape control bytes and bytes that are not UTF-8", "[cpu][h
   CHECK(printable("caf\xc3\xa9") == "caf\xc3\xa9");  // valid UTF-8 stays
   CHECK(printable("line\nbreak") == "line\\x0abreak");
   CHECK(printable(std::string(300, 'a')).size() == 203);
-  for (const std::string bad : {std::string("1 \x1b[31m 2"), std::string("1 \xff 2"), std::string("1 \0 2", 5)}) {
+  for (const std::string& bad : {std::string("1 \x1b[31m 2"), std::string("1 \xff 2"), std::string("1 \0 2", 5)}) {
     try {
       parse_token_text(bad, "t.txt");
       FAIL("accepted");
@@ -303,7 +303,7 @@ TEST_CASE("token lists: capped while reading, streams read no further than the c
     writer.join();
   }
   SECTION("stream and bytes give the same list") {
-    for (const std::string text : {std::string("5 6 7"), std::string(""), std::string("1,,2\r\n"), std::string("12 x")}) {
+    for (const std::string& text : {std::string("5 6 7"), std::string(""), std::string("1,,2\r\n"), std::string("12 x")}) {
       Pipe p;
       p.write_all(text);
       p.close_writer();

@@ -18,6 +18,10 @@ namespace memra {
               "use smaller counts (a capacity, token count or shape this large cannot be allocated)");
 }
 
+// The non-throwing forms, for parsers that word their own message: false on overflow.
+inline bool mul_fits(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+inline bool add_fits(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_add_overflow(a, b, out); }
+
 // a · b for non-negative a, b; Error when either is negative or the product overflows.
 inline int64_t mul_checked(int64_t a, int64_t b, const std::string& what) {
   int64_t r;

@@ -78,6 +78,19 @@ uint64_t stdin_limit() {
   return set ? set : default_memory_share();
 }
 
+StdinReader::~StdinReader() {
+  if (owns_ && fd_ >= 0) ::close(fd_);
+}
+
+std::unique_ptr<StdinReader> StdinReader::open_stream(const std::string& path) {
+  if (path == "-") return std::make_unique<StdinReader>(0);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return nullptr;  // InputBytes says why
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot open " + path + ": " + errno_text(), "check the path");
+  return std::make_unique<StdinReader>(fd, true);
+}
+
 size_t StdinReader::read(std::vector<uint8_t>& out, size_t n) {
   size_t got = 0;
   if (n > 0 && peeked_ >= 0) {

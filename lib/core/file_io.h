@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,7 +30,17 @@ uint64_t stdin_limit();
 // Reads stdin in pieces, so a parser can check a header before it reads what the header describes.
 class StdinReader {
  public:
-  explicit StdinReader(int fd = 0) : fd_(fd) {}
+  explicit StdinReader(int fd = 0, bool owns_fd = false) : fd_(fd), owns_(owns_fd) {}
+  StdinReader(StdinReader&& o) noexcept : fd_(o.fd_), owns_(o.owns_), consumed_(o.consumed_), peeked_(o.peeked_) {
+    o.owns_ = false;
+  }
+  StdinReader(const StdinReader&) = delete;
+  StdinReader& operator=(const StdinReader&) = delete;
+  ~StdinReader();
+  // `-`, or a path that is not a regular file (a FIFO, `<(…)`, /dev/stdin): a reader of it, so it is
+  // read in pieces like stdin; nullptr for a regular file (map it with InputBytes). Throws Error
+  // when the path cannot be opened.
+  static std::unique_ptr<StdinReader> open_stream(const std::string& path);
   // Appends up to n bytes to `out`; fewer only at the end of the input. Throws Error on a read error.
   size_t read(std::vector<uint8_t>& out, size_t n);
   // True when the input has no byte left (reads at most one byte, kept for the next read()).
@@ -38,6 +49,7 @@ class StdinReader {
 
  private:
   int fd_;
+  bool owns_ = false;
   uint64_t consumed_ = 0;
   int peeked_ = -1;
 };

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "format/json_guard.h"
@@ -113,7 +114,7 @@ class DictParser {
       if (peek() < '0' || peek() > '9') fail("header shape is not a tuple of non-negative integers");
       uint64_t v = 0;
       while (peek() >= '0' && peek() <= '9') {
-        if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, static_cast<uint64_t>(peek() - '0'), &v) ||
+        if (!mul_fits(v, 10u, &v) || !add_fits(v, static_cast<uint64_t>(peek() - '0'), &v) ||
             v > kMaxNpyElements)
           fail("header shape entry is too large");
         ++i_;
@@ -137,7 +138,7 @@ std::string serialize_npy_f32(const float* data, const std::vector<int64_t>& sha
   uint64_t numel = 1;
   std::string dims;
   for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxNpyElements)
+    if (d < 0 || !mul_fits(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxNpyElements)
       throw Error("npy: invalid shape for an f32 array");
     dims += std::to_string(d) + ", ";
   }
@@ -163,7 +164,8 @@ std::string serialize_npy_f32(const float* data, const std::vector<int64_t>& sha
   }
   out += dict;
   size_t header_end = out.size();
-  out.resize(header_end + numel * 4);
+  out.resize(elements_checked(static_cast<int64_t>(add_checked(header_end, mul_checked(numel, uint64_t{4}, "npy data"), "npy file")),
+                              1, "npy file"));
   for (uint64_t i = 0; i < numel; ++i) {  // little-endian regardless of host
     uint32_t bits;
     std::memcpy(&bits, data + i, 4);
@@ -209,11 +211,11 @@ NpyHeader parse_npy_header(const uint8_t* bytes, size_t size, const std::string&
   if (fortran && h.shape.size() > 1) throw Error(what + " is stored in Fortran order; save it C-contiguous", hint);
   uint64_t numel = 1;
   for (int64_t d : h.shape)
-    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxNpyElements)
+    if (!mul_fits(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxNpyElements)
       throw Error(what + " shape product overflows", hint);
   h.numel = numel;
   h.data_offset = prefix + header_len;
-  h.data_bytes = numel * h.item_size;  // ≤ 2^40 · 8: no overflow
+  h.data_bytes = mul_checked(numel, static_cast<uint64_t>(h.item_size), what + " data size");
   return h;
 }
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "format/json_guard.h"
 
@@ -104,9 +105,9 @@ bool parse_dtype(std::string_view name, DType* out) {
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  if (path != "-") return parse(InputBytes::open(path));
-  StdinReader in;
-  return parse(read_stream(in, "stdin", stdin_limit()));
+  auto stream = StdinReader::open_stream(path);
+  if (!stream) return parse(InputBytes::open(path));
+  return parse(read_stream(*stream, path == "-" ? "stdin" : path, stdin_limit()));
 }
 
 InputBytes SafetensorsFile::read_stream(StdinReader& in, const std::string& name, uint64_t max_bytes) {
@@ -203,7 +204,7 @@ SafetensorsFile SafetensorsFile::parse(InputBytes bytes) {
       if (!json_u64(d, &v) || v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         throw Error(tw + " has a shape entry that is not a non-negative integer", hint);
       uint64_t next;
-      if (__builtin_mul_overflow(numel, v, &next) || next > kMaxElements)
+      if (!mul_fits(numel, v, &next) || next > kMaxElements)
         throw Error(tw + " shape product overflows (more than " + std::to_string(kMaxElements) + " elements)", hint);
       numel = next;
       t.shape.push_back(static_cast<int64_t>(v));
@@ -219,9 +220,10 @@ SafetensorsFile SafetensorsFile::parse(InputBytes bytes) {
                       "] are out of range (data section is " + std::to_string(data_size) + " bytes)",
                   hint);
     const uint64_t nbytes = end - begin;
-    if (nbytes != numel * dtype_size(t.dtype))  // numel ≤ 2^40, size ≤ 8: no overflow
+    const uint64_t need = mul_checked(numel, static_cast<uint64_t>(dtype_size(t.dtype)), tw + " byte size");
+    if (nbytes != need)
       throw Error(tw + " holds " + std::to_string(nbytes) + " bytes but shape and dtype " + printable(dname) + " need " +
-                      std::to_string(numel * dtype_size(t.dtype)),
+                      std::to_string(need),
                   hint);
     t.data_begin = begin;
     t.nbytes = static_cast<size_t>(nbytes);
@@ -330,12 +332,12 @@ void SafetensorsWriter::add(const std::string& name, DType dtype, const std::vec
                             const void* data, size_t nbytes) {
   uint64_t numel = 1;
   for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxElements)
+    if (d < 0 || !mul_fits(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxElements)
       throw Error("tensor " + name + " has an invalid shape");
   }
-  if (numel * dtype_size(dtype) != nbytes)
-    throw Error("tensor " + name + ": " + std::to_string(nbytes) + " bytes given, shape and dtype need " +
-                std::to_string(numel * dtype_size(dtype)));
+  const uint64_t need = mul_checked(numel, static_cast<uint64_t>(dtype_size(dtype)), "tensor " + name + " byte size");
+  if (need != nbytes)
+    throw Error("tensor " + name + ": " + std::to_string(nbytes) + " bytes given, shape and dtype need " + std::to_string(need));
   if (name == "__metadata__" || name.empty()) throw Error("tensor name '" + name + "' is reserved or empty");
   for (const auto& it : items_)
     if (it.name == name) throw Error("tensor " + name + " added twice");

@@ -142,10 +142,7 @@ std::vector<int32_t> parse_token_bytes(const uint8_t* data, size_t size, const s
 }
 
 std::vector<int32_t> read_token_list(const std::string& path, const TokenListLimits& limits) {
-  if (path == "-") {
-    StdinReader in;
-    return read_token_stream(in, "stdin", limits);
-  }
+  if (auto stream = StdinReader::open_stream(path)) return read_token_stream(*stream, path == "-" ? "stdin" : path, limits);
   InputBytes in = InputBytes::open(path);
   return parse_token_bytes(in.data(), in.size(), path, limits);
 }

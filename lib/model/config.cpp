@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "format/json_guard.h"
 
@@ -183,7 +184,7 @@ RopeParams parse_rope(const json& r, const std::string& field, double default_th
 void check_product(std::initializer_list<int64_t> dims, const std::string& what) {
   uint64_t p = 1;
   for (int64_t d : dims) {
-    if (d < 0 || __builtin_mul_overflow(p, static_cast<uint64_t>(d), &p) || p > kMaxTensorElements)
+    if (d < 0 || !mul_fits(p, static_cast<uint64_t>(d), &p) || p > kMaxTensorElements)
       throw Error("config.json: tensor " + what + " would have more than 2^31 elements", kHint);
   }
 }

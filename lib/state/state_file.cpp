@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "format/json_guard.h"
@@ -134,7 +135,7 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
     if (!valid_class_name(c.name)) throw Error("class name '" + printable(c.name) + "' is not allowed in a state file");
     uint64_t n = 1;
     for (int64_t d : c.shape) {
-      if (d <= 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
+      if (d <= 0 || !mul_fits(n, static_cast<uint64_t>(d), &n))
         throw Error("class " + c.name + " has shape " + shape_text(c.shape) + " (every dimension must be positive)");
     }
     if (n != c.values.size())
@@ -246,9 +247,9 @@ std::string serialize_state_file(const HostSnapshot& snap, const StateOrigin& or
 }
 
 StateFile StateFile::open(const std::string& path, StateCheck check, int threads) {
-  if (path != "-") return parse(InputBytes::open(path), check, threads);
-  StdinReader in;  // header first: a stream that is not a state fails on its first bytes
-  return parse(SafetensorsFile::read_stream(in, "-", stdin_limit()), check, threads);
+  auto stream = StdinReader::open_stream(path);  // header first: a stream that is not a state fails on its first bytes
+  if (!stream) return parse(InputBytes::open(path), check, threads);
+  return parse(SafetensorsFile::read_stream(*stream, path, stdin_limit()), check, threads);
 }
 
 StateFile StateFile::parse(InputBytes bytes, StateCheck check, int threads) {
