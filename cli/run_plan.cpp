@@ -12,6 +12,9 @@ std::vector<int32_t> read_tokens_planned(const std::string& path, const Model& m
                                          const Context& ctx) {
   const uint64_t model_bytes = model_resident_bytes(model);
   const int64_t fits = largest_fitting(model.config(), model_bytes, limit, 1, std::max<int64_t>(max_tokens, 1), shape);
+  // Not even one token fits: the run itself is too large (a capacity, not the token count), so
+  // say what it needs instead of "more than 0 tokens".
+  if (fits < 1) require_fits(plan_memory(model.config(), shape(1), model_bytes), limit, "this run");
   TokenListLimits limits;
   if (fits < max_tokens) {
     limits.max_tokens = std::max<int64_t>(fits, 0);
