@@ -5,6 +5,7 @@
 // logits with top-1 agreement, and the incremental (decode) logits. ALL PASS → exit 0.
 #include <iostream>
 
+#include "backend_option.h"
 #include "command.h"
 #include "core/error.h"
 #include "engine/engine.h"
@@ -18,11 +19,12 @@ struct ParityOptions {
   std::string dump_dir;
   bool json = false;
   bool verbose = false;
+  BackendChoice backend;
 };
 
 static int run_parity_command(const ParityOptions& opt, const Context& ctx) {
   Model model = Model::load(opt.model_dir);
-  auto backend = make_cpu_backend(model);
+  auto backend = make_backend(opt.backend, model);
   note(ctx, "comparing " + opt.dump_dir + " on the " + backend->name() + " backend");
   ParityRun run = run_parity(model, *backend, opt.model_dir, opt.dump_dir);
   if (opt.json) {
@@ -60,6 +62,7 @@ void setup_parity(CLI::App& app, Context& ctx) {
   auto* sub = app.add_subcommand("parity", "Compare the engine with an oracle dump, manifest first (REFUSED on geometry mismatch)");
   sub->add_option("model", opt->model_dir, "Model folder (the authority)")->required()->check(CLI::ExistingDirectory);
   sub->add_option("dump", opt->dump_dir, "Reference dump folder (manifest.json + arrays)")->required();
+  add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON (manifests/report.schema.json)");
   sub->add_flag("-v,--verbose", opt->verbose, "List every stage, not only failures and logits");
   sub->footer("Exit status: 0 ALL PASS, 1 FAIL or REFUSED, 2 error.");

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend_option.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -31,14 +32,15 @@ struct PrefillOptions {
   bool json = false;
   uint64_t max_memory = 0;  // 0: the default share of this machine's memory
   std::string key;          // --key: tag the state file
+  BackendChoice backend;
 };
 
 static void write_state_for_cli(const std::string& path, const Model& model, const Backend& backend,
-                                const DecodeState& state, const std::optional<AuthKey>& key) {
+                                const State& state, const std::optional<AuthKey>& key) {
   StateWriteOptions options;
   if (key) options.key = &*key;
-  write_state_file(path, snapshot_decode_state(state, model.config()),
-                   StateOrigin{model.fingerprint().hex(), backend.precision_class()}, options);
+  write_state_file(path, snapshot_state(state), StateOrigin{model.fingerprint().hex(), backend.precision_class()},
+                   options);
 }
 
 static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
@@ -47,6 +49,7 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
   const uint64_t limit = effective_memory_limit(opt.max_memory);
   auto shape = [&](int64_t tokens) {  // the run over `tokens` prompt tokens
     RunShape s;
+    s.device = realization(opt.backend.name).device;
     s.capacity = opt.capacity > 0 ? opt.capacity : tokens + opt.generate;
     s.chunk = opt.chunk > 0 ? std::min(opt.chunk, tokens) : tokens;
     s.chunk_logits = !opt.logits_out.empty();
@@ -70,21 +73,22 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
                     " tokens this run needs",
                 "drop --capacity or raise it");
   require_run_fits(model, limit, shape(T), "a prefill of " + std::to_string(T) + " tokens (capacity " + std::to_string(capacity) + ")");
-  auto backend = make_cpu_backend(model);
-  DecodeState state = backend->new_state(capacity);
+  auto backend = make_backend(opt.backend, model);
+  std::unique_ptr<State> state = backend->new_state(capacity);
   std::vector<float> logits;
   Progress progress("prefill", ctx.quiet);
   auto t0 = std::chrono::steady_clock::now();
-  prefill(*backend, state, tokens, opt.chunk, opt.logits_out.empty() ? nullptr : &logits,
+  prefill(*backend, *state, tokens, opt.chunk, opt.logits_out.empty() ? nullptr : &logits,
           [&](int64_t done, int64_t total) { progress.update(done, total); });
   double prefill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   progress.finish();
   const int64_t V = model.config().vocab_size;
   if (!opt.logits_out.empty()) write_logits(opt.logits_out, logits, T, V);
-  const Hash128 last_hash = xxh3_128(state.last_logits.data(), state.last_logits.size() * sizeof(float));
+  const std::vector<float> last = backend->last_logits(*state);
+  const Hash128 last_hash = xxh3_128(last.data(), last.size() * sizeof(float));
   std::vector<int32_t> generated;
-  if (opt.generate > 0) generated = generate_greedy(*backend, state, opt.generate);
-  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, state, key);
+  if (opt.generate > 0) generated = generate_greedy(*backend, *state, opt.generate);
+  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, *state, key);
 
   // With `-o -` or `--logits -` that artifact owns stdout; the report then goes to stderr.
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
@@ -95,9 +99,9 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
                         {"tokens", T},
                         {"chunk", opt.chunk > 0 ? opt.chunk : T},
                         {"capacity", capacity},
-                        {"position", state.pos},
+                        {"position", state->position()},
                         {"last_logits_xxh3", last_hash.hex()},
-                        {"argmax", argmax(std::span<const float>(state.last_logits))},
+                        {"argmax", argmax(last)},
                         {"prefill_seconds", prefill_s},
                         {"generated", generated}};
     out << j.dump(2) << "\n";
@@ -125,6 +129,7 @@ void setup_prefill(CLI::App& app, Context& ctx) {
   add_count(sub, "--generate", opt->generate, "Greedy continuation: emit N tokens after the prompt", 0);
   add_max_memory(sub, opt->max_memory);
   add_key_option(sub, opt->key, "Tag the -o state file with this key");
+  add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON");
   sub->callback([opt, &ctx] {
     ctx.run = [opt, &ctx] {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend_option.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -36,6 +37,7 @@ struct RestoreOptions {
   bool json = false;
   uint64_t max_memory = 0;  // 0: the default share of this machine's memory
   std::string key;          // --key: check STATE's keyed tag, tag the output
+  BackendChoice backend;
 };
 
 int run_restore(const RestoreOptions& opt, Context& ctx) {
@@ -47,6 +49,7 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   const uint64_t limit = effective_memory_limit(opt.max_memory);
   auto shape = [&](int64_t tokens) {  // the run that restores and continues over `tokens` forced tokens
     RunShape s;
+    s.device = realization(opt.backend.name).device;
     s.capacity = opt.capacity > 0 ? opt.capacity : std::max(file.capacity(), file.position() + tokens + opt.steps);
     s.chunk = std::max<int64_t>(opt.chunk > 0 ? std::min(opt.chunk, tokens) : tokens, 1);
     s.chunk_logits = !opt.logits_out.empty();
@@ -70,40 +73,41 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
     require_run_fits(model, limit, shape(T), "restoring " + file.path() + " into capacity " + std::to_string(capacity));
   report_nonfinite(file);
 
-  auto backend = make_cpu_backend(model);
+  auto backend = make_backend(opt.backend, model);
   if (backend->precision_class() != file.precision_class())
     note(ctx, "state was written by precision class " + file.precision_class() + ", continuing on " +
                   backend->precision_class());
   auto t0 = std::chrono::steady_clock::now();
-  DecodeState state = restore_state_file(file, model.config(), model.fingerprint().hex(), capacity);
+  std::unique_ptr<State> state = restore_state_file(file, *backend, model.fingerprint().hex(), capacity);
   const double restore_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const int64_t restored_pos = state.pos;
+  const int64_t restored_pos = state->position();
 
   const int64_t V = model.config().vocab_size;
   const bool want_logits = !opt.logits_out.empty();
   std::vector<float> logits;  // [T + steps, V]
   if (T > 0) {
     Progress progress("teacher-forcing", ctx.quiet);
-    prefill(*backend, state, tokens, opt.chunk, want_logits ? &logits : nullptr,
+    prefill(*backend, *state, tokens, opt.chunk, want_logits ? &logits : nullptr,
             [&](int64_t done, int64_t total) { progress.update(done, total); });
   }
   std::vector<int32_t> generated;
   if (opt.steps > 0) {
-    if (state.pos == 0) throw Error("greedy steps need a processed position", "give --tokens, or restore a state past position 0");
+    if (state->position() == 0) throw Error("greedy steps need a processed position", "give --tokens, or restore a state past position 0");
     std::vector<float> step_logits;
-    generated = generate_greedy(*backend, state, opt.steps, want_logits ? &step_logits : nullptr);
+    generated = generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr);
     logits.insert(logits.end(), step_logits.begin(), step_logits.end());
   }
   if (want_logits) write_logits(opt.logits_out, logits, T + opt.steps, V);
   if (!opt.state_out.empty()) {
     StateWriteOptions options;
     if (key) options.key = &*key;
-    write_state_file(opt.state_out, snapshot_decode_state(state, model.config()),
+    write_state_file(opt.state_out, snapshot_state(*state),
                      StateOrigin{model.fingerprint().hex(), backend->precision_class()}, options);
   }
 
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
-  const Hash128 last_hash = xxh3_128(state.last_logits.data(), state.last_logits.size() * sizeof(float));
+  const std::vector<float> last = backend->last_logits(*state);
+  const Hash128 last_hash = xxh3_128(last.data(), last.size() * sizeof(float));
   if (opt.json) {
     nlohmann::json j = {{"state", file.path()},
                         {"model", opt.model_dir},
@@ -116,15 +120,15 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
                         {"restore_seconds", restore_s},
                         {"forced_tokens", T},
                         {"steps", opt.steps},
-                        {"position", state.pos},
-                        {"last_logits_xxh3", state.pos > 0 ? nlohmann::json(last_hash.hex()) : nlohmann::json(nullptr)},
+                        {"position", state->position()},
+                        {"last_logits_xxh3", state->position() > 0 ? nlohmann::json(last_hash.hex()) : nlohmann::json(nullptr)},
                         {"generated", generated}};
     out << j.dump(2) << "\n";
   } else {
     out << "restored " << file.path() << ": position " << restored_pos << ", capacity " << capacity << ", "
         << file.classes().size() << " classes verified (state xxh3-128 " << file.state_hash().hex() << ")\n";
     if (T > 0 || opt.steps > 0)
-      out << "continued " << T << " forced + " << opt.steps << " greedy tokens to position " << state.pos
+      out << "continued " << T << " forced + " << opt.steps << " greedy tokens to position " << state->position()
           << "; last logits xxh3 " << last_hash.hex() << "\n";
     if (!generated.empty()) {
       for (size_t i = 0; i < generated.size(); ++i) out << (i ? " " : "") << generated[i];
@@ -157,6 +161,7 @@ void setup_restore(CLI::App& app, Context& ctx) {
   sub->add_option("-o,--output", opt->state_out, "Write the final state as a state file (- = stdout)");
   add_max_memory(sub, opt->max_memory);
   add_key_option(sub, opt->key, "Refuse STATE unless its keyed tag matches this key; tag the -o state");
+  add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON");
   sub->callback([opt, &ctx] {
     ctx.run = [opt, &ctx] {

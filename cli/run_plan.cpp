@@ -10,7 +10,7 @@ namespace memra::cli {
 std::vector<int32_t> read_tokens_planned(const std::string& path, const Model& model, uint64_t limit,
                                          const std::function<RunShape(int64_t)>& shape, int64_t max_tokens,
                                          const Context& ctx) {
-  const uint64_t model_bytes = model_resident_bytes(model);
+  const uint64_t model_bytes = model_resident_bytes(model, shape(1).device);
   const int64_t fits = largest_fitting(model.config(), model_bytes, limit, 1, std::max<int64_t>(max_tokens, 1), shape);
   // Not even one token fits: the run itself is too large (a capacity, not the token count), so
   // say what it needs instead of "more than 0 tokens".
@@ -33,7 +33,7 @@ std::vector<int32_t> read_tokens_planned(const std::string& path, const Model& m
 }
 
 void require_run_fits(const Model& model, uint64_t limit, const RunShape& shape, const std::string& what) {
-  require_fits(plan_memory(model.config(), shape, model_resident_bytes(model)), limit, what);
+  require_fits(plan_memory(model.config(), shape, model_resident_bytes(model, shape.device)), limit, what);
 }
 
 }  // namespace memra::cli

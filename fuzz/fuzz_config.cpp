@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ModelConfig c = ModelConfig::parse(j);
     c.geometry_json().dump();
     if (expected_tensors(c).empty()) __builtin_trap();
-    for (int64_t pos : {int64_t{0}, int64_t{1}, int64_t{129}}) expected_cache_classes(c, pos);
+    for (int64_t pos : {int64_t{0}, int64_t{1}, int64_t{129}}) trunk_layout(c, pos);
     RunShape shape;
     shape.capacity = 4096;
     shape.chunk = 64;

@@ -5,6 +5,7 @@
 // ASan/UBSan, in memra_parser_asan.
 #include <catch2/catch.hpp>
 
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/machine.h"
+#include "engine/backend.h"
 #include "engine/decode_state.h"
 #include "engine/memory_plan.h"
 #include "format/json_guard.h"
@@ -107,13 +109,43 @@ TEST_CASE("memory plan: decode_state_bytes is what make_decode_state allocates",
     }
     for (int64_t pos : {0, 1, 5, 64, 200}) {
       uint64_t live = 0;
-      for (const auto& c : expected_cache_classes(cfg, pos)) {
+      for (const auto& c : trunk_layout(cfg, pos)) {
         uint64_t n = 1;
         for (int64_t d : c.shape) n *= static_cast<uint64_t>(d);
-        live += n * sizeof(float);
+        live += n * dtype_size(c.dtype);
       }
       CHECK(live_state_bytes(cfg, pos) == live);
     }
+  }
+}
+
+TEST_CASE("memory plan: the model's resident bytes are what a CPU backend decodes", "[cpu][hardening]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("skipped: mallinfo2 does not see the ASan allocator's heap");
+  return;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  WARN("skipped: mallinfo2 does not see the ASan allocator's heap");
+  return;
+#endif
+#endif
+  // tiny stores F32 (mapped, nothing decoded); tiny-bf16 stores BF16 weights, decoded to f32 copies
+  // when the backend binds them. Heap growth while binding must match the plan's figure.
+  for (const std::string name : {"tiny", "tiny-bf16"}) {
+    INFO(name);
+    const Model model = Model::load(std::string(MEMRA_FIXTURES) + "/" + name);
+    uint64_t ids = 0;
+    for (const auto& w : model.tensors()) ids += w.ids.size() * sizeof(int64_t);
+    const uint64_t planned = model_resident_bytes(model, Device::kCpu);
+    CHECK(model_resident_bytes(model, Device::kCuda) == ids);
+    const size_t before = mallinfo2().uordblks + mallinfo2().hblkhd;
+    auto backend = make_backend("cpu", model);
+    const size_t after = mallinfo2().uordblks + mallinfo2().hblkhd;
+    const uint64_t grown = after > before ? after - before : 0;
+    if (name == "tiny") CHECK(planned == ids);
+    else CHECK(planned > ids + (1u << 20));
+    CHECK(grown + ids >= planned);                 // every planned byte was allocated ...
+    CHECK(grown + ids <= planned + (256u << 10));  // ... and little else (pointers, rope tables)
   }
 }
 
@@ -356,7 +388,7 @@ TEST_CASE("stdin state files: the header is checked before the payload is read",
 TEST_CASE("state files: NaN and Inf values are reported per class", "[cpu][hardening]") {
   const ModelConfig cfg = test::synthetic_config();
   DecodeState s = test::random_state(cfg, 9, 12, 5);
-  HostSnapshot snap = snapshot_decode_state(s, cfg);
+  HostSnapshot snap = test::snapshot_of(cfg, s);
   REQUIRE(snap.classes.size() > 2);
   const std::string origin_fp(32, 'c');
   {
@@ -366,9 +398,9 @@ TEST_CASE("state files: NaN and Inf values are reported per class", "[cpu][harde
     }()));
     CHECK(nonfinite_classes(clean).empty());
   }
-  snap.classes[1].values[3] = std::numeric_limits<float>::quiet_NaN();
-  snap.classes[1].values[5] = std::numeric_limits<float>::infinity();
-  snap.classes.back().values[0] = -std::numeric_limits<float>::infinity();
+  snap.classes[1].f32_mut()[3] = std::numeric_limits<float>::quiet_NaN();
+  snap.classes[1].f32_mut()[5] = std::numeric_limits<float>::infinity();
+  snap.classes.back().f32_mut()[0] = -std::numeric_limits<float>::infinity();
   const std::string b = serialize_state_file(snap, {origin_fp, "cpu-f32-exact"});
   StateFile f = StateFile::parse(InputBytes::from_buffer("nan", std::vector<uint8_t>(b.begin(), b.end())));
   const auto bad = nonfinite_classes(f);

@@ -18,7 +18,8 @@ target_include_directories(memra_san_core PUBLIC ${CMAKE_SOURCE_DIR}/lib ${CMAKE
                            ${XXHASH_INCLUDE_DIR} ${SODIUM_INCLUDE_DIR})
 target_compile_options(memra_san_core PUBLIC ${MEMRA_SAN_FLAGS})
 target_link_options(memra_san_core PUBLIC -fsanitize=address,undefined)
-target_link_libraries(memra_san_core PUBLIC nlohmann_json::nlohmann_json Threads::Threads ${SODIUM_LIBRARY} ${CMAKE_DL_LIBS})
+target_link_libraries(memra_san_core PUBLIC nlohmann_json::nlohmann_json Threads::Threads PkgConfig::PCRE2 ${SODIUM_LIBRARY}
+                      ${CMAKE_DL_LIBS})
 target_compile_definitions(memra_san_core PUBLIC MEMRA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 add_dependencies(memra_san_core memra_version)
 

@@ -32,7 +32,7 @@ std::string signed_state(const AuthKey* key) {
   const DecodeState s = test::random_state(cfg, 21, 30, 7);
   StateWriteOptions o;
   o.key = key;
-  return serialize_state_file(snapshot_decode_state(s, cfg), {std::string(32, 'b'), "cpu-f32-exact"}, o);
+  return serialize_state_file(test::snapshot_of(cfg, s), {std::string(32, 'b'), "cpu-f32-exact"}, o);
 }
 
 StateFile parse(const std::string& bytes, StateCheck check = StateCheck::kFull) {
@@ -118,7 +118,7 @@ TEST_CASE("keyed tag: a key holder's file verifies; another key, no tag or a for
 TEST_CASE("keyed tag: the writer's streaming and in-memory paths give the same file", "[cpu][hardening]") {
   const AuthKey key = key_of(3);
   const ModelConfig cfg = test::synthetic_config();
-  const HostSnapshot snap = snapshot_decode_state(test::random_state(cfg, 40, 40, 9), cfg);
+  const HostSnapshot snap = test::snapshot_of(cfg, test::random_state(cfg, 40, 40, 9));
   StateWriteOptions o;
   o.key = &key;
   TempDir dir;

@@ -52,13 +52,9 @@ uint64_t live_state_bytes(const ModelConfig& c, int64_t position) {
   // Live classes at `position` are at most the state's buffers: bounded by decode_state_bytes, and
   // computed from the class table so that they match what a snapshot holds.
   const std::string what = "the live classes of a state at position " + std::to_string(position);
-  uint64_t floats = 0;
-  for (const CacheClass& cls : expected_cache_classes(c, position)) {
-    uint64_t n = 1;
-    for (int64_t dim : cls.shape) n = mul_checked(n, u(dim), what);
-    floats = add_checked(floats, n, what);
-  }
-  return mul_checked(floats, kF, what);
+  uint64_t bytes = 0;
+  for (const ClassLayout& cls : trunk_layout(c, position)) bytes = add_checked(bytes, cls.nbytes(), what);
+  return bytes;
 }
 
 uint64_t forward_scratch_bytes(const ModelConfig& c, int64_t chunk, int64_t capacity, bool chunk_logits) {
@@ -85,10 +81,17 @@ uint64_t forward_scratch_bytes(const ModelConfig& c, int64_t chunk, int64_t capa
   return add_checked(bytes, mul_checked(u(V), 2 * kF, what), what);  // last row, last_logits copy
 }
 
-uint64_t model_resident_bytes(const Model& model) {
+uint64_t model_resident_bytes(const Model& model, Device device) {
+  const std::string what = "the resident weights";
   uint64_t bytes = 0;
-  for (const auto& w : model.tensors())
-    bytes += w.f32.size() * sizeof(float) + w.ids.size() * sizeof(int64_t);
+  for (const auto& w : model.tensors()) {
+    bytes = add_checked(bytes, mul_checked(static_cast<uint64_t>(w.ids.size()), sizeof(int64_t), what), what);
+    if (device != Device::kCpu || w.role != TensorRole::kFloat) continue;
+    // Model::f32 returns the mapped bytes of an aligned f32 tensor and decodes every other one once.
+    const bool mapped = w.view.format == WeightFormat::kF32 && reinterpret_cast<uintptr_t>(w.bytes) % alignof(float) == 0;
+    if (!mapped)
+      bytes = add_checked(bytes, mul_checked(static_cast<uint64_t>(product_checked({w.view.rows, w.view.cols}, what)), kF, what), what);
+  }
   return bytes;
 }
 
@@ -96,12 +99,14 @@ MemoryPlan plan_memory(const ModelConfig& c, const RunShape& s, uint64_t model_b
   const std::string what = "the memory plan";
   MemoryPlan p;
   p.model_bytes = model_bytes;
-  p.state_bytes = mul_checked(u(s.states), decode_state_bytes(c, s.capacity), what);
+  // A device backend's states and forward scratch live in device memory; the host keeps the rest.
+  const bool host = s.device == Device::kCpu;
+  p.state_bytes = host ? mul_checked(u(s.states), decode_state_bytes(c, s.capacity), what) : 0;
   if (s.live_copies > 0) {
     const int64_t at = s.live_position < 0 ? s.capacity : std::min(s.live_position, s.capacity);
     p.copies_bytes = mul_checked(u(s.live_copies), live_state_bytes(c, at), what);
   }
-  p.scratch_bytes = forward_scratch_bytes(c, std::max<int64_t>(s.chunk, 1), s.capacity, s.chunk_logits);
+  if (host) p.scratch_bytes = forward_scratch_bytes(c, std::max<int64_t>(s.chunk, 1), s.capacity, s.chunk_logits);
   // Kept logits [rows, V] and one serialized copy of them (npy/safetensors text is built whole).
   p.logits_bytes = mul_checked(mul_checked(u(s.logits_rows), u(c.vocab_size), what), 2 * kF, what);
   p.other_bytes = s.other_bytes;

@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 
+#include "engine/realization.h"
 #include "model/config.h"
 #include "model/model.h"
 
@@ -26,6 +27,7 @@ struct RunShape {
   bool chunk_logits = false; // the forward call returns every row's logits (--logits, parity, gates)
   int64_t logits_rows = 0;   // rows of [V] logits kept (and serialized) for output
   uint64_t other_bytes = 0;  // anything else the run holds (parity's per-layer traces)
+  Device device = Device::kCpu;  // where the backend's states live (kCuda: the host plan omits them)
 };
 
 struct MemoryPlan {
@@ -47,8 +49,10 @@ uint64_t live_state_bytes(const ModelConfig& config, int64_t position);
 // state of `capacity` (activations of every row of the call, per-query attention scores).
 uint64_t forward_scratch_bytes(const ModelConfig& config, int64_t chunk, int64_t capacity, bool chunk_logits);
 
-// Heap bytes a loaded model holds (its f32 and id copies of the weights).
-uint64_t model_resident_bytes(const Model& model);
+// Host heap bytes a loaded model holds once a backend on `device` has bound its weights: expert ids,
+// and for the CPU backends an f32 copy of every weight not stored as aligned f32 (BF16, FP8, FP4
+// are decoded once, Model::f32). A CUDA backend keeps its weights in device memory.
+uint64_t model_resident_bytes(const Model& model, Device device = Device::kCpu);
 
 MemoryPlan plan_memory(const ModelConfig& config, const RunShape& shape, uint64_t model_bytes);
 

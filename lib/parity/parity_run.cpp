@@ -24,7 +24,7 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
   ReferenceDump dump = ReferenceDump::open(dump_dir);
   ParityRun run;
   run.validation = dump.validate(cfg);
-  run.tolerance = tolerance_for(backend.precision_class(), dump.compute_dtype());
+  run.tolerance = tolerance_for(backend.realization(), dump.compute_dtype());
   const Tolerance& tol = run.tolerance;
   nlohmann::json& report = run.report;
   report = {{"schema", "memra.report/1"}, {"command", "parity"}, {"name", "parity"},
@@ -51,15 +51,17 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
   shape.states = 2;
   shape.chunk_logits = true;
   shape.logits_rows = T;
+  shape.device = backend.realization().device;
   shape.other_bytes = mul_checked(mul_checked(static_cast<uint64_t>(T), static_cast<uint64_t>(cfg.num_hidden_layers), "parity traces"),
                                   static_cast<uint64_t>(cfg.hc_mult * cfg.hidden_size + 2 * cfg.num_experts_per_tok + cfg.index_topk + 4) * sizeof(float),
                                   "parity traces");
-  require_fits(plan_memory(cfg, shape, model_resident_bytes(model)), default_memory_limit(),
+  require_fits(plan_memory(cfg, shape, model_resident_bytes(model, shape.device)), default_memory_limit(),
                "parity over the dump's " + std::to_string(T) + " tokens");
-  DecodeState state = backend.new_state(T);
+  std::unique_ptr<State> state = backend.new_state(T);
   std::vector<float> logits(T * V);
   ForwardTrace trace;
-  backend.forward(state, tokens, logits.data(), &trace);
+  const SequenceStep step{state.get(), tokens, logits.data(), &trace};
+  backend.forward(std::span<const SequenceStep>(&step, 1));
 
   // Decisions first: an in-band flip (a near-tie the two realizations legitimately break
   // differently) changes everything causally downstream of it, so values are compared only before
@@ -90,11 +92,11 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
   values.push_back({"logits", std::move(logits), dump.f32("logits"), V, 0, V});
   if (dump.has("logits_incremental") && dump.incremental_prefix() > 0) {
     const int64_t P = dump.incremental_prefix();
-    DecodeState inc = backend.new_state(T);
-    prefill(backend, inc, std::span<const int32_t>(tokens).first(P), 0, nullptr);
+    std::unique_ptr<State> inc = backend.new_state(T);
+    prefill(backend, *inc, std::span<const int32_t>(tokens).first(P), 0, nullptr);
     std::vector<float> rows;
     for (int64_t t = P; t < T; ++t) {
-      std::vector<float> row = decode_step(backend, inc, tokens[t]);
+      std::vector<float> row = decode_step(backend, *inc, tokens[t]);
       rows.insert(rows.end(), row.begin(), row.end());
     }
     values.push_back({"logits_incremental", std::move(rows), dump.f32("logits_incremental"), V, P, V});

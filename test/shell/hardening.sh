@@ -54,6 +54,15 @@ mkdir m && cp "$model"/config.json "$model"/model.safetensors m/
 cp m/model.safetensors weights.before
 expect_rc 2 "prefill M -o M/model.safetensors" -- "$bin" prefill m --tokens t.txt -o m/model.safetensors
 cmp -s weights.before m/model.safetensors || fail "the weights were overwritten"
+expect_rc 2 "load M --write-manifest M/model.safetensors" -- "$bin" load m --write-manifest m/model.safetensors
+cmp -s weights.before m/model.safetensors || fail "load --write-manifest overwrote the weights"
+cp "$model/tokenizer.json" m/ && cp m/tokenizer.json tokenizer.before
+expect_rc 2 "prefill M -o M/tokenizer.json" -- "$bin" prefill m --tokens t.txt -o m/tokenizer.json
+cmp -s tokenizer.before m/tokenizer.json || fail "the tokenizer was overwritten"
+expect_rc 2 "--devices on a CPU backend" -- "$bin" prefill "$model" --tokens t.txt --devices 0
+has "--devices"
+expect_rc 2 "--devices 1024 (not a device index)" -- "$bin" prefill "$model" --tokens t.txt --backend cuda --devices 0,1024
+has "--devices"
 cp t.txt t2.txt
 expect_rc 2 "-o onto its own --tokens" -- "$bin" prefill "$model" --tokens t2.txt -o t2.txt
 cmp -s t.txt t2.txt || fail "the token list was overwritten"

@@ -4,11 +4,14 @@
 # command, executions, time, coverage, findings) to bench/results/fuzz-long-<date>.txt. A finding
 # stops that target and keeps its input under OUT/; copy it to fuzz/regressions/<target>/ once
 # fixed, so shell.fuzz_smoke replays it forever.
-#   tools/fuzz/long-run.sh [RUNS] [TARGET...]        (env: BUILD_DIR, OUT)
+# SECONDS_PER_TARGET bounds each target's wall time as well (libFuzzer -max_total_time; 0 = none),
+# for machines where RUNS executions do not fit; the record then shows how many ran.
+#   tools/fuzz/long-run.sh [RUNS] [TARGET...]        (env: BUILD_DIR, OUT, SECONDS_PER_TARGET)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 san="${BUILD_DIR:-$root/build}/san"
 runs="${1:-10000000}"
+max_seconds="${SECONDS_PER_TARGET:-0}"
 shift || true
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then for f in "$root"/fuzz/fuzz_*.cpp; do targets+=("$(basename "$f" .cpp)"); done; fi
@@ -19,7 +22,7 @@ record="$root/bench/results/fuzz-long-$(date +%Y-%m-%d).txt"
   echo "machine: $(uname -srm), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/ {print $2}') GiB"
   echo "compiler: $(clang++ --version | head -1)"
   echo "commit: $(git -C "$root" rev-parse HEAD)$(git -C "$root" diff --quiet HEAD -- lib fuzz || echo ' (with uncommitted changes)')"
-  echo "command: nice -n 19 build/san/fuzz_<target> -runs=$runs -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 CORPUS fuzz/corpus/<target>"
+  echo "command: nice -n 19 build/san/fuzz_<target> -runs=$runs -max_total_time=$max_seconds -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 CORPUS fuzz/corpus/<target>"
   echo "sanitizers: address, undefined (no recover), leak; coverage: libFuzzer inline 8-bit counters + cmp tracing"
   echo
 } >> "$record"
@@ -27,7 +30,7 @@ for t in "${targets[@]}"; do
   name="${t#fuzz_}"
   mkdir -p "$out/$name"
   start=$(date +%s)
-  nice -n 19 "$san/$t" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/$t-" \
+  nice -n 19 "$san/$t" -runs="$runs" -max_total_time="$max_seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/$t-" \
     "$out/$name" "$root/fuzz/corpus/$name" > "$out/$t.log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the libFuzzer seed corpora under fuzz/corpus/ from the repository's fixtures (models/):
 # configs, small safetensors (logits, states), .npy arrays, token lists, the tiny dump's manifest,
-# model and state hash manifests. Seeds are small on purpose (libFuzzer's default max_len follows
+# model and state hash manifests, tokenizer.json and text, the FP8/FP4 fixture's safetensors header. Seeds are small on purpose (libFuzzer's default max_len follows
 # the largest seed). Needs a built memra (BUILD_DIR, default build).
 #   tools/fuzz/make-seeds.sh
 set -euo pipefail
@@ -13,7 +13,7 @@ tiny="$root/models/tiny"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 rm -rf "$out"
-mkdir -p "$out"/{config,safetensors,state,npy,token_list,dump_manifest,hash_manifest}
+mkdir -p "$out"/{config,safetensors,state,npy,token_list,dump_manifest,hash_manifest,tokenizer,quant}
 
 # config.json: both fixtures as written, and the upstream spelling of tiny.
 cp "$tiny/config.json" "$out/config/tiny.json"
@@ -64,4 +64,16 @@ for f in "$out"/state/*.bin; do { printf '\x00'; cat "$f"; } > "$f.seed"; { prin
 cp "$tiny/dump/manifest.json" "$out/dump_manifest/tiny.json"
 "$bin" -q load "$tiny" --write-manifest "$out/hash_manifest/tiny-model.xxh" > /dev/null
 "$bin" -q snapshot "$out/safetensors/state5.safetensors" --write-manifest "$out/hash_manifest/state5.xxh" > /dev/null
+# fuzz_tokenizer reads its first byte as the mode: even = a tokenizer.json follows, odd = text for tiny's.
+{ printf '\x00'; cat "$tiny/tokenizer.json"; } > "$out/tokenizer/tiny-json.seed"
+{ printf '\x01'; printf 'Hello, world! 123 4567\n\tcafé 你好 <｜begin▁of▁sentence｜> x'; } > "$out/tokenizer/text.seed"
+{ printf '\x03'; head -c 48 "$tiny/config.json"; } > "$out/tokenizer/ascii.seed"
+# fuzz_quant: the safetensors header (JSON only) of the FP8/FP4 fixture; the target adds the payload.
+python3 - "$root/models/tiny-fp4/model.safetensors" "$out/quant/tiny-fp4-header.json" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read(1 << 20)
+n = struct.unpack("<Q", b[:8])[0]
+open(sys.argv[2], "wb").write(b[8:8 + n])
+PY
+
 echo "make-seeds: wrote $(find "$out" -type f | wc -l) seeds, $(du -sk "$out" | cut -f1) KiB, under $out" >&2
