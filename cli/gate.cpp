@@ -15,7 +15,10 @@
 #include "gate/html_report.h"
 #include "gate/fused_moe_gate.h"
 #include "gate/trunk_gates.h"
+#include "io_rules.h"
 #include "model/model.h"
+#include "options.h"
+#include "run_plan.h"
 
 namespace memra::cli {
 
@@ -47,10 +50,13 @@ static std::string default_mono(const std::string& chunk) {
 }
 
 static std::vector<int64_t> parse_widths(const std::string& text) {
-  std::vector<int64_t> out;
-  for (int32_t v : parse_token_text(text, "--widths")) {
-    if (v < 1) throw Error("--widths: every width must be at least 1");
-    out.push_back(v);
+  std::vector<int64_t> out;  // each item was range-checked when the option was parsed
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    out.push_back(std::stoll(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
   }
   if (out.size() < 2) throw Error("--widths needs at least two widths, e.g. 1,64");
   return out;
@@ -107,7 +113,16 @@ static int run_gate(GateOptions opt, const Context& ctx) {
     auto mono = make_backend(mono_choice, model);
     return gate_chunk_semantics(model, *mono, *backend, opt.trunk);
   };
-  if (!opt.tokens_file.empty()) opt.trunk.tokens = read_token_list(opt.tokens_file);
+  if (!opt.tokens_file.empty()) {  // no more than one state over them fits; each gate plans its own run
+    const auto one_state = [&](int64_t T) {
+      RunShape s;
+      s.capacity = s.chunk = T;
+      s.device = realization(opt.common.backend.name).device;
+      return s;
+    };
+    opt.trunk.tokens = read_tokens_planned(opt.tokens_file, model, effective_memory_limit(opt.trunk.max_memory),
+                                           one_state, kMaxCount, ctx);
+  }
   opt.trunk.widths = parse_widths(opt.widths);
   if (k == "restore") return emit(opt, k, {gate_restore_roundtrip(model, *backend, opt.trunk)});
   if (k == "chunk") return emit(opt, k, {gate_chunk_invariance(model, *backend, opt.trunk)});
@@ -136,6 +151,7 @@ static void add_common(CLI::App* sub, GateOptions& o) {
   sub->add_flag("--json", o.common.json, "Print the report as JSON (manifests/report.schema.json)");
   sub->add_option("--report", o.common.report, "Write a self-contained HTML page (inline SVG) with the evidence")
       ->type_name("FILE.html");
+  add_max_memory(sub, o.trunk.max_memory);
 }
 
 static void add_trunk(CLI::App* sub, GateOptions& o, bool model_optional = false) {
@@ -145,8 +161,21 @@ static void add_trunk(CLI::App* sub, GateOptions& o, bool model_optional = false
     sub->add_option("model", o.model_dir, "Model folder")->required()->check(CLI::ExistingDirectory);
   add_backend_options(sub, o.common.backend);
   sub->add_option("--tokens", o.tokens_file, "Prompt token ids (text or .npy); default: --prompt ids drawn from --seed");
-  sub->add_option("--prompt", o.trunk.prompt, "Prompt length when no --tokens are given")->capture_default_str();
-  sub->add_option("--seed", o.trunk.seed, "Seed of the prompt ids")->capture_default_str();
+  add_count(sub, "--prompt", o.trunk.prompt, "Prompt length when no --tokens are given", 1)->capture_default_str();
+  add_count(sub, "--seed", o.trunk.seed, "Seed of the prompt ids", 0, 4294967295)->capture_default_str();
+}
+
+// Inputs and outputs of a gate run, for the output rules (--report may not replace an input).
+static CommandIo gate_io(const GateOptions& o) {
+  CommandIo io;
+  io.inputs = {{"--tokens", o.tokens_file}, {"a", o.a}, {"b", o.b}, {"--expect", o.expect}};
+  if (!o.model_dir.empty()) {
+    io.model_dirs.push_back(o.model_dir);
+    io.dump_dirs.push_back((std::filesystem::path(o.model_dir) / "dump").string());
+  }
+  if (!o.dump_dir.empty()) io.dump_dirs.push_back(o.dump_dir);
+  io.outputs = {{"--report", o.common.report}};
+  return io;
 }
 
 void setup_gate(CLI::App& app, Context& ctx) {
@@ -157,7 +186,10 @@ void setup_gate(CLI::App& app, Context& ctx) {
   auto select = [opt, &ctx](const std::string& kind) {
     return [opt, &ctx, kind] {
       opt->kind = kind;
-      ctx.run = [opt, &ctx] { return run_gate(*opt, ctx); };
+      ctx.run = [opt, &ctx] {
+        check_command_io(gate_io(*opt));
+        return run_gate(*opt, ctx);
+      };
     };
   };
 
@@ -171,21 +203,21 @@ void setup_gate(CLI::App& app, Context& ctx) {
 
   auto* restore = gate->add_subcommand("restore", "Warm a state, snapshot it through a state file, restore into a grown capacity, continue both: bit-equal");
   add_trunk(restore, *opt);
-  restore->add_option("--warm", opt->trunk.warm, "Greedy steps before the snapshot")->capture_default_str();
-  restore->add_option("--continuation", opt->trunk.continuation, "Steps after the restore")->capture_default_str();
-  restore->add_option("--grow", opt->trunk.grow, "Capacity added on restore")->capture_default_str();
+  add_count(restore, "--warm", opt->trunk.warm, "Greedy steps before the snapshot", 0)->capture_default_str();
+  add_count(restore, "--continuation", opt->trunk.continuation, "Steps after the restore", 1)->capture_default_str();
+  add_count(restore, "--grow", opt->trunk.grow, "Capacity added on restore", 0)->capture_default_str();
   add_common(restore, *opt);
   restore->callback(select("restore"));
 
   auto* chunk = gate->add_subcommand("chunk", "Bounded-prefill widths give bit-identical logits and cache classes");
   add_trunk(chunk, *opt);
-  chunk->add_option("--widths", opt->widths, "Chunk widths to compare (comma separated)")->capture_default_str();
+  add_count_list(chunk, "--widths", opt->widths, "Chunk widths to compare (comma separated)", 1)->capture_default_str();
   add_common(chunk, *opt);
   chunk->callback(select("chunk"));
 
   auto* sem = gate->add_subcommand("semantics", "Monolithic vs chunked prefill: teacher-forced argmax disagreements classified against the band");
   add_trunk(sem, *opt);
-  sem->add_option("--steps", opt->trunk.steps, "Teacher-forced steps")->capture_default_str();
+  add_count(sem, "--steps", opt->trunk.steps, "Teacher-forced steps", 1)->capture_default_str();
   sem->add_option("--mono", opt->common.mono_backend,
                   "Realization of the monolithic prefill (default: the fast twin of --backend: cpu-fast, cuda-fast)");
   add_common(sem, *opt);
@@ -194,8 +226,8 @@ void setup_gate(CLI::App& app, Context& ctx) {
   auto* fm = gate->add_subcommand(
       "fused-moe", "CUDA: the fused MoE kernels against the per-expert path, bit-equal on the exact realization, both timed");
   add_trunk(fm, *opt);
-  fm->add_option("--steps", opt->moe.steps, "Greedy steps after the prefill")->capture_default_str();
-  fm->add_option("--reps", opt->moe.reps, "Timing repetitions per path (median reported)")->capture_default_str();
+  add_count(fm, "--steps", opt->moe.steps, "Greedy steps after the prefill", 0)->capture_default_str();
+  add_count(fm, "--reps", opt->moe.reps, "Timing repetitions per path (median reported)", 1, 1000)->capture_default_str();
   add_common(fm, *opt);
   fm->callback(select("fused-moe"));
 
@@ -215,7 +247,7 @@ void setup_gate(CLI::App& app, Context& ctx) {
   band->add_option("a", opt->a, "Reference logits (.npy or .safetensors)")->required();
   band->add_option("b", opt->b, "Candidate logits")->required();
   band->add_option("--model", opt->model_dir, "Model folder: derives the accumulation depth")->check(CLI::ExistingDirectory);
-  band->add_option("--depth", opt->depth, "Depth of one reduction chain when no --model is given");
+  add_count(band, "--depth", opt->depth, "Depth of one reduction chain when no --model is given", 1);
   band->add_option("--precision-a", opt->realization_a, "What wrote A: a realization (cpu, cpu-fast, cuda, cuda-fast) or f32, bf16, f16")
       ->capture_default_str();
   band->add_option("--precision-b", opt->realization_b, "What wrote B (as --precision-a)")->capture_default_str();

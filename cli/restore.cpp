@@ -12,9 +12,13 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "engine/engine.h"
+#include "engine/memory_plan.h"
 #include "format/token_list.h"
+#include "io_rules.h"
 #include "model/model.h"
+#include "options.h"
 #include "progress.h"
+#include "run_plan.h"
 #include "state/state_file.h"
 
 namespace memra::cli {
@@ -31,6 +35,8 @@ struct RestoreOptions {
   std::string logits_out;
   std::string state_out;
   bool json = false;
+  uint64_t max_memory = 0;  // 0: the default share of this machine's memory
+  std::string key;          // --key: check STATE's keyed tag, tag the output
   BackendChoice backend;
 };
 
@@ -40,10 +46,26 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   if (!opt.logits_out.empty()) check_logits_path(opt.logits_out);
 
   // Verification comes first: a corrupt state fails before the (possibly long) model load.
+  const std::optional<AuthKey> key = load_key(opt.key);
   StateFile file = StateFile::open(opt.state, StateCheck::kFull);
+  check_state_key(file, key, ctx);
   Model model = Model::load(opt.model_dir);
+  const uint64_t limit = effective_memory_limit(opt.max_memory);
+  auto shape = [&](int64_t tokens) {  // the run that restores and continues over `tokens` forced tokens
+    RunShape s;
+    s.device = realization(opt.backend.name).device;
+    s.capacity = opt.capacity > 0 ? opt.capacity : std::max(file.capacity(), file.position() + tokens + opt.steps);
+    s.chunk = std::max<int64_t>(opt.chunk > 0 ? std::min(opt.chunk, tokens) : tokens, 1);
+    s.chunk_logits = !opt.logits_out.empty();
+    s.logits_rows = opt.logits_out.empty() ? 0 : tokens + opt.steps;
+    s.live_copies = opt.state_out.empty() ? 2 : 3;  // the file's classes, the verified re-hash, the output
+    s.live_position = file.position() + tokens + opt.steps;
+    return s;
+  };
   std::vector<int32_t> tokens;
-  if (!opt.tokens.empty()) tokens = read_token_list(opt.tokens);
+  if (!opt.tokens.empty())
+    tokens = read_tokens_planned(opt.tokens, model, limit, shape,
+                                 opt.capacity > 0 ? std::max<int64_t>(opt.capacity - file.position() - opt.steps, 0) : kMaxCount, ctx);
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t need = file.position() + T + opt.steps;
   const int64_t capacity = opt.capacity > 0 ? opt.capacity : std::max(file.capacity(), need);
@@ -51,6 +73,9 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
     throw Error("--capacity " + std::to_string(capacity) + " cannot hold position " + std::to_string(file.position()) +
                     " + " + std::to_string(T) + " tokens + " + std::to_string(opt.steps) + " steps",
                 "use --capacity " + std::to_string(need) + " or more, or drop it");
+  if (capacity >= file.position())
+    require_run_fits(model, limit, shape(T), "restoring " + file.path() + " into capacity " + std::to_string(capacity));
+  report_nonfinite(file);
 
   auto backend = make_backend(opt.backend, model);
   if (backend->precision_class() != file.precision_class())
@@ -77,8 +102,12 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
     logits.insert(logits.end(), step_logits.begin(), step_logits.end());
   }
   if (want_logits) write_logits(opt.logits_out, logits, T + opt.steps, V);
-  if (!opt.state_out.empty())
-    write_state_file(opt.state_out, snapshot_state(*state), StateOrigin{model.fingerprint().hex(), backend->precision_class()});
+  if (!opt.state_out.empty()) {
+    StateWriteOptions options;
+    if (key) options.key = &*key;
+    write_state_file(opt.state_out, snapshot_state(*state),
+                     StateOrigin{model.fingerprint().hex(), backend->precision_class()}, options);
+  }
 
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
   const std::vector<float> last = backend->last_logits(*state);
@@ -129,17 +158,25 @@ void setup_restore(CLI::App& app, Context& ctx) {
       "not read.");
   sub->add_option("STATE", opt->state, "State file (- = stdin)")->required();
   sub->add_option("--model", opt->model_dir, "Model folder the state was written from")->required()->check(CLI::ExistingDirectory);
-  sub->add_option("--capacity", opt->capacity, "Tokens the restored state can hold (>= the state's position)")
-      ->check(CLI::NonNegativeNumber);
+  add_count(sub, "--capacity", opt->capacity, "Tokens the restored state can hold (>= the state's position)", 1);
   sub->add_option("--tokens", opt->tokens, "Teacher-force these token ids: text (whitespace/comma separated) or .npy; - = stdin");
-  sub->add_option("--chunk", opt->chunk, "Tokens per forward call when teacher-forcing (default: all in one call)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--steps", opt->steps, "Then decode K tokens greedily and print them")->check(CLI::NonNegativeNumber);
+  add_count(sub, "--chunk", opt->chunk, "Tokens per forward call when teacher-forcing (default: all in one call)", 1);
+  add_count(sub, "--steps", opt->steps, "Then decode K tokens greedily and print them", 0);
   sub->add_option("--logits", opt->logits_out, "Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)");
   sub->add_option("-o,--output", opt->state_out, "Write the final state as a state file (- = stdout)");
+  add_max_memory(sub, opt->max_memory);
+  add_key_option(sub, opt->key, "Refuse STATE unless its keyed tag matches this key; tag the -o state");
   add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON");
-  sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_restore(*opt, ctx); }; });
+  sub->callback([opt, &ctx] {
+    ctx.run = [opt, &ctx] {
+      check_command_io({{{"STATE", opt->state}, {"--tokens", opt->tokens}, {"--key", opt->key}},
+                        {opt->model_dir},
+                        {},
+                        {{"-o", opt->state_out}, {"--logits", opt->logits_out}}});
+      return run_restore(*opt, ctx);
+    };
+  });
 }
 
 }  // namespace memra::cli

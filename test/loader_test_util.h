@@ -86,6 +86,8 @@ inline nlohmann::json to_upstream(nlohmann::json hf, const std::vector<int>& rat
     nlohmann::json flat = {{"type", "yarn"}, {"factor", compress["factor"]},
                  {"original_max_position_embeddings", compress["original_max_position_embeddings"]}};
     hf["rope_scaling"] = flat;
+  } else {
+    hf["rope_scaling"] = nullptr;  // stated: no YaRN (a missing rope_scaling is refused)
   }
   return hf;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/checked.h"
 #include "core/error.h"
 
 namespace memra {
@@ -12,7 +13,10 @@ void prefill(const Backend& backend, State& state, std::span<const int32_t> toke
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t V = backend.vocab_size();
   if (chunk <= 0) chunk = std::max<int64_t>(T, 1);
-  if (logits) logits->reserve(logits->size() + T * V);
+  if (logits)
+    logits->reserve(elements_checked(add_checked(static_cast<int64_t>(logits->size()), mul_checked(T, V, "prefill logits"),
+                                                 "prefill logits"),
+                                     sizeof(float), "prefill logits"));
   for (int64_t begin = 0; begin < T; begin += chunk) {
     const int64_t width = std::min(chunk, T - begin);
     SequenceStep step{&state, tokens.subspan(begin, width), nullptr, nullptr};

@@ -96,6 +96,11 @@ struct HashStats {
   int threads = 0;
 };
 
+// The files Model::load reads in `model_dir` that exist: config.json, model.safetensors or the
+// index and every shard it names. Never throws; for the output rules (an output may not replace
+// a file its own command reads).
+std::vector<std::string> model_input_files(const std::string& model_dir);
+
 class Model {
  public:
   // Reads config.json and the headers of model.safetensors or model.safetensors.index.json + shards.

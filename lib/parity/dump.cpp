@@ -66,19 +66,59 @@ std::map<std::string, std::vector<int64_t>> predicted_dump_shapes(const ModelCon
   return s;
 }
 
+std::vector<std::string> dump_input_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  std::error_code ec;
+  const fs::path manifest = fs::path(dir) / "manifest.json";
+  if (!fs::exists(manifest, ec)) return out;
+  out.push_back(manifest.string());
+  try {
+    const json m = read_json_file(manifest.string(), 16u << 20);
+    if (m.is_object() && m.contains("data_file") && m["data_file"].is_string()) {
+      const std::string f = m["data_file"].get<std::string>();
+      if (!f.empty() && f.find('/') == std::string::npos) out.push_back((fs::path(dir) / f).string());
+    }
+  } catch (const Error&) {
+    // A broken manifest fails the open itself.
+  }
+  return out;
+}
+
 ReferenceDump ReferenceDump::open(const std::string& dir) {
-  ReferenceDump d;
-  d.dir_ = dir;
   const std::string mpath = (std::filesystem::path(dir) / "manifest.json").string();
   if (!std::filesystem::is_directory(dir)) throw Error("dump folder " + dir + " does not exist", "give the folder that holds manifest.json");
   if (!std::filesystem::exists(mpath))
     throw Error(dir + " has no manifest.json", "regenerate the dump with tools/oracle/dump_reference.py");
-  d.manifest_ = read_json_file(mpath, 16u << 20);
+  return from_manifest(dir, read_json_file(mpath, 16u << 20), [&](const std::string& data_file) {
+    return std::make_shared<SafetensorsFile>(SafetensorsFile::open((std::filesystem::path(dir) / data_file).string()));
+  });
+}
+
+namespace {
+
+// A string member, or `def` when absent; any other type is an Error naming it (nlohmann's value()
+// would throw its own type_error, which is not a message for a user).
+std::string string_field(const json& obj, const char* key, const std::string& def, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return def;
+  if (!it->is_string()) throw Error(where + ": '" + key + "' must be a string");
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+ReferenceDump ReferenceDump::from_manifest(const std::string& dir, json manifest,
+                                           const std::function<std::shared_ptr<SafetensorsFile>(const std::string&)>& open_data) {
+  ReferenceDump d;
+  d.dir_ = dir;
+  const std::string mpath = (std::filesystem::path(dir) / "manifest.json").string();
+  d.manifest_ = std::move(manifest);
   const json& m = d.manifest_;
   if (!m.is_object()) throw Error(mpath + " is not a JSON object");
-  if (m.value("format", "") != "memra.dump")
+  if (string_field(m, "format", "", mpath) != "memra.dump")
     throw Error(mpath + ": format is not memra.dump", "regenerate the dump with tools/oracle/dump_reference.py");
-  const std::string version = m.value("format_version", "");
+  const std::string version = string_field(m, "format_version", "", mpath);
   if (version.rfind("1.", 0) != 0)
     throw Error(mpath + ": unsupported format_version '" + printable(version) + "' (this memra reads 1.x)");
   if (!m.contains("tokens") || !m["tokens"].is_number_integer() || m["tokens"].get<int64_t>() < 1 ||
@@ -91,12 +131,19 @@ ReferenceDump ReferenceDump::open(const std::string& dir) {
     if (d.incremental_prefix_ < 1 || d.incremental_prefix_ >= d.tokens_)
       throw Error(mpath + ": 'incremental_prefix' must lie in [1, tokens)");
   }
-  const std::string data_file = m.value("data_file", "");
+  const std::string data_file = string_field(m, "data_file", "", mpath);
   if (data_file.empty() || data_file.find('/') != std::string::npos || data_file.find("..") != std::string::npos)
     throw Error(mpath + ": 'data_file' must name a file inside the dump folder");
-  d.data_ = std::make_shared<SafetensorsFile>(SafetensorsFile::open((std::filesystem::path(dir) / data_file).string()));
   if (!m.contains("arrays") || !m["arrays"].is_object()) throw Error(mpath + ": 'arrays' must be an object");
   if (!m.contains("geometry") || !m["geometry"].is_object()) throw Error(mpath + ": 'geometry' must be an object");
+  string_field(m, "regenerate", "", mpath);
+  if (m.contains("producer") && m["producer"].is_object()) string_field(m["producer"], "compute_dtype", "unknown", mpath);
+  for (auto it = m["arrays"].begin(); it != m["arrays"].end(); ++it) {
+    if (!it->is_object()) throw Error(mpath + ": arrays." + printable(it.key()) + " must be an object");
+    string_field(*it, "xxh3", "", mpath + ": arrays." + printable(it.key()));
+    string_field(*it, "dtype", "", mpath + ": arrays." + printable(it.key()));
+  }
+  d.data_ = open_data(data_file);
   return d;
 }
 

@@ -5,6 +5,7 @@
 // asserted against the product the config predicts, never divided to infer a dimension.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -47,11 +48,19 @@ struct DumpValidation {
   std::string regenerate;  // the manifest's regeneration command (or a default)
 };
 
+// The files ReferenceDump::open reads in `dir` that exist (manifest.json and its data file); never
+// throws. For the output rules.
+std::vector<std::string> dump_input_files(const std::string& dir);
+
 class ReferenceDump {
  public:
   // Reads manifest.json and opens the data file (hostile-safe). Throws Error (exit 2) when the
   // folder is not a readable dump; geometry disagreement is NOT an error here (see validate()).
   static ReferenceDump open(const std::string& dir);
+  // The same checks over a manifest already parsed; `open_data` opens the named data file (the
+  // folder's file for open(); the fuzzer hands in a fixed one).
+  static ReferenceDump from_manifest(const std::string& dir, nlohmann::json manifest,
+                                     const std::function<std::shared_ptr<SafetensorsFile>(const std::string&)>& open_data);
 
   const nlohmann::json& manifest() const { return manifest_; }
   const std::string& dir() const { return dir_; }

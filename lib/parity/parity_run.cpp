@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "core/checked.h"
 #include "core/error.h"
+#include "engine/memory_plan.h"
 #include "engine/engine.h"
 
 namespace memra {
@@ -66,6 +68,17 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
     if (ids[t] < 0 || ids[t] >= V)
       throw Error("dump token " + std::to_string(ids[t]) + " at " + std::to_string(t) + " is outside the vocabulary");
   std::vector<int32_t> tokens(ids.begin(), ids.end());
+  RunShape shape;  // the full pass with traces, then the incremental one
+  shape.capacity = shape.chunk = T;
+  shape.states = 2;
+  shape.chunk_logits = true;
+  shape.logits_rows = T;
+  shape.device = backend.realization().device;
+  shape.other_bytes = mul_checked(mul_checked(static_cast<uint64_t>(T), static_cast<uint64_t>(cfg.num_hidden_layers), "parity traces"),
+                                  static_cast<uint64_t>(cfg.hc_mult * cfg.hidden_size + 2 * cfg.num_experts_per_tok + cfg.index_topk + 4) * sizeof(float),
+                                  "parity traces");
+  require_fits(plan_memory(cfg, shape, model_resident_bytes(model, shape.device)), default_memory_limit(),
+               "parity over the dump's " + std::to_string(T) + " tokens");
   std::unique_ptr<State> state = backend.new_state(T);
   std::vector<float> logits(T * V);
   ForwardTrace trace;

@@ -3,6 +3,7 @@
 #include "state/state_file.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "format/json_guard.h"
@@ -100,8 +102,25 @@ struct Prepared {
 
 // Validates the snapshot and builds the header. `hashes` null: hash the classes here; otherwise use
 // them (placeholders of the right width give a header of the final length).
+// Keyed BLAKE2b-256 over a domain string, the canonical header of the metadata without the tag and
+// hash.metadata (length-prefixed), then every class's bytes in data order (their lengths are in
+// that header, so the stream is unambiguous).
+template <typename Bytes>
+std::string auth_tag(const AuthKey& key, const std::vector<HeaderEntry>& entries,
+                     std::map<std::string, std::string> metadata, const Bytes& payload) {
+  metadata.erase(kMetadataHashKey);
+  metadata.erase(kAuthTagKey);
+  const std::string header = canonical_header(entries, metadata);
+  KeyedHasher h(key);
+  h.update(std::string_view("memra.state auth 1"));
+  h.update_u64(header.size());
+  h.update(header);
+  for (const auto& [data, size] : payload) h.update(data, size);
+  return h.hex_digest();
+}
+
 Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const StateWriteOptions& options,
-                 const std::vector<Hash128>* hashes = nullptr) {
+                 const std::vector<Hash128>* hashes = nullptr, bool placeholder_tag = false) {
   Hash128 probe;
   if (!canonical_hex(origin.model_fingerprint, &probe))
     throw Error("model fingerprint '" + printable(origin.model_fingerprint) + "' is not 32 lower-case hex digits",
@@ -116,15 +135,16 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
     if (!valid_class_name(c.name)) throw Error("class name '" + printable(c.name) + "' is not allowed in a state file");
     uint64_t n = 1;
     for (int64_t d : c.shape) {
-      if (d <= 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
+      if (d <= 0 || !mul_fits(n, static_cast<uint64_t>(d), &n))
         throw Error("class " + c.name + " has shape " + shape_text(c.shape) + " (every dimension must be positive)");
     }
     if (!is_supported_class_dtype(c.dtype))
       throw Error("class " + c.name + " has dtype " + dtype_name(c.dtype) + " (state classes are F32, BF16, I32 or I64)");
     if (!is_extension(c.name) && c.dtype != DType::kF32) throw Error("trunk class " + c.name + " must be F32");
-    if (n * dtype_size(c.dtype) != c.bytes.size())
+    uint64_t need = 0;
+    if (!mul_fits(n, dtype_size(c.dtype), &need) || need != c.bytes.size())
       throw Error("class " + c.name + " holds " + std::to_string(c.bytes.size()) + " bytes, its shape needs " +
-                  std::to_string(n * dtype_size(c.dtype)));
+                  std::to_string(n) + " x " + std::to_string(dtype_size(c.dtype)));
     if (std::find(seen.begin(), seen.end(), c.name) != seen.end()) throw Error("class " + c.name + " appears twice");
     seen.push_back(c.name);
     items.push_back({c.name, dtype_name(c.dtype), &c.shape, c.bytes.data(), c.bytes.size()});
@@ -138,7 +158,8 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
   for (const auto& [k, v] : options.extra_metadata) {
     for (const char* r : kReservedKeys)
       if (k == r) throw Error("metadata key " + k + " is reserved by the state format");
-    if (k.rfind("hash.", 0) == 0) throw Error("metadata key " + k + " is reserved by the state format");
+    if (k.rfind("hash.", 0) == 0 || k.rfind("auth.", 0) == 0)
+      throw Error("metadata key " + k + " is reserved by the state format");
     md[k] = v;
   }
   md["format"] = kStateFormatName;
@@ -154,7 +175,6 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
   md["capacity"] = std::to_string(snap.capacity);
   for (size_t i = 0; i < items.size(); ++i) md["hash." + std::string(items[i].name)] = p.result.class_hashes[i].hex();
   md["hash.state"] = p.result.state_hash.hex();
-  md[kMetadataHashKey] = metadata_hash(md).hex();
 
   std::vector<HeaderEntry> entries;
   uint64_t offset = 0;
@@ -162,6 +182,12 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
     entries.push_back({it.name, it.dtype, it.shape, offset, offset + it.nbytes});
     offset += it.nbytes;
   }
+  if (options.key) {  // the placeholder header only needs the tag's length
+    std::vector<std::pair<const void*, size_t>> payload;
+    for (const auto& it : items) payload.emplace_back(it.data, it.nbytes);
+    md[kAuthTagKey] = placeholder_tag ? std::string(64, '0') : auth_tag(*options.key, entries, md, payload);
+  }
+  md[kMetadataHashKey] = metadata_hash(md).hex();
   p.header = canonical_header(entries, md);
   p.result.file_bytes = 8 + p.header.size() + offset;
   return p;
@@ -177,9 +203,9 @@ std::string header_length_bytes(uint64_t n) {
 
 StateWriteResult write_state_file(const std::string& path, const HostSnapshot& snap, const StateOrigin& origin,
                                   const StateWriteOptions& options) {
-  if (path == "-") {  // a pipe cannot be rewritten: hash first, then stream
+  AtomicWriter out(path);
+  if (!out.seekable()) {  // stdout, a pipe or a device cannot be rewritten: hash first, then stream
     Prepared p = prepare(snap, origin, options);
-    AtomicWriter out(path);
     out.write(header_length_bytes(p.header.size()));
     out.write(p.header);
     for (const auto& c : snap.classes) out.write(c.bytes.data(), c.bytes.size());
@@ -189,8 +215,7 @@ StateWriteResult write_state_file(const std::string& path, const HostSnapshot& s
   // Hash on other threads while the payload goes to disk; the header (whose length does not
   // depend on the hash values) is written last, before fsync and rename.
   const std::vector<Hash128> zeros(snap.classes.size());
-  const Prepared placeholder = prepare(snap, origin, options, &zeros);
-  AtomicWriter out(path);  // payload first, header rewritten in place last
+  const Prepared placeholder = prepare(snap, origin, options, &zeros, true);  // payload first, header written last
   std::vector<ClassBytes> items;
   for (const auto& c : snap.classes) items.push_back({c.name, dtype_name(c.dtype), &c.shape, c.bytes.data(), c.bytes.size()});
   std::vector<Hash128> hashes;
@@ -230,7 +255,9 @@ std::string serialize_state_file(const HostSnapshot& snap, const StateOrigin& or
 }
 
 StateFile StateFile::open(const std::string& path, StateCheck check, int threads) {
-  return parse(InputBytes::open(path), check, threads);
+  auto stream = StdinReader::open_stream(path);  // header first: a stream that is not a state fails on its first bytes
+  if (!stream) return parse(InputBytes::open(path), check, threads);
+  return parse(SafetensorsFile::read_stream(*stream, path, stdin_limit()), check, threads);
 }
 
 StateFile StateFile::parse(InputBytes bytes, StateCheck check, int threads) {
@@ -315,6 +342,11 @@ StateFile StateFile::parse(InputBytes bytes, StateCheck check, int threads) {
   if (f.capacity_ < 1 || f.position_ > f.capacity_)
     throw bad("position " + std::to_string(f.position_) + " exceeds capacity " + std::to_string(f.capacity_));
   if (!canonical_hex(get("hash.state"), &f.state_hash_)) throw bad("hash.state is not 32 lower-case hex digits");
+  if (auto tag = md.find(kAuthTagKey); tag != md.end()) {
+    const std::string& t = tag->second;
+    if (t.size() != 64 || t.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw bad(std::string(kAuthTagKey) + " is not 64 lower-case hex digits");
+  }
 
   if (check == StateCheck::kFull) f.verify_payload(threads);
   return f;
@@ -339,6 +371,24 @@ void StateFile::verify_payload(int threads) {
   payload_verified_ = true;
 }
 
+void StateFile::verify_auth(const AuthKey& key) const {
+  const std::string where = "state file " + path();
+  auto tag = metadata_.find(kAuthTagKey);
+  if (tag == metadata_.end())
+    throw negative(where + " carries no keyed tag (" + kAuthTagKey + "): it was written without --key, so who wrote it cannot be checked",
+                   "write it again with --key, or drop --key to accept it on its XXH3 hashes alone (they catch accidents, not forgery)");
+  std::vector<HeaderEntry> entries;
+  std::vector<std::pair<const void*, size_t>> payload;
+  for (const auto& c : classes_) {
+    const uint64_t begin = static_cast<uint64_t>(c.data - classes_.front().data);
+    entries.push_back({c.name, dtype_name(c.dtype), &c.shape, begin, begin + c.nbytes});
+    payload.emplace_back(c.data, c.nbytes);
+  }
+  if (!tags_equal(auth_tag(key, entries, metadata_, payload), tag->second))
+    throw negative(where + ": keyed tag mismatch: the file was modified after it was written, or written with another key",
+                   "do not use this state; get it again from where it was written");
+}
+
 const StateClassView* StateFile::find(std::string_view name) const {
   for (const auto& c : classes_)
     if (c.name == name) return &c;
@@ -359,6 +409,23 @@ HostSnapshot StateFile::to_host() const {
     host.classes.push_back(std::move(cc));
   }
   return host;
+}
+
+std::vector<NonFiniteClass> nonfinite_classes(const StateFile& file) {
+  std::vector<NonFiniteClass> out;
+  for (const auto& c : file.classes()) {
+    if (c.dtype != DType::kF32) continue;
+    NonFiniteClass n{c.name};
+    for (uint64_t i = 0; i < c.numel; ++i) {
+      float v;
+      std::memcpy(&v, c.data + 4 * i, 4);
+      if (std::isfinite(v)) continue;
+      if (n.nan + n.inf == 0) n.first = i;
+      ++(std::isnan(v) ? n.nan : n.inf);
+    }
+    if (n.nan + n.inf > 0) out.push_back(std::move(n));
+  }
+  return out;
 }
 
 std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& backend, const std::string& model_fingerprint,

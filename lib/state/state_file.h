@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/hash.h"
+#include "core/keyed_hash.h"
 #include "format/safetensors.h"
 #include "state/snapshot.h"
 
@@ -34,9 +35,14 @@ struct StateOrigin {
   std::string precision_class;    // Backend::precision_class(), e.g. "cpu-f32-exact"
 };
 
+// The optional keyed tag (docs/state-format.md, "Integrity is not authenticity"): keyed BLAKE2b-256
+// over the header without this key and hash.metadata, and the whole payload.
+inline constexpr const char* kAuthTagKey = "auth.blake2b";
+
 struct StateWriteOptions {
   int threads = 0;                                // hashing threads (0: one per core)
   std::map<std::string, std::string> extra_metadata;  // more keys (must not collide with the format's)
+  const AuthKey* key = nullptr;                   // when set, the file carries a keyed tag
 };
 
 struct StateWriteResult {
@@ -75,6 +81,10 @@ class StateFile {
   // Recomputes every class hash and the state hash (no-op once done); negative Error naming the
   // first class (in file order) whose bytes disagree.
   void verify_payload(int threads = 0);
+  // Checks the keyed tag with `key`: a negative Error when the file has no tag or the tag does not
+  // match (modified, or written with another key). The computed tag is never printed.
+  void verify_auth(const AuthKey& key) const;
+  bool has_auth_tag() const { return metadata_.count(kAuthTagKey) > 0; }
   bool payload_verified() const { return payload_verified_; }
 
   const std::string& path() const { return file_.path(); }
@@ -104,6 +114,16 @@ class StateFile {
   Hash128 state_hash_;
   bool payload_verified_ = false;
 };
+
+// F32 classes holding NaN or ±Inf, in file order. Hashes prove that bytes are what was written,
+// not that the values are sane: a state that overflowed restores bit-exactly and then decodes NaN
+// logits, so readers report these (memra restore and snapshot print a warning and a JSON field).
+struct NonFiniteClass {
+  std::string name;
+  uint64_t nan = 0, inf = 0;
+  uint64_t first = 0;  // flat index of the first non-finite value
+};
+std::vector<NonFiniteClass> nonfinite_classes(const StateFile& file);
 
 // Verified restore: checks the model fingerprint, rebuilds a state of `capacity` on `backend`
 // (capacity < position is refused; a class no component of the backend's state holds is refused by
