@@ -28,6 +28,7 @@ record="$root/bench/results/fuzz-long-$(date +%Y-%m-%d).txt"
 } >> "$record"
 for t in "${targets[@]}"; do
   name="${t#fuzz_}"
+  [[ -x "$san/$t" ]] || { echo "$t: not built in $san (build the sanitizer build first)" >> "$record"; continue; }
   mkdir -p "$out/$name"
   start=$(date +%s)
   nice -n 19 "$san/$t" -runs="$runs" -max_total_time="$max_seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/$t-" \
