@@ -15,6 +15,7 @@
 #include "gate/fused_moe_gate.h"
 #include "gate/trunk_gates.h"
 #include "model/model.h"
+#include "prompt_input.h"
 
 namespace memra::cli {
 
@@ -30,6 +31,7 @@ struct GateOptions {
   std::string kind;  // which gate
   std::string model_dir, dump_dir, a, b, expect;
   std::string tokens_file;
+  PromptInput prompt;
   TrunkGateOptions trunk;
   FusedMoeOptions moe;
   std::string widths = "1,64";
@@ -102,7 +104,7 @@ static int run_gate(GateOptions opt, const Context& ctx) {
     auto mono = make_backend(mono_choice, model);
     return gate_chunk_semantics(model, *mono, *backend, opt.trunk);
   };
-  if (!opt.tokens_file.empty()) opt.trunk.tokens = read_token_list(opt.tokens_file);
+  opt.trunk.tokens = prompt_tokens(opt.prompt, opt.tokens_file, opt.model_dir, PromptUse::kStart, false, ctx);
   opt.trunk.widths = parse_widths(opt.widths);
   if (k == "restore") return emit(opt, k, {gate_restore_roundtrip(model, *backend, opt.trunk)});
   if (k == "chunk") return emit(opt, k, {gate_chunk_invariance(model, *backend, opt.trunk)});
@@ -134,8 +136,8 @@ static void add_common(CLI::App* sub, GateOptions& o) {
 static void add_trunk(CLI::App* sub, GateOptions& o) {
   sub->add_option("model", o.model_dir, "Model folder")->required()->check(CLI::ExistingDirectory);
   add_backend_options(sub, o.common.backend);
-  sub->add_option("--tokens", o.tokens_file, "Prompt token ids (text or .npy); default: --prompt ids drawn from --seed");
-  sub->add_option("--prompt", o.trunk.prompt, "Prompt length when no --tokens are given")->capture_default_str();
+  add_prompt_options(sub, sub->add_option("--tokens", o.tokens_file, "Prompt token ids (text or .npy); default: --prompt-len ids drawn from --seed"), o.prompt);
+  sub->add_option("--prompt-len", o.trunk.prompt, "Prompt length when no --tokens or --prompt are given")->capture_default_str();
   sub->add_option("--seed", o.trunk.seed, "Seed of the prompt ids")->capture_default_str();
 }
 

@@ -13,6 +13,7 @@
 #include "format/token_list.h"
 #include "model/model.h"
 #include "progress.h"
+#include "prompt_input.h"
 #include "state/state_file.h"
 
 namespace memra::cli {
@@ -20,6 +21,7 @@ namespace memra::cli {
 struct PrefillOptions {
   std::string model_dir;
   std::string tokens;
+  PromptInput prompt;
   int64_t chunk = 0;
   int64_t capacity = 0;
   std::string state_out;
@@ -36,7 +38,7 @@ static void write_state_for_cli(const std::string& path, const Model& model, con
 
 static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
   Model model = Model::load(opt.model_dir);
-  std::vector<int32_t> tokens = read_token_list(opt.tokens);
+  std::vector<int32_t> tokens = prompt_tokens(opt.prompt, opt.tokens, opt.model_dir, PromptUse::kStart, true, ctx);
   if (tokens.empty()) throw Error("token list " + opt.tokens + " is empty", "give at least one token id");
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t need = T + opt.generate;
@@ -58,12 +60,13 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
   if (!opt.logits_out.empty()) write_logits(opt.logits_out, logits, T, V);
   const std::vector<float> last = backend->last_logits(*state);
   const Hash128 last_hash = xxh3_128(last.data(), last.size() * sizeof(float));
-  std::vector<int32_t> generated;
-  if (opt.generate > 0) generated = generate_greedy(*backend, *state, opt.generate);
-  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, *state);
-
-  // With `-o -` the state owns stdout; the report then goes to stderr.
+  // With `-o -` the state owns stdout; the report (and a text continuation) then go to stderr.
   std::ostream& out = opt.state_out == "-" ? std::cerr : std::cout;
+  GeneratedText text(opt.prompt, opt.model_dir, opt.json, out);
+  std::vector<int32_t> generated;
+  if (opt.generate > 0) generated = generate_greedy(*backend, *state, opt.generate, nullptr, text.on_token());
+  text.finish();
+  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, *state);
   if (opt.json) {
     nlohmann::json j = {{"model", opt.model_dir},
                         {"fingerprint", model.fingerprint().hex()},
@@ -76,7 +79,11 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
                         {"argmax", argmax(last)},
                         {"prefill_seconds", prefill_s},
                         {"generated", generated}};
+    if (auto t = text.text_of(generated)) j["text"] = *t;
     out << j.dump(2) << "\n";
+  } else if (text.active() && opt.generate > 0) {  // the text was the result; the report is a note
+    note(ctx, "prefill " + std::to_string(T) + " tokens in " + std::to_string(prefill_s) + " s; last logits xxh3 " +
+                  last_hash.hex() + "; generated " + std::to_string(generated.size()) + " tokens");
   } else {
     out << "prefill " << T << " tokens (chunk " << (opt.chunk > 0 ? opt.chunk : T) << ", capacity " << capacity
         << ") in " << prefill_s << " s; last logits xxh3 " << last_hash.hex() << "\n";
@@ -92,8 +99,8 @@ void setup_prefill(CLI::App& app, Context& ctx) {
   auto opt = std::make_shared<PrefillOptions>();
   auto* sub = app.add_subcommand("prefill", "Run a prompt through the model (chunked prefill), optionally continue greedily");
   sub->add_option("model", opt->model_dir, "Model folder (config.json + safetensors)")->required()->check(CLI::ExistingDirectory);
-  sub->add_option("--tokens", opt->tokens, "Prompt token ids: text (whitespace/comma separated) or .npy int32/int64; - = stdin")
-      ->required();
+  auto* tokens = sub->add_option("--tokens", opt->tokens, "Prompt token ids: text (whitespace/comma separated) or .npy int32/int64; - = stdin");
+  add_prompt_options(sub, tokens, opt->prompt);
   sub->add_option("--chunk", opt->chunk, "Tokens per forward call (default: all in one call)")->check(CLI::NonNegativeNumber);
   sub->add_option("--capacity", opt->capacity, "Tokens the decode state can hold (default: prompt + --generate)")
       ->check(CLI::NonNegativeNumber);

@@ -15,6 +15,7 @@
 #include "format/token_list.h"
 #include "model/model.h"
 #include "progress.h"
+#include "prompt_input.h"
 #include "state/state_file.h"
 
 namespace memra::cli {
@@ -26,6 +27,7 @@ struct RestoreOptions {
   std::string model_dir;
   int64_t capacity = 0;
   std::string tokens;
+  PromptInput prompt;
   int64_t chunk = 0;
   int64_t steps = 0;
   std::string logits_out;
@@ -42,7 +44,7 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   StateFile file = StateFile::open(opt.state, StateCheck::kFull);
   Model model = Model::load(opt.model_dir);
   std::vector<int32_t> tokens;
-  if (!opt.tokens.empty()) tokens = read_token_list(opt.tokens);
+  tokens = prompt_tokens(opt.prompt, opt.tokens, opt.model_dir, PromptUse::kContinuation, false, ctx);
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t need = file.position() + T + opt.steps;
   const int64_t capacity = opt.capacity > 0 ? opt.capacity : std::max(file.capacity(), need);
@@ -68,18 +70,20 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
     prefill(*backend, *state, tokens, opt.chunk, want_logits ? &logits : nullptr,
             [&](int64_t done, int64_t total) { progress.update(done, total); });
   }
+  std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
+  GeneratedText text(opt.prompt, opt.model_dir, opt.json, out);
   std::vector<int32_t> generated;
   if (opt.steps > 0) {
     if (state->position() == 0) throw Error("greedy steps need a processed position", "give --tokens, or restore a state past position 0");
     std::vector<float> step_logits;
-    generated = generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr);
+    generated = generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr, text.on_token());
+    text.finish();
     logits.insert(logits.end(), step_logits.begin(), step_logits.end());
   }
   if (want_logits) write_logits(opt.logits_out, logits, T + opt.steps, V);
   if (!opt.state_out.empty())
     write_state_file(opt.state_out, snapshot_state(*state), StateOrigin{model.fingerprint().hex(), backend->precision_class()});
 
-  std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
   const std::vector<float> last = backend->last_logits(*state);
   const Hash128 last_hash = xxh3_128(last.data(), last.size() * sizeof(float));
   if (opt.json) {
@@ -97,7 +101,11 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
                         {"position", state->position()},
                         {"last_logits_xxh3", state->position() > 0 ? nlohmann::json(last_hash.hex()) : nlohmann::json(nullptr)},
                         {"generated", generated}};
+    if (auto t = text.text_of(generated)) j["text"] = *t;
     out << j.dump(2) << "\n";
+  } else if (text.active() && opt.steps > 0) {  // the text was the result; the report is a note
+    note(ctx, "restored " + file.path() + " at position " + std::to_string(restored_pos) + ", continued to position " +
+                  std::to_string(state->position()) + "; last logits xxh3 " + last_hash.hex());
   } else {
     out << "restored " << file.path() << ": position " << restored_pos << ", capacity " << capacity << ", "
         << file.classes().size() << " classes verified (state xxh3-128 " << file.state_hash().hex() << ")\n";
@@ -129,7 +137,7 @@ void setup_restore(CLI::App& app, Context& ctx) {
   sub->add_option("--model", opt->model_dir, "Model folder the state was written from")->required()->check(CLI::ExistingDirectory);
   sub->add_option("--capacity", opt->capacity, "Tokens the restored state can hold (>= the state's position)")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--tokens", opt->tokens, "Teacher-force these token ids: text (whitespace/comma separated) or .npy; - = stdin");
+  add_prompt_options(sub, sub->add_option("--tokens", opt->tokens, "Teacher-force these token ids: text (whitespace/comma separated) or .npy; - = stdin"), opt->prompt);
   sub->add_option("--chunk", opt->chunk, "Tokens per forward call when teacher-forcing (default: all in one call)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--steps", opt->steps, "Then decode K tokens greedily and print them")->check(CLI::NonNegativeNumber);
