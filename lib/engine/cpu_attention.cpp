@@ -206,7 +206,7 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
   for (int64_t g = 0; g < G; ++g) {
     for (int64_t t = 0; t < T; ++t)
       std::copy(o.begin() + t * Hd + g * group_in, o.begin() + t * Hd + (g + 1) * group_in, og.begin() + t * group_in);
-    ar.linear(og.data(), T, group_in, lw.wo_a + g * R * group_in, R, zg.data());
+    ar.linear(og.data(), T, group_in, lw.wo_a.rows_from(g * R, group_in), R, zg.data());
     for (int64_t t = 0; t < T; ++t) std::copy(zg.begin() + t * R, zg.begin() + (t + 1) * R, z.begin() + t * G * R + g * R);
   }
   out.assign(T * D, 0.0f);
