@@ -14,10 +14,14 @@ void add_backend_options(CLI::App* sub, BackendChoice& choice) {
       ->check(CLI::IsMember(names))
       ->capture_default_str();
   sub->add_option("--devices", choice.devices, "GPU indices for a CUDA backend, e.g. 0,1 (default 0)");
+  sub->add_flag("--qat", choice.qat,
+                "Apply the official inference code's QAT simulations (FP8 window/compressed kv, Hadamard+FP4 "
+                "indexer q/k; CPU backends); state files record it");
 }
 
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice, const Model& model) {
   BackendOptions options;
+  options.qat = choice.qat;
   if (!choice.devices.empty()) {
     for (int32_t d : parse_token_text(choice.devices, "--devices")) {
       if (d < 0 || d > 1023) throw Error("--devices: " + std::to_string(d) + " is not a device index");

@@ -82,7 +82,7 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   }
   if (want_logits) write_logits(opt.logits_out, logits, T + opt.steps, V);
   if (!opt.state_out.empty())
-    write_state_file(opt.state_out, snapshot_state(*state), StateOrigin{model.fingerprint().hex(), backend->precision_class()});
+    write_state_file(opt.state_out, snapshot_state(*state), StateOrigin{model.fingerprint().hex(), backend->precision_class(), backend->qat()});
 
   const std::vector<float> last = backend->last_logits(*state);
   const Hash128 last_hash = xxh3_128(last.data(), last.size() * sizeof(float));

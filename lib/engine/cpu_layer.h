@@ -26,7 +26,8 @@ inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // sums, MoE grouped by expert. Both store f32 between ops (docs/bands.md says why not bf16).
 struct Arithmetic {
   void (*linear)(const float* x, int64_t rows, int64_t in, const Matrix& w, int64_t out, float* y);  // y = x·wᵀ
-  bool fast;  // f32 attention dots and sums, grouped MoE
+  bool fast;         // f32 attention dots and sums, grouped MoE
+  bool qat = false;  // the official code's QAT simulations (numerics/qat.h; BackendOptions::qat)
 };
 const Arithmetic& exact_arithmetic();
 const Arithmetic& fast_arithmetic();
@@ -42,6 +43,7 @@ struct CompressorWeights {
   Matrix wgate;                  // [c·w, D]
   const float* ape = nullptr;    // [m, c·w]
   const float* norm = nullptr;   // [w]
+  bool indexer = false;          // the indexer's keys (QAT: Hadamard + FP4), else main entries (FP8)
 };
 
 struct LayerWeights {

@@ -44,7 +44,7 @@ ModelWeights::ModelWeights(const Model& model) {
     w.wo_b = m(kWoB);
     if (w.kind != LayerKind::kSliding) w.compressor = {m(kCmpWkv), m(kCmpWgate), f(kCmpApe), f(kCmpNorm)};
     if (w.kind == LayerKind::kCSA) {
-      w.indexer = {m(kIdxCmpWkv), m(kIdxCmpWgate), f(kIdxCmpApe), f(kIdxCmpNorm)};
+      w.indexer = {m(kIdxCmpWkv), m(kIdxCmpWgate), f(kIdxCmpApe), f(kIdxCmpNorm), true};
       w.idx_wq_b = m(kIdxWqB);
       w.idx_weights = m(kIdxWeights);
     }

@@ -101,6 +101,12 @@ std::string ReferenceDump::compute_dtype() const {
   return "unknown";
 }
 
+bool ReferenceDump::qat() const {
+  if (!manifest_.contains("producer") || !manifest_["producer"].is_object()) return false;
+  const auto& p = manifest_["producer"];
+  return p.contains("qat") && p["qat"].is_boolean() && p["qat"].get<bool>();
+}
+
 DumpValidation ReferenceDump::validate(const ModelConfig& config) const {
   DumpValidation v;
   v.regenerate = manifest_.value("regenerate", "");

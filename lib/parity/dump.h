@@ -50,6 +50,7 @@ class ReferenceDump {
   int64_t tokens() const { return tokens_; }  // T claimed by the manifest
   int64_t incremental_prefix() const { return incremental_prefix_; }  // P, or -1 when absent
   std::string compute_dtype() const;  // producer.compute_dtype, or "unknown"
+  bool qat() const;                   // producer.qat: made with the QAT simulations (dump_reference.py --qat)
 
   // Manifest-first validation against `config`; never reads array values before geometry passes.
   DumpValidation validate(const ModelConfig& config) const;
