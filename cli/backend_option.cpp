@@ -17,10 +17,14 @@ void add_backend_options(CLI::App* sub, BackendChoice& choice) {
       ->check(CLI::IsMember(names))
       ->capture_default_str();
   add_count_list(sub, "--devices", choice.devices, "GPU indices for a CUDA backend, e.g. 0,1 (default 0)", 0, kMaxDevice);
+  sub->add_flag("--qat", choice.qat,
+                "Apply the official inference code's QAT simulations (FP8 window/compressed kv, Hadamard+FP4 "
+                "indexer q/k; CPU backends); state files record it");
 }
 
 std::unique_ptr<Backend> make_backend(const BackendChoice& choice, const Model& model) {
   BackendOptions options;
+  options.qat = choice.qat;
   if (!choice.devices.empty()) {
     for (int32_t d : parse_token_text(choice.devices, "--devices")) options.devices.push_back(d);
     if (realization(choice.name).device != Device::kCuda)

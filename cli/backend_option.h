@@ -14,6 +14,7 @@ namespace memra::cli {
 struct BackendChoice {
   std::string name = "cpu";
   std::string devices;  // "0,1"
+  bool qat = false;     // --qat (BackendOptions::qat)
 };
 
 void add_backend_options(CLI::App* sub, BackendChoice& choice);

@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "options.h"
 #include "run_plan.h"
+#include "prompt_input.h"
 
 namespace memra::cli {
 
@@ -34,6 +35,7 @@ struct GateOptions {
   std::string kind;  // which gate
   std::string model_dir, dump_dir, a, b, expect;
   std::string tokens_file;
+  PromptInput prompt;
   TrunkGateOptions trunk;
   FusedMoeOptions moe;
   std::string widths = "1,64";
@@ -113,7 +115,9 @@ static int run_gate(GateOptions opt, const Context& ctx) {
     auto mono = make_backend(mono_choice, model);
     return gate_chunk_semantics(model, *mono, *backend, opt.trunk);
   };
-  if (!opt.tokens_file.empty()) {  // no more than one state over them fits; each gate plans its own run
+  if (opt.tokens_file.empty()) {
+    opt.trunk.tokens = prompt_tokens(opt.prompt, "", opt.model_dir, PromptUse::kStart, false, ctx);
+  } else {  // no more than one state over them fits; each gate plans its own run
     const auto one_state = [&](int64_t T) {
       RunShape s;
       s.capacity = s.chunk = T;
@@ -160,8 +164,8 @@ static void add_trunk(CLI::App* sub, GateOptions& o, bool model_optional = false
   else
     sub->add_option("model", o.model_dir, "Model folder")->required()->check(CLI::ExistingDirectory);
   add_backend_options(sub, o.common.backend);
-  sub->add_option("--tokens", o.tokens_file, "Prompt token ids (text or .npy); default: --prompt ids drawn from --seed");
-  add_count(sub, "--prompt", o.trunk.prompt, "Prompt length when no --tokens are given", 1)->capture_default_str();
+  add_prompt_options(sub, sub->add_option("--tokens", o.tokens_file, "Prompt token ids (text or .npy); default: --prompt-len ids drawn from --seed"), o.prompt);
+  add_count(sub, "--prompt-len", o.trunk.prompt, "Prompt length when no --tokens or --prompt are given", 1)->capture_default_str();
   add_count(sub, "--seed", o.trunk.seed, "Seed of the prompt ids", 0, 4294967295)->capture_default_str();
 }
 

@@ -17,6 +17,7 @@
 #include "options.h"
 #include "progress.h"
 #include "run_plan.h"
+#include "prompt_input.h"
 #include "state/state_file.h"
 
 namespace memra::cli {
@@ -24,6 +25,7 @@ namespace memra::cli {
 struct PrefillOptions {
   std::string model_dir;
   std::string tokens;
+  PromptInput prompt;
   int64_t chunk = 0;
   int64_t capacity = 0;
   std::string state_out;
@@ -36,11 +38,12 @@ struct PrefillOptions {
 };
 
 static void write_state_for_cli(const std::string& path, const Model& model, const Backend& backend,
+static void write_state_for_cli(const std::string& path, const Model& model, const Backend& backend,
                                 const State& state, const std::optional<AuthKey>& key) {
   StateWriteOptions options;
   if (key) options.key = &*key;
-  write_state_file(path, snapshot_state(state), StateOrigin{model.fingerprint().hex(), backend.precision_class()},
-                   options);
+  write_state_file(path, snapshot_state(state),
+                   StateOrigin{model.fingerprint().hex(), backend.precision_class(), backend.qat()}, options);
 }
 
 static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
@@ -64,7 +67,9 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
                     std::to_string(opt.generate),
                 "drop --capacity or raise it");
   std::vector<int32_t> tokens =
-      read_tokens_planned(opt.tokens, model, limit, shape, opt.capacity > 0 ? opt.capacity - opt.generate : kMaxCount, ctx);
+      opt.tokens.empty()
+          ? prompt_tokens(opt.prompt, "", opt.model_dir, PromptUse::kStart, true, ctx)
+          : read_tokens_planned(opt.tokens, model, limit, shape, opt.capacity > 0 ? opt.capacity - opt.generate : kMaxCount, ctx);
   if (tokens.empty()) throw Error("token list " + opt.tokens + " is empty", "give at least one token id");
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t need = T + opt.generate;
@@ -87,12 +92,14 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
   if (!opt.logits_out.empty()) write_logits(opt.logits_out, logits, T, V);
   const std::vector<float> last = backend->last_logits(*state);
   const Hash128 last_hash = xxh3_128(last.data(), last.size() * sizeof(float));
-  std::vector<int32_t> generated;
-  if (opt.generate > 0) generated = generate_greedy(*backend, *state, opt.generate);
-  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, *state, key);
-
-  // With `-o -` or `--logits -` that artifact owns stdout; the report then goes to stderr.
+  // With `-o -` or `--logits -` that artifact owns stdout; the report (and a text continuation)
+  // then go to stderr.
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
+  GeneratedText text(opt.prompt, opt.model_dir, opt.json, out);
+  std::vector<int32_t> generated;
+  if (opt.generate > 0) generated = generate_greedy(*backend, *state, opt.generate, nullptr, text.on_token());
+  text.finish();
+  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, *state, key);
   if (opt.json) {
     nlohmann::json j = {{"model", opt.model_dir},
                         {"fingerprint", model.fingerprint().hex()},
@@ -105,7 +112,11 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
                         {"argmax", argmax(last)},
                         {"prefill_seconds", prefill_s},
                         {"generated", generated}};
+    if (auto t = text.text_of(generated)) j["text"] = *t;
     out << j.dump(2) << "\n";
+  } else if (text.active() && opt.generate > 0) {  // the text was the result; the report is a note
+    note(ctx, "prefill " + std::to_string(T) + " tokens in " + std::to_string(prefill_s) + " s; last logits xxh3 " +
+                  last_hash.hex() + "; generated " + std::to_string(generated.size()) + " tokens");
   } else {
     out << "prefill " << T << " tokens (chunk " << (opt.chunk > 0 ? opt.chunk : T) << ", capacity " << capacity
         << ") in " << prefill_s << " s; last logits xxh3 " << last_hash.hex() << "\n";
@@ -121,8 +132,8 @@ void setup_prefill(CLI::App& app, Context& ctx) {
   auto opt = std::make_shared<PrefillOptions>();
   auto* sub = app.add_subcommand("prefill", "Run a prompt through the model (chunked prefill), optionally continue greedily");
   sub->add_option("model", opt->model_dir, "Model folder (config.json + safetensors)")->required()->check(CLI::ExistingDirectory);
-  sub->add_option("--tokens", opt->tokens, "Prompt token ids: text (whitespace/comma separated) or .npy int32/int64; - = stdin")
-      ->required();
+  auto* tokens = sub->add_option("--tokens", opt->tokens, "Prompt token ids: text (whitespace/comma separated) or .npy int32/int64; - = stdin");
+  add_prompt_options(sub, tokens, opt->prompt);
   add_count(sub, "--chunk", opt->chunk, "Tokens per forward call (default: all in one call)", 1);
   add_count(sub, "--capacity", opt->capacity, "Tokens the decode state can hold (default: prompt + --generate)", 1);
   sub->add_option("-o,--output", opt->state_out, "Write the decode state as a hashed state file (- = stdout)");

@@ -19,6 +19,7 @@
 #include "options.h"
 #include "progress.h"
 #include "run_plan.h"
+#include "prompt_input.h"
 #include "state/state_file.h"
 
 namespace memra::cli {
@@ -30,6 +31,7 @@ struct RestoreOptions {
   std::string model_dir;
   int64_t capacity = 0;
   std::string tokens;
+  PromptInput prompt;
   int64_t chunk = 0;
   int64_t steps = 0;
   std::string logits_out;
@@ -66,6 +68,8 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   if (!opt.tokens.empty())
     tokens = read_tokens_planned(opt.tokens, model, limit, shape,
                                  opt.capacity > 0 ? std::max<int64_t>(opt.capacity - file.position() - opt.steps, 0) : kMaxCount, ctx);
+  else
+    tokens = prompt_tokens(opt.prompt, "", opt.model_dir, PromptUse::kContinuation, false, ctx);
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t need = file.position() + T + opt.steps;
   const int64_t capacity = opt.capacity > 0 ? opt.capacity : std::max(file.capacity(), need);
@@ -94,11 +98,14 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
     prefill(*backend, *state, tokens, opt.chunk, want_logits ? &logits : nullptr,
             [&](int64_t done, int64_t total) { progress.update(done, total); });
   }
+  std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
+  GeneratedText text(opt.prompt, opt.model_dir, opt.json, out);
   std::vector<int32_t> generated;
   if (opt.steps > 0) {
     if (state->position() == 0) throw Error("greedy steps need a processed position", "give --tokens, or restore a state past position 0");
     std::vector<float> step_logits;
-    generated = generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr);
+    generated = generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr, text.on_token());
+    text.finish();
     logits.insert(logits.end(), step_logits.begin(), step_logits.end());
   }
   if (want_logits) write_logits(opt.logits_out, logits, T + opt.steps, V);
@@ -106,10 +113,9 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
     StateWriteOptions options;
     if (key) options.key = &*key;
     write_state_file(opt.state_out, snapshot_state(*state),
-                     StateOrigin{model.fingerprint().hex(), backend->precision_class()}, options);
+                     StateOrigin{model.fingerprint().hex(), backend->precision_class(), backend->qat()}, options);
   }
 
-  std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
   const std::vector<float> last = backend->last_logits(*state);
   const Hash128 last_hash = xxh3_128(last.data(), last.size() * sizeof(float));
   if (opt.json) {
@@ -127,7 +133,11 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
                         {"position", state->position()},
                         {"last_logits_xxh3", state->position() > 0 ? nlohmann::json(last_hash.hex()) : nlohmann::json(nullptr)},
                         {"generated", generated}};
+    if (auto t = text.text_of(generated)) j["text"] = *t;
     out << j.dump(2) << "\n";
+  } else if (text.active() && opt.steps > 0) {  // the text was the result; the report is a note
+    note(ctx, "restored " + file.path() + " at position " + std::to_string(restored_pos) + ", continued to position " +
+                  std::to_string(state->position()) + "; last logits xxh3 " + last_hash.hex());
   } else {
     out << "restored " << file.path() << ": position " << restored_pos << ", capacity " << capacity << ", "
         << file.classes().size() << " classes verified (state xxh3-128 " << file.state_hash().hex() << ")\n";
@@ -159,7 +169,7 @@ void setup_restore(CLI::App& app, Context& ctx) {
   sub->add_option("STATE", opt->state, "State file (- = stdin)")->required();
   sub->add_option("--model", opt->model_dir, "Model folder the state was written from")->required()->check(CLI::ExistingDirectory);
   add_count(sub, "--capacity", opt->capacity, "Tokens the restored state can hold (>= the state's position)", 1);
-  sub->add_option("--tokens", opt->tokens, "Teacher-force these token ids: text (whitespace/comma separated) or .npy; - = stdin");
+  add_prompt_options(sub, sub->add_option("--tokens", opt->tokens, "Teacher-force these token ids: text (whitespace/comma separated) or .npy; - = stdin"), opt->prompt);
   add_count(sub, "--chunk", opt->chunk, "Tokens per forward call when teacher-forcing (default: all in one call)", 1);
   add_count(sub, "--steps", opt->steps, "Then decode K tokens greedily and print them", 0);
   sub->add_option("--logits", opt->logits_out, "Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)");

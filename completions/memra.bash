@@ -32,9 +32,9 @@ _memra() {
       "memra devices") cmd="memra devices"; npos=0 ;;
       "memra tokenize") cmd="memra tokenize"; npos=0 ;;
       "memra load --check"|"memra load --write-manifest"|"memra load --threads") skip=1 ;;
-      "memra prefill --tokens"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate"|"memra prefill --max-memory"|"memra prefill --key"|"memra prefill --backend"|"memra prefill --devices") skip=1 ;;
-      "memra snapshot --diff"|"memra snapshot --write-manifest"|"memra snapshot --check"|"memra snapshot --max-memory"|"memra snapshot --key") skip=1 ;;
-      "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output"|"memra restore --max-memory"|"memra restore --key"|"memra restore --backend"|"memra restore --devices") skip=1 ;;
+      "memra prefill --tokens"|"memra prefill --prompt"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate"|"memra prefill --backend"|"memra prefill --devices") skip=1 ;;
+      "memra snapshot --diff"|"memra snapshot --write-manifest"|"memra snapshot --check") skip=1 ;;
+      "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --prompt"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output"|"memra restore --backend"|"memra restore --devices") skip=1 ;;
       "memra parity --backend"|"memra parity --devices") skip=1 ;;
       "memra gate all") cmd="memra gate all"; npos=0 ;;
       "memra gate restore") cmd="memra gate restore"; npos=0 ;;
@@ -45,15 +45,15 @@ _memra() {
       "memra gate equal") cmd="memra gate equal"; npos=0 ;;
       "memra gate band") cmd="memra gate band"; npos=0 ;;
       "memra gate hash") cmd="memra gate hash"; npos=0 ;;
-      "memra gate all --backend"|"memra gate all --devices"|"memra gate all --tokens"|"memra gate all --prompt"|"memra gate all --seed"|"memra gate all --dump"|"memra gate all --mono"|"memra gate all --report"|"memra gate all --max-memory") skip=1 ;;
-      "memra gate restore --backend"|"memra gate restore --devices"|"memra gate restore --tokens"|"memra gate restore --prompt"|"memra gate restore --seed"|"memra gate restore --warm"|"memra gate restore --continuation"|"memra gate restore --grow"|"memra gate restore --report"|"memra gate restore --max-memory") skip=1 ;;
-      "memra gate chunk --backend"|"memra gate chunk --devices"|"memra gate chunk --tokens"|"memra gate chunk --prompt"|"memra gate chunk --seed"|"memra gate chunk --widths"|"memra gate chunk --report"|"memra gate chunk --max-memory") skip=1 ;;
-      "memra gate semantics --backend"|"memra gate semantics --devices"|"memra gate semantics --tokens"|"memra gate semantics --prompt"|"memra gate semantics --seed"|"memra gate semantics --steps"|"memra gate semantics --mono"|"memra gate semantics --report"|"memra gate semantics --max-memory") skip=1 ;;
-      "memra gate fused-moe --backend"|"memra gate fused-moe --devices"|"memra gate fused-moe --tokens"|"memra gate fused-moe --prompt"|"memra gate fused-moe --seed"|"memra gate fused-moe --steps"|"memra gate fused-moe --reps"|"memra gate fused-moe --report"|"memra gate fused-moe --max-memory") skip=1 ;;
-      "memra gate parity --backend"|"memra gate parity --devices"|"memra gate parity --tokens"|"memra gate parity --prompt"|"memra gate parity --seed"|"memra gate parity --report"|"memra gate parity --max-memory") skip=1 ;;
-      "memra gate equal --report"|"memra gate equal --max-memory") skip=1 ;;
-      "memra gate band --model"|"memra gate band --depth"|"memra gate band --precision-a"|"memra gate band --precision-b"|"memra gate band --report"|"memra gate band --max-memory") skip=1 ;;
-      "memra gate hash --expect"|"memra gate hash --report"|"memra gate hash --max-memory") skip=1 ;;
+      "memra gate all --backend"|"memra gate all --devices"|"memra gate all --tokens"|"memra gate all --prompt"|"memra gate all --prompt-len"|"memra gate all --seed"|"memra gate all --dump"|"memra gate all --mono"|"memra gate all --report") skip=1 ;;
+      "memra gate restore --backend"|"memra gate restore --devices"|"memra gate restore --tokens"|"memra gate restore --prompt"|"memra gate restore --prompt-len"|"memra gate restore --seed"|"memra gate restore --warm"|"memra gate restore --continuation"|"memra gate restore --grow"|"memra gate restore --report") skip=1 ;;
+      "memra gate chunk --backend"|"memra gate chunk --devices"|"memra gate chunk --tokens"|"memra gate chunk --prompt"|"memra gate chunk --prompt-len"|"memra gate chunk --seed"|"memra gate chunk --widths"|"memra gate chunk --report") skip=1 ;;
+      "memra gate semantics --backend"|"memra gate semantics --devices"|"memra gate semantics --tokens"|"memra gate semantics --prompt"|"memra gate semantics --prompt-len"|"memra gate semantics --seed"|"memra gate semantics --steps"|"memra gate semantics --mono"|"memra gate semantics --report") skip=1 ;;
+      "memra gate fused-moe --backend"|"memra gate fused-moe --devices"|"memra gate fused-moe --tokens"|"memra gate fused-moe --prompt"|"memra gate fused-moe --prompt-len"|"memra gate fused-moe --seed"|"memra gate fused-moe --steps"|"memra gate fused-moe --reps"|"memra gate fused-moe --report") skip=1 ;;
+      "memra gate parity --backend"|"memra gate parity --devices"|"memra gate parity --tokens"|"memra gate parity --prompt"|"memra gate parity --prompt-len"|"memra gate parity --seed"|"memra gate parity --report") skip=1 ;;
+      "memra gate equal --report") skip=1 ;;
+      "memra gate band --model"|"memra gate band --depth"|"memra gate band --precision-a"|"memra gate band --precision-b"|"memra gate band --report") skip=1 ;;
+      "memra gate hash --expect"|"memra gate hash --report") skip=1 ;;
       *) [[ $w == -* ]] || npos=$((npos + 1)) ;;
     esac
   done
@@ -63,96 +63,89 @@ _memra() {
     "memra load --write-manifest") _memra_files "$cur"; return 0 ;;
     "memra load --threads") :; return 0 ;;
     "memra prefill --tokens") _memra_files "$cur"; return 0 ;;
+    "memra prefill --prompt") _memra_files "$cur"; return 0 ;;
     "memra prefill --chunk") :; return 0 ;;
     "memra prefill --capacity") :; return 0 ;;
     "memra prefill -o"|"memra prefill --output") _memra_files "$cur"; return 0 ;;
     "memra prefill --logits") _memra_files "$cur"; return 0 ;;
     "memra prefill --generate") :; return 0 ;;
-    "memra prefill --max-memory") :; return 0 ;;
-    "memra prefill --key") _memra_files "$cur"; return 0 ;;
     "memra prefill --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra prefill --devices") :; return 0 ;;
+    "memra prefill --devices") _memra_files "$cur"; return 0 ;;
     "memra snapshot --diff") _memra_files "$cur"; return 0 ;;
     "memra snapshot --write-manifest") _memra_files "$cur"; return 0 ;;
     "memra snapshot --check") _memra_files "$cur"; return 0 ;;
-    "memra snapshot --max-memory") :; return 0 ;;
-    "memra snapshot --key") _memra_files "$cur"; return 0 ;;
     "memra restore --model") _memra_dirs "$cur"; return 0 ;;
     "memra restore --capacity") :; return 0 ;;
     "memra restore --tokens") _memra_files "$cur"; return 0 ;;
+    "memra restore --prompt") _memra_files "$cur"; return 0 ;;
     "memra restore --chunk") :; return 0 ;;
     "memra restore --steps") :; return 0 ;;
     "memra restore --logits") _memra_files "$cur"; return 0 ;;
     "memra restore -o"|"memra restore --output") _memra_files "$cur"; return 0 ;;
-    "memra restore --max-memory") :; return 0 ;;
-    "memra restore --key") _memra_files "$cur"; return 0 ;;
     "memra restore --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra restore --devices") :; return 0 ;;
+    "memra restore --devices") _memra_files "$cur"; return 0 ;;
     "memra parity --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra parity --devices") :; return 0 ;;
+    "memra parity --devices") _memra_files "$cur"; return 0 ;;
     "memra gate all --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate all --devices") :; return 0 ;;
+    "memra gate all --devices") _memra_files "$cur"; return 0 ;;
     "memra gate all --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate all --prompt") :; return 0 ;;
+    "memra gate all --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate all --prompt-len") :; return 0 ;;
     "memra gate all --seed") :; return 0 ;;
     "memra gate all --dump") _memra_files "$cur"; return 0 ;;
     "memra gate all --mono") _memra_files "$cur"; return 0 ;;
     "memra gate all --report") _memra_files "$cur"; return 0 ;;
-    "memra gate all --max-memory") :; return 0 ;;
     "memra gate restore --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate restore --devices") :; return 0 ;;
+    "memra gate restore --devices") _memra_files "$cur"; return 0 ;;
     "memra gate restore --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate restore --prompt") :; return 0 ;;
+    "memra gate restore --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate restore --prompt-len") :; return 0 ;;
     "memra gate restore --seed") :; return 0 ;;
     "memra gate restore --warm") :; return 0 ;;
     "memra gate restore --continuation") :; return 0 ;;
     "memra gate restore --grow") :; return 0 ;;
     "memra gate restore --report") _memra_files "$cur"; return 0 ;;
-    "memra gate restore --max-memory") :; return 0 ;;
     "memra gate chunk --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate chunk --devices") :; return 0 ;;
+    "memra gate chunk --devices") _memra_files "$cur"; return 0 ;;
     "memra gate chunk --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate chunk --prompt") :; return 0 ;;
+    "memra gate chunk --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate chunk --prompt-len") :; return 0 ;;
     "memra gate chunk --seed") :; return 0 ;;
-    "memra gate chunk --widths") :; return 0 ;;
+    "memra gate chunk --widths") _memra_files "$cur"; return 0 ;;
     "memra gate chunk --report") _memra_files "$cur"; return 0 ;;
-    "memra gate chunk --max-memory") :; return 0 ;;
     "memra gate semantics --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate semantics --devices") :; return 0 ;;
+    "memra gate semantics --devices") _memra_files "$cur"; return 0 ;;
     "memra gate semantics --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate semantics --prompt") :; return 0 ;;
+    "memra gate semantics --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate semantics --prompt-len") :; return 0 ;;
     "memra gate semantics --seed") :; return 0 ;;
     "memra gate semantics --steps") :; return 0 ;;
     "memra gate semantics --mono") _memra_files "$cur"; return 0 ;;
     "memra gate semantics --report") _memra_files "$cur"; return 0 ;;
-    "memra gate semantics --max-memory") :; return 0 ;;
     "memra gate fused-moe --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate fused-moe --devices") :; return 0 ;;
+    "memra gate fused-moe --devices") _memra_files "$cur"; return 0 ;;
     "memra gate fused-moe --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate fused-moe --prompt") :; return 0 ;;
+    "memra gate fused-moe --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate fused-moe --prompt-len") :; return 0 ;;
     "memra gate fused-moe --seed") :; return 0 ;;
     "memra gate fused-moe --steps") :; return 0 ;;
     "memra gate fused-moe --reps") :; return 0 ;;
     "memra gate fused-moe --report") _memra_files "$cur"; return 0 ;;
-    "memra gate fused-moe --max-memory") :; return 0 ;;
     "memra gate parity --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate parity --devices") :; return 0 ;;
+    "memra gate parity --devices") _memra_files "$cur"; return 0 ;;
     "memra gate parity --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate parity --prompt") :; return 0 ;;
+    "memra gate parity --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate parity --prompt-len") :; return 0 ;;
     "memra gate parity --seed") :; return 0 ;;
     "memra gate parity --report") _memra_files "$cur"; return 0 ;;
-    "memra gate parity --max-memory") :; return 0 ;;
     "memra gate equal --report") _memra_files "$cur"; return 0 ;;
-    "memra gate equal --max-memory") :; return 0 ;;
     "memra gate band --model") _memra_dirs "$cur"; return 0 ;;
     "memra gate band --depth") :; return 0 ;;
     "memra gate band --precision-a") _memra_files "$cur"; return 0 ;;
     "memra gate band --precision-b") _memra_files "$cur"; return 0 ;;
     "memra gate band --report") _memra_files "$cur"; return 0 ;;
-    "memra gate band --max-memory") :; return 0 ;;
     "memra gate hash --expect") _memra_files "$cur"; return 0 ;;
     "memra gate hash --report") _memra_files "$cur"; return 0 ;;
-    "memra gate hash --max-memory") :; return 0 ;;
   esac
   # Options, subcommands or positionals.
   case "$cmd" in
@@ -172,7 +165,7 @@ _memra() {
       fi ;;
     "memra prefill")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --tokens --chunk --capacity -o --output --logits --generate --max-memory --key --backend --devices --json" "$cur"
+        _memra_words "-h --help --tokens --prompt --chat --chunk --capacity -o --output --logits --generate --backend --devices --qat --json" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -180,7 +173,7 @@ _memra() {
       fi ;;
     "memra snapshot")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --json --verify --diff --write-manifest --check --max-memory --key" "$cur"
+        _memra_words "-h --help --json --verify --diff --write-manifest --check" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -188,7 +181,7 @@ _memra() {
       fi ;;
     "memra restore")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --model --capacity --tokens --chunk --steps --logits -o --output --max-memory --key --backend --devices --json" "$cur"
+        _memra_words "-h --help --model --capacity --tokens --prompt --chat --chunk --steps --logits -o --output --backend --devices --qat --json" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -200,7 +193,7 @@ _memra() {
       fi ;;
     "memra parity")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --json -v --verbose" "$cur"
+        _memra_words "-h --help --backend --devices --qat --json -v --verbose" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -215,7 +208,7 @@ _memra() {
       fi ;;
     "memra gate all")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --dump --mono --json --report --max-memory" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --dump --mono --json --report" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -223,7 +216,7 @@ _memra() {
       fi ;;
     "memra gate restore")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --warm --continuation --grow --json --report --max-memory" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --warm --continuation --grow --json --report" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -231,7 +224,7 @@ _memra() {
       fi ;;
     "memra gate chunk")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --widths --json --report --max-memory" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --widths --json --report" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -239,7 +232,7 @@ _memra() {
       fi ;;
     "memra gate semantics")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --steps --mono --json --report --max-memory" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --steps --mono --json --report" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -247,7 +240,7 @@ _memra() {
       fi ;;
     "memra gate fused-moe")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --steps --reps --json --report --max-memory" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --steps --reps --json --report" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -255,7 +248,7 @@ _memra() {
       fi ;;
     "memra gate parity")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --json --report --max-memory" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --json --report" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -264,7 +257,7 @@ _memra() {
       fi ;;
     "memra gate equal")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --json --report --max-memory" "$cur"
+        _memra_words "-h --help --json --report" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -273,7 +266,7 @@ _memra() {
       fi ;;
     "memra gate band")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --model --depth --precision-a --precision-b --json --report --max-memory" "$cur"
+        _memra_words "-h --help --model --depth --precision-a --precision-b --json --report" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -282,7 +275,7 @@ _memra() {
       fi ;;
     "memra gate hash")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --expect --json --report --max-memory" "$cur"
+        _memra_words "-h --help --expect --json --report" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;

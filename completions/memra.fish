@@ -33,13 +33,13 @@ function __memra_command
                 set cmd memra_tokenize
             case 'memra_load --check' 'memra_load --write-manifest' 'memra_load --threads'
                 set skip 1
-            case 'memra_prefill --tokens' 'memra_prefill --chunk' 'memra_prefill --capacity' 'memra_prefill -o' 'memra_prefill --output' 'memra_prefill --logits' 'memra_prefill --generate' 'memra_prefill --max-memory' 'memra_prefill --key' 'memra_prefill --backend' 'memra_prefill --devices'
+            case 'memra_prefill --tokens' 'memra_prefill --prompt' 'memra_prefill --chunk' 'memra_prefill --capacity' 'memra_prefill -o' 'memra_prefill --output' 'memra_prefill --logits' 'memra_prefill --generate' 'memra_prefill --backend' 'memra_prefill --devices'
                 set skip 1
-            case 'memra_snapshot --diff' 'memra_snapshot --write-manifest' 'memra_snapshot --check' 'memra_snapshot --max-memory' 'memra_snapshot --key'
+            case 'memra_snapshot --diff' 'memra_snapshot --write-manifest' 'memra_snapshot --check'
                 set skip 1
-            case 'memra_restore --model' 'memra_restore --capacity' 'memra_restore --tokens' 'memra_restore --chunk' 'memra_restore --steps' 'memra_restore --logits' 'memra_restore -o' 'memra_restore --output' 'memra_restore --max-memory' 'memra_restore --key' 'memra_restore --backend' 'memra_restore --devices'
+            case 'memra_restore --model' 'memra_restore --capacity' 'memra_restore --tokens' 'memra_restore --prompt' 'memra_restore --chunk' 'memra_restore --steps' 'memra_restore --logits' 'memra_restore -o' 'memra_restore --output' 'memra_restore --backend' 'memra_restore --devices'
                 set skip 1
-            case 'memra_parity --stages' 'memra_parity --backend' 'memra_parity --devices'
+            case 'memra_parity --backend' 'memra_parity --devices'
                 set skip 1
             case 'memra_gate all'
                 set cmd memra_gate_all
@@ -59,23 +59,23 @@ function __memra_command
                 set cmd memra_gate_band
             case 'memra_gate hash'
                 set cmd memra_gate_hash
-            case 'memra_gate_all --backend' 'memra_gate_all --devices' 'memra_gate_all --tokens' 'memra_gate_all --prompt' 'memra_gate_all --seed' 'memra_gate_all --dump' 'memra_gate_all --mono' 'memra_gate_all --report' 'memra_gate_all --max-memory'
+            case 'memra_gate_all --backend' 'memra_gate_all --devices' 'memra_gate_all --tokens' 'memra_gate_all --prompt' 'memra_gate_all --prompt-len' 'memra_gate_all --seed' 'memra_gate_all --dump' 'memra_gate_all --mono' 'memra_gate_all --report'
                 set skip 1
-            case 'memra_gate_restore --backend' 'memra_gate_restore --devices' 'memra_gate_restore --tokens' 'memra_gate_restore --prompt' 'memra_gate_restore --seed' 'memra_gate_restore --warm' 'memra_gate_restore --continuation' 'memra_gate_restore --grow' 'memra_gate_restore --report' 'memra_gate_restore --max-memory'
+            case 'memra_gate_restore --backend' 'memra_gate_restore --devices' 'memra_gate_restore --tokens' 'memra_gate_restore --prompt' 'memra_gate_restore --prompt-len' 'memra_gate_restore --seed' 'memra_gate_restore --warm' 'memra_gate_restore --continuation' 'memra_gate_restore --grow' 'memra_gate_restore --report'
                 set skip 1
-            case 'memra_gate_chunk --backend' 'memra_gate_chunk --devices' 'memra_gate_chunk --tokens' 'memra_gate_chunk --prompt' 'memra_gate_chunk --seed' 'memra_gate_chunk --widths' 'memra_gate_chunk --report' 'memra_gate_chunk --max-memory'
+            case 'memra_gate_chunk --backend' 'memra_gate_chunk --devices' 'memra_gate_chunk --tokens' 'memra_gate_chunk --prompt' 'memra_gate_chunk --prompt-len' 'memra_gate_chunk --seed' 'memra_gate_chunk --widths' 'memra_gate_chunk --report'
                 set skip 1
-            case 'memra_gate_semantics --backend' 'memra_gate_semantics --devices' 'memra_gate_semantics --tokens' 'memra_gate_semantics --prompt' 'memra_gate_semantics --seed' 'memra_gate_semantics --steps' 'memra_gate_semantics --mono' 'memra_gate_semantics --report' 'memra_gate_semantics --max-memory'
+            case 'memra_gate_semantics --backend' 'memra_gate_semantics --devices' 'memra_gate_semantics --tokens' 'memra_gate_semantics --prompt' 'memra_gate_semantics --prompt-len' 'memra_gate_semantics --seed' 'memra_gate_semantics --steps' 'memra_gate_semantics --mono' 'memra_gate_semantics --report'
                 set skip 1
-            case 'memra_gate_fused_moe --backend' 'memra_gate_fused_moe --devices' 'memra_gate_fused_moe --tokens' 'memra_gate_fused_moe --prompt' 'memra_gate_fused_moe --seed' 'memra_gate_fused_moe --steps' 'memra_gate_fused_moe --reps' 'memra_gate_fused_moe --report' 'memra_gate_fused_moe --max-memory'
+            case 'memra_gate_fused_moe --backend' 'memra_gate_fused_moe --devices' 'memra_gate_fused_moe --tokens' 'memra_gate_fused_moe --prompt' 'memra_gate_fused_moe --prompt-len' 'memra_gate_fused_moe --seed' 'memra_gate_fused_moe --steps' 'memra_gate_fused_moe --reps' 'memra_gate_fused_moe --report'
                 set skip 1
-            case 'memra_gate_parity --backend' 'memra_gate_parity --devices' 'memra_gate_parity --tokens' 'memra_gate_parity --prompt' 'memra_gate_parity --seed' 'memra_gate_parity --report' 'memra_gate_parity --max-memory'
+            case 'memra_gate_parity --backend' 'memra_gate_parity --devices' 'memra_gate_parity --tokens' 'memra_gate_parity --prompt' 'memra_gate_parity --prompt-len' 'memra_gate_parity --seed' 'memra_gate_parity --report'
                 set skip 1
-            case 'memra_gate_equal --report' 'memra_gate_equal --max-memory'
+            case 'memra_gate_equal --report'
                 set skip 1
-            case 'memra_gate_band --model' 'memra_gate_band --depth' 'memra_gate_band --precision-a' 'memra_gate_band --precision-b' 'memra_gate_band --report' 'memra_gate_band --max-memory'
+            case 'memra_gate_band --model' 'memra_gate_band --depth' 'memra_gate_band --precision-a' 'memra_gate_band --precision-b' 'memra_gate_band --report'
                 set skip 1
-            case 'memra_gate_hash --expect' 'memra_gate_hash --report' 'memra_gate_hash --max-memory'
+            case 'memra_gate_hash --expect' 'memra_gate_hash --report'
                 set skip 1
         end
     end
@@ -107,21 +107,22 @@ complete -c memra -n '__memra_in memra_load' -s h -l help -d 'Print this help me
 complete -c memra -n '__memra_in memra_load' -l json -d 'Print one JSON document: geometry, tensors, fingerprint, weight_precision, model_dir'
 complete -c memra -n '__memra_in memra_load' -l check -r -F -d 'Verify the model against a hash manifest (see exit codes)'
 complete -c memra -n '__memra_in memra_load' -l write-manifest -r -F -d 'Write the hash manifest to FILE (- = stdout)'
-complete -c memra -n '__memra_in memra_load' -l threads -x -d 'Threads reading the shards (default: all hardware threads); N in [1, 2^10]'
+complete -c memra -n '__memra_in memra_load' -l threads -x -d 'Threads reading the shards (default: all hardware threads)'
 complete -c memra -n '__memra_in memra_load' -F
 
 # memra prefill
 complete -c memra -n '__memra_in memra_prefill' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_prefill' -l tokens -r -F -d 'Prompt token ids: text (whitespace/comma separated) or .npy int32/int64; - = stdin'
-complete -c memra -n '__memra_in memra_prefill' -l chunk -x -d 'Tokens per forward call (default: all in one call); N in [1, 2^40]'
-complete -c memra -n '__memra_in memra_prefill' -l capacity -x -d 'Tokens the decode state can hold (default: prompt + --generate); N in [1, 2^40]'
+complete -c memra -n '__memra_in memra_prefill' -l prompt -r -F -d 'Prompt text, or @FILE for a file\'s contents, encoded with MODEL\'s tokenizer.json (instead of --tokens); a greedy continuation then prints as text'
+complete -c memra -n '__memra_in memra_prefill' -l chat -d 'Wrap --prompt in DeepSeek-V4\'s chat template (BOS, <｜User｜>, <｜Assistant｜></think>)'
+complete -c memra -n '__memra_in memra_prefill' -l chunk -x -d 'Tokens per forward call (default: all in one call)'
+complete -c memra -n '__memra_in memra_prefill' -l capacity -x -d 'Tokens the decode state can hold (default: prompt + --generate)'
 complete -c memra -n '__memra_in memra_prefill' -s o -l output -r -F -d 'Write the decode state as a hashed state file (- = stdout)'
 complete -c memra -n '__memra_in memra_prefill' -l logits -r -F -d 'Write float32 logits [T, vocab] of every prompt position (.npy, or .safetensors)'
-complete -c memra -n '__memra_in memra_prefill' -l generate -x -d 'Greedy continuation: emit N tokens after the prompt; N in [0, 2^40]'
-complete -c memra -n '__memra_in memra_prefill' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
-complete -c memra -n '__memra_in memra_prefill' -l key -r -F -d 'Tag the -o state file with this key (a file of 32 random bytes; keyed BLAKE2b, docs/state-format.md)'
+complete -c memra -n '__memra_in memra_prefill' -l generate -x -d 'Greedy continuation: emit N tokens after the prompt'
 complete -c memra -n '__memra_in memra_prefill' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
-complete -c memra -n '__memra_in memra_prefill' -l devices -x -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0); each in [0, 1023]'
+complete -c memra -n '__memra_in memra_prefill' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_prefill' -l qat -d 'Apply the official inference code\'s QAT simulations (FP8 window/compressed kv, Hadamard+FP4 indexer q/k; CPU backends); state files record it'
 complete -c memra -n '__memra_in memra_prefill' -l json -d 'Print the report as JSON'
 complete -c memra -n '__memra_in memra_prefill' -a '(__fish_complete_directories)'
 
@@ -132,23 +133,22 @@ complete -c memra -n '__memra_in memra_snapshot' -l verify -d 'Recompute every c
 complete -c memra -n '__memra_in memra_snapshot' -l diff -r -F -d 'Compare with OTHER class by class: first differing element, values, ULP distance'
 complete -c memra -n '__memra_in memra_snapshot' -l write-manifest -r -F -d 'Write the state hash manifest to FILE (- = stdout)'
 complete -c memra -n '__memra_in memra_snapshot' -l check -r -F -d 'Check the state against a hash manifest'
-complete -c memra -n '__memra_in memra_snapshot' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
-complete -c memra -n '__memra_in memra_snapshot' -l key -r -F -d 'Refuse STATE unless its keyed tag matches this key (a file of 32 random bytes; keyed BLAKE2b, docs/state-format.md)'
 complete -c memra -n '__memra_in memra_snapshot' -F
 
 # memra restore
 complete -c memra -n '__memra_in memra_restore' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_restore' -l model -x -a '(__fish_complete_directories)' -d 'Model folder the state was written from'
-complete -c memra -n '__memra_in memra_restore' -l capacity -x -d 'Tokens the restored state can hold (>= the state\'s position); N in [1, 2^40]'
+complete -c memra -n '__memra_in memra_restore' -l capacity -x -d 'Tokens the restored state can hold (>= the state\'s position)'
 complete -c memra -n '__memra_in memra_restore' -l tokens -r -F -d 'Teacher-force these token ids: text (whitespace/comma separated) or .npy; - = stdin'
-complete -c memra -n '__memra_in memra_restore' -l chunk -x -d 'Tokens per forward call when teacher-forcing (default: all in one call); N in [1, 2^40]'
-complete -c memra -n '__memra_in memra_restore' -l steps -x -d 'Then decode K tokens greedily and print them; N in [0, 2^40]'
+complete -c memra -n '__memra_in memra_restore' -l prompt -r -F -d 'Prompt text, or @FILE for a file\'s contents, encoded with MODEL\'s tokenizer.json (instead of --tokens); a greedy continuation then prints as text'
+complete -c memra -n '__memra_in memra_restore' -l chat -d 'Wrap --prompt in DeepSeek-V4\'s chat template (BOS, <｜User｜>, <｜Assistant｜></think>)'
+complete -c memra -n '__memra_in memra_restore' -l chunk -x -d 'Tokens per forward call when teacher-forcing (default: all in one call)'
+complete -c memra -n '__memra_in memra_restore' -l steps -x -d 'Then decode K tokens greedily and print them'
 complete -c memra -n '__memra_in memra_restore' -l logits -r -F -d 'Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)'
 complete -c memra -n '__memra_in memra_restore' -s o -l output -r -F -d 'Write the final state as a state file (- = stdout)'
-complete -c memra -n '__memra_in memra_restore' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
-complete -c memra -n '__memra_in memra_restore' -l key -r -F -d 'Refuse STATE unless its keyed tag matches this key; tag the -o state (a file of 32 random bytes; keyed BLAKE2b, docs/state-format.md)'
 complete -c memra -n '__memra_in memra_restore' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
-complete -c memra -n '__memra_in memra_restore' -l devices -x -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0); each in [0, 1023]'
+complete -c memra -n '__memra_in memra_restore' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_restore' -l qat -d 'Apply the official inference code\'s QAT simulations (FP8 window/compressed kv, Hadamard+FP4 indexer q/k; CPU backends); state files record it'
 complete -c memra -n '__memra_in memra_restore' -l json -d 'Print the report as JSON'
 complete -c memra -n '__memra_in memra_restore' -F
 
@@ -157,9 +157,9 @@ complete -c memra -n '__memra_in memra_draft' -s h -l help -d 'Print this help m
 
 # memra parity
 complete -c memra -n '__memra_in memra_parity' -s h -l help -d 'Print this help message and exit'
-complete -c memra -n '__memra_in memra_parity' -l stages -x -a 'hidden router indexer logits logits_incremental' -d 'Compare only these stage families (comma list of hidden, router, indexer, logits, logits_incremental); default all, and a dump lacking any of them is REFUSED'
 complete -c memra -n '__memra_in memra_parity' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
-complete -c memra -n '__memra_in memra_parity' -l devices -x -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0); each in [0, 1023]'
+complete -c memra -n '__memra_in memra_parity' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_parity' -l qat -d 'Apply the official inference code\'s QAT simulations (FP8 window/compressed kv, Hadamard+FP4 indexer q/k; CPU backends); state files record it'
 complete -c memra -n '__memra_in memra_parity' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_parity' -s v -l verbose -d 'List every stage, not only failures and logits'
 complete -c memra -n '__memra_in memra_parity' -a '(__fish_complete_directories)'
@@ -179,101 +179,111 @@ complete -c memra -n '__memra_in memra_gate' -s h -l help -d 'Print this help me
 # memra gate all
 complete -c memra -n '__memra_in memra_gate_all' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_gate_all' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
-complete -c memra -n '__memra_in memra_gate_all' -l devices -x -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0); each in [0, 1023]'
-complete -c memra -n '__memra_in memra_gate_all' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
-complete -c memra -n '__memra_in memra_gate_all' -l prompt -x -d 'Prompt length when no --tokens are given; N in [1, 2^40]'
-complete -c memra -n '__memra_in memra_gate_all' -l seed -x -d 'Seed of the prompt ids; N in [0, 4294967295]'
+complete -c memra -n '__memra_in memra_gate_all' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_gate_all' -l qat -d 'Apply the official inference code\'s QAT simulations (FP8 window/compressed kv, Hadamard+FP4 indexer q/k; CPU backends); state files record it'
+complete -c memra -n '__memra_in memra_gate_all' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt-len ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_all' -l prompt -r -F -d 'Prompt text, or @FILE for a file\'s contents, encoded with MODEL\'s tokenizer.json (instead of --tokens); a greedy continuation then prints as text'
+complete -c memra -n '__memra_in memra_gate_all' -l chat -d 'Wrap --prompt in DeepSeek-V4\'s chat template (BOS, <｜User｜>, <｜Assistant｜></think>)'
+complete -c memra -n '__memra_in memra_gate_all' -l prompt-len -x -d 'Prompt length when no --tokens or --prompt are given'
+complete -c memra -n '__memra_in memra_gate_all' -l seed -x -d 'Seed of the prompt ids'
 complete -c memra -n '__memra_in memra_gate_all' -l dump -r -F -d 'Oracle dump for the parity gate (default: MODEL/dump when present)'
 complete -c memra -n '__memra_in memra_gate_all' -l mono -r -F -d 'Realization of the chunk-semantics monolithic prefill (default: the fast twin of --backend)'
 complete -c memra -n '__memra_in memra_gate_all' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_all' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
-complete -c memra -n '__memra_in memra_gate_all' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
 complete -c memra -n '__memra_in memra_gate_all' -a '(__fish_complete_directories)'
 
 # memra gate restore
 complete -c memra -n '__memra_in memra_gate_restore' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_gate_restore' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
-complete -c memra -n '__memra_in memra_gate_restore' -l devices -x -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0); each in [0, 1023]'
-complete -c memra -n '__memra_in memra_gate_restore' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
-complete -c memra -n '__memra_in memra_gate_restore' -l prompt -x -d 'Prompt length when no --tokens are given; N in [1, 2^40]'
-complete -c memra -n '__memra_in memra_gate_restore' -l seed -x -d 'Seed of the prompt ids; N in [0, 4294967295]'
-complete -c memra -n '__memra_in memra_gate_restore' -l warm -x -d 'Greedy steps before the snapshot; N in [0, 2^40]'
-complete -c memra -n '__memra_in memra_gate_restore' -l continuation -x -d 'Steps after the restore; N in [1, 2^40]'
-complete -c memra -n '__memra_in memra_gate_restore' -l grow -x -d 'Capacity added on restore; N in [0, 2^40]'
+complete -c memra -n '__memra_in memra_gate_restore' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_gate_restore' -l qat -d 'Apply the official inference code\'s QAT simulations (FP8 window/compressed kv, Hadamard+FP4 indexer q/k; CPU backends); state files record it'
+complete -c memra -n '__memra_in memra_gate_restore' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt-len ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_restore' -l prompt -r -F -d 'Prompt text, or @FILE for a file\'s contents, encoded with MODEL\'s tokenizer.json (instead of --tokens); a greedy continuation then prints as text'
+complete -c memra -n '__memra_in memra_gate_restore' -l chat -d 'Wrap --prompt in DeepSeek-V4\'s chat template (BOS, <｜User｜>, <｜Assistant｜></think>)'
+complete -c memra -n '__memra_in memra_gate_restore' -l prompt-len -x -d 'Prompt length when no --tokens or --prompt are given'
+complete -c memra -n '__memra_in memra_gate_restore' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_restore' -l warm -x -d 'Greedy steps before the snapshot'
+complete -c memra -n '__memra_in memra_gate_restore' -l continuation -x -d 'Steps after the restore'
+complete -c memra -n '__memra_in memra_gate_restore' -l grow -x -d 'Capacity added on restore'
 complete -c memra -n '__memra_in memra_gate_restore' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_restore' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
-complete -c memra -n '__memra_in memra_gate_restore' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
 complete -c memra -n '__memra_in memra_gate_restore' -a '(__fish_complete_directories)'
 
 # memra gate chunk
 complete -c memra -n '__memra_in memra_gate_chunk' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_gate_chunk' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
-complete -c memra -n '__memra_in memra_gate_chunk' -l devices -x -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0); each in [0, 1023]'
-complete -c memra -n '__memra_in memra_gate_chunk' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
-complete -c memra -n '__memra_in memra_gate_chunk' -l prompt -x -d 'Prompt length when no --tokens are given; N in [1, 2^40]'
-complete -c memra -n '__memra_in memra_gate_chunk' -l seed -x -d 'Seed of the prompt ids; N in [0, 4294967295]'
-complete -c memra -n '__memra_in memra_gate_chunk' -l widths -x -d 'Chunk widths to compare (comma separated); each in [1, 2^40]'
+complete -c memra -n '__memra_in memra_gate_chunk' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_gate_chunk' -l qat -d 'Apply the official inference code\'s QAT simulations (FP8 window/compressed kv, Hadamard+FP4 indexer q/k; CPU backends); state files record it'
+complete -c memra -n '__memra_in memra_gate_chunk' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt-len ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_chunk' -l prompt -r -F -d 'Prompt text, or @FILE for a file\'s contents, encoded with MODEL\'s tokenizer.json (instead of --tokens); a greedy continuation then prints as text'
+complete -c memra -n '__memra_in memra_gate_chunk' -l chat -d 'Wrap --prompt in DeepSeek-V4\'s chat template (BOS, <｜User｜>, <｜Assistant｜></think>)'
+complete -c memra -n '__memra_in memra_gate_chunk' -l prompt-len -x -d 'Prompt length when no --tokens or --prompt are given'
+complete -c memra -n '__memra_in memra_gate_chunk' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_chunk' -l widths -r -F -d 'Chunk widths to compare (comma separated)'
 complete -c memra -n '__memra_in memra_gate_chunk' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_chunk' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
-complete -c memra -n '__memra_in memra_gate_chunk' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
 complete -c memra -n '__memra_in memra_gate_chunk' -a '(__fish_complete_directories)'
 
 # memra gate semantics
 complete -c memra -n '__memra_in memra_gate_semantics' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_gate_semantics' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
-complete -c memra -n '__memra_in memra_gate_semantics' -l devices -x -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0); each in [0, 1023]'
-complete -c memra -n '__memra_in memra_gate_semantics' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
-complete -c memra -n '__memra_in memra_gate_semantics' -l prompt -x -d 'Prompt length when no --tokens are given; N in [1, 2^40]'
-complete -c memra -n '__memra_in memra_gate_semantics' -l seed -x -d 'Seed of the prompt ids; N in [0, 4294967295]'
-complete -c memra -n '__memra_in memra_gate_semantics' -l steps -x -d 'Teacher-forced steps; N in [1, 2^40]'
+complete -c memra -n '__memra_in memra_gate_semantics' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_gate_semantics' -l qat -d 'Apply the official inference code\'s QAT simulations (FP8 window/compressed kv, Hadamard+FP4 indexer q/k; CPU backends); state files record it'
+complete -c memra -n '__memra_in memra_gate_semantics' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt-len ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_semantics' -l prompt -r -F -d 'Prompt text, or @FILE for a file\'s contents, encoded with MODEL\'s tokenizer.json (instead of --tokens); a greedy continuation then prints as text'
+complete -c memra -n '__memra_in memra_gate_semantics' -l chat -d 'Wrap --prompt in DeepSeek-V4\'s chat template (BOS, <｜User｜>, <｜Assistant｜></think>)'
+complete -c memra -n '__memra_in memra_gate_semantics' -l prompt-len -x -d 'Prompt length when no --tokens or --prompt are given'
+complete -c memra -n '__memra_in memra_gate_semantics' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_semantics' -l steps -x -d 'Teacher-forced steps'
 complete -c memra -n '__memra_in memra_gate_semantics' -l mono -r -F -d 'Realization of the monolithic prefill (default: the fast twin of --backend: cpu-fast, cuda-fast)'
 complete -c memra -n '__memra_in memra_gate_semantics' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_semantics' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
-complete -c memra -n '__memra_in memra_gate_semantics' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
 complete -c memra -n '__memra_in memra_gate_semantics' -a '(__fish_complete_directories)'
 
 # memra gate fused-moe
 complete -c memra -n '__memra_in memra_gate_fused_moe' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_gate_fused_moe' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
-complete -c memra -n '__memra_in memra_gate_fused_moe' -l devices -x -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0); each in [0, 1023]'
-complete -c memra -n '__memra_in memra_gate_fused_moe' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
-complete -c memra -n '__memra_in memra_gate_fused_moe' -l prompt -x -d 'Prompt length when no --tokens are given; N in [1, 2^40]'
-complete -c memra -n '__memra_in memra_gate_fused_moe' -l seed -x -d 'Seed of the prompt ids; N in [0, 4294967295]'
-complete -c memra -n '__memra_in memra_gate_fused_moe' -l steps -x -d 'Greedy steps after the prefill; N in [0, 2^40]'
-complete -c memra -n '__memra_in memra_gate_fused_moe' -l reps -x -d 'Timing repetitions per path (median reported); N in [1, 1000]'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l qat -d 'Apply the official inference code\'s QAT simulations (FP8 window/compressed kv, Hadamard+FP4 indexer q/k; CPU backends); state files record it'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt-len ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l prompt -r -F -d 'Prompt text, or @FILE for a file\'s contents, encoded with MODEL\'s tokenizer.json (instead of --tokens); a greedy continuation then prints as text'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l chat -d 'Wrap --prompt in DeepSeek-V4\'s chat template (BOS, <｜User｜>, <｜Assistant｜></think>)'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l prompt-len -x -d 'Prompt length when no --tokens or --prompt are given'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l steps -x -d 'Greedy steps after the prefill'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l reps -x -d 'Timing repetitions per path (median reported)'
 complete -c memra -n '__memra_in memra_gate_fused_moe' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_fused_moe' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
-complete -c memra -n '__memra_in memra_gate_fused_moe' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
 complete -c memra -n '__memra_in memra_gate_fused_moe' -a '(__fish_complete_directories)'
 
 # memra gate parity
 complete -c memra -n '__memra_in memra_gate_parity' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_gate_parity' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
-complete -c memra -n '__memra_in memra_gate_parity' -l devices -x -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0); each in [0, 1023]'
-complete -c memra -n '__memra_in memra_gate_parity' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
-complete -c memra -n '__memra_in memra_gate_parity' -l prompt -x -d 'Prompt length when no --tokens are given; N in [1, 2^40]'
-complete -c memra -n '__memra_in memra_gate_parity' -l seed -x -d 'Seed of the prompt ids; N in [0, 4294967295]'
+complete -c memra -n '__memra_in memra_gate_parity' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_gate_parity' -l qat -d 'Apply the official inference code\'s QAT simulations (FP8 window/compressed kv, Hadamard+FP4 indexer q/k; CPU backends); state files record it'
+complete -c memra -n '__memra_in memra_gate_parity' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt-len ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_parity' -l prompt -r -F -d 'Prompt text, or @FILE for a file\'s contents, encoded with MODEL\'s tokenizer.json (instead of --tokens); a greedy continuation then prints as text'
+complete -c memra -n '__memra_in memra_gate_parity' -l chat -d 'Wrap --prompt in DeepSeek-V4\'s chat template (BOS, <｜User｜>, <｜Assistant｜></think>)'
+complete -c memra -n '__memra_in memra_gate_parity' -l prompt-len -x -d 'Prompt length when no --tokens or --prompt are given'
+complete -c memra -n '__memra_in memra_gate_parity' -l seed -x -d 'Seed of the prompt ids'
 complete -c memra -n '__memra_in memra_gate_parity' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_parity' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
-complete -c memra -n '__memra_in memra_gate_parity' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
 complete -c memra -n '__memra_in memra_gate_parity' -a '(__fish_complete_directories)'
 
 # memra gate equal
 complete -c memra -n '__memra_in memra_gate_equal' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_gate_equal' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_equal' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
-complete -c memra -n '__memra_in memra_gate_equal' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
 complete -c memra -n '__memra_in memra_gate_equal' -F
 
 # memra gate band
 complete -c memra -n '__memra_in memra_gate_band' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_gate_band' -l model -x -a '(__fish_complete_directories)' -d 'Model folder: derives the accumulation depth'
-complete -c memra -n '__memra_in memra_gate_band' -l depth -x -d 'Depth of one reduction chain when no --model is given; N in [1, 2^40]'
+complete -c memra -n '__memra_in memra_gate_band' -l depth -x -d 'Depth of one reduction chain when no --model is given'
 complete -c memra -n '__memra_in memra_gate_band' -l precision-a -r -F -d 'What wrote A: a realization (cpu, cpu-fast, cuda, cuda-fast) or f32, bf16, f16'
 complete -c memra -n '__memra_in memra_gate_band' -l precision-b -r -F -d 'What wrote B (as --precision-a)'
 complete -c memra -n '__memra_in memra_gate_band' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_band' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
-complete -c memra -n '__memra_in memra_gate_band' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
 complete -c memra -n '__memra_in memra_gate_band' -F
 
 # memra gate hash
@@ -281,7 +291,6 @@ complete -c memra -n '__memra_in memra_gate_hash' -s h -l help -d 'Print this he
 complete -c memra -n '__memra_in memra_gate_hash' -l expect -r -F -d 'Hash manifest'
 complete -c memra -n '__memra_in memra_gate_hash' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_hash' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
-complete -c memra -n '__memra_in memra_gate_hash' -l max-memory -x -d 'Refuse a run whose memory plan (model, decode states, scratch, logits) needs more than SIZE (e.g. 8G; default: 3/4 of this machine\'s memory)'
 complete -c memra -n '__memra_in memra_gate_hash' -F
 
 # memra devices

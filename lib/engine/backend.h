@@ -103,6 +103,10 @@ struct SequenceStep {
 struct BackendOptions {
   std::vector<int> devices;  // CUDA device indices (empty: device 0)
   int threads = 0;           // CPU worker threads (0: one per core)
+  // The official inference code's QAT simulations in the attention path (numerics/qat.h: FP8
+  // quant-dequant of window and compressed kv, Hadamard + FP4 of the indexer q/k). CPU realizations
+  // only; state files record it. Last member: the device libraries read the ones before it.
+  bool qat = false;
 };
 
 class Backend {
@@ -128,6 +132,8 @@ class Backend {
   virtual std::vector<float> last_logits(const State& state) const = 0;
   // Waits for outstanding device work (no-op on the CPU).
   virtual void sync() const {}
+  // Whether the QAT simulations are on (BackendOptions::qat); recorded in state files.
+  virtual bool qat() const { return false; }
 };
 
 // Checks a batch before a backend touches any state: states present and distinct, capacity for

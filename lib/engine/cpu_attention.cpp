@@ -9,8 +9,26 @@
 #include "engine/cpu_ops.h"
 #include "engine/faults.h"
 #include "engine/rope.h"
+#include "numerics/qat.h"
 
 namespace memra::cpu {
+
+namespace {
+
+// The official code's QAT simulations (numerics/qat.h, Arithmetic::qat): a main kv row or entry
+// [d] has its non-RoPE dims FP8-quantised in blocks of 64; an indexer query head or key [di] is
+// Hadamard-rotated, then FP4-quantised in blocks of 32. Where d − r is not a multiple of 64 the
+// last block is shorter (the official kernels need whole blocks; memra's fixtures are smaller).
+void qat_entry(const ModelConfig& cfg, bool indexer, float* v, int64_t n) {
+  if (indexer) {
+    hadamard_transform(v, n);
+    fp4_quant_dequant(v, n, 32);
+  } else {
+    fp8_quant_dequant(v, n - cfg.qk_rope_head_dim, 64);
+  }
+}
+
+}  // namespace
 
 void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const CompressorWeights& cw, CompressorState& cs,
                    const std::vector<float>* inv_freq, int64_t pos0, int64_t T, const std::vector<float>& x) {
@@ -59,6 +77,7 @@ void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const Compresso
     }
     cpu::rms_norm(entry.data(), w, cw.norm, cfg.rms_norm_eps);
     rope_rotate(entry.data(), w, *inv_freq, e * m);
+    if (ar.qat) qat_entry(cfg, cw.indexer, entry.data(), w);
     std::copy(entry.begin(), entry.end(), cs.entries.begin() + e * w);
     if (c == 2) {  // the Ca half of this window feeds the next entry
       for (int64_t j = 0; j < m; ++j)
@@ -115,6 +134,7 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
     }
     cpu::rms_norm(kv.data() + t * d, d, lw.kv_norm, cfg.rms_norm_eps);
     rope_rotate(kv.data() + t * d, d, inv, pos0 + t);
+    if (ar.qat) qat_entry(cfg, false, kv.data() + t * d, d);
   }
 
   // Compressed entries for every window this chunk closes (query t sees only those with e < (t+1)/m).
@@ -132,7 +152,10 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
     std::vector<float> sel_trace(T * K, -1.0f), margin_trace(T);
     for (int64_t t = 0; t < T; ++t) {
       const int64_t visible = (pos0 + t + 1) / m;
-      for (int64_t h = 0; h < Hi; ++h) rope_rotate(qi.data() + (t * Hi + h) * di, di, inv, pos0 + t);
+      for (int64_t h = 0; h < Hi; ++h) {
+        rope_rotate(qi.data() + (t * Hi + h) * di, di, inv, pos0 + t);
+        if (ar.qat) qat_entry(cfg, true, qi.data() + (t * Hi + h) * di, di);
+      }
       std::vector<float> scores(visible);
       for (int64_t s = 0; s < visible; ++s) {
         const float* key = ls.indexer.entries.data() + s * di;
@@ -212,7 +235,7 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
   for (int64_t g = 0; g < G; ++g) {
     for (int64_t t = 0; t < T; ++t)
       std::copy(o.begin() + t * Hd + g * group_in, o.begin() + t * Hd + (g + 1) * group_in, og.begin() + t * group_in);
-    ar.linear(og.data(), T, group_in, lw.wo_a + g * R * group_in, R, zg.data());
+    ar.linear(og.data(), T, group_in, lw.wo_a.rows_from(g * R, group_in), R, zg.data());
     for (int64_t t = 0; t < T; ++t) std::copy(zg.begin() + t * R, zg.begin() + (t + 1) * R, z.begin() + t * G * R + g * R);
   }
   out.assign(T * D, 0.0f);

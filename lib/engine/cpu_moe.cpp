@@ -12,21 +12,21 @@
 
 namespace memra::cpu {
 
-static void expert(const ModelConfig& cfg, const float* x, const float* w1, const float* w2, const float* w3,
+static void expert(const ModelConfig& cfg, const float* x, const Matrix& w1, const Matrix& w2, const Matrix& w3,
                    float* y) {
   const int64_t D = cfg.hidden_size, I = cfg.moe_intermediate_size;
   const float limit = static_cast<float>(cfg.swiglu_limit);
-  std::vector<float> h(I);
+  std::vector<float> h(I), scratch(std::max(D, I));  // scratch: one decoded weight row
   for (int64_t i = 0; i < I; ++i) {
-    float g = static_cast<float>(cpu::dot(x, w1 + i * D, D));
-    float u = static_cast<float>(cpu::dot(x, w3 + i * D, D));
+    float g = static_cast<float>(cpu::dot(x, w1.row(i, D, scratch.data()), D));
+    float u = static_cast<float>(cpu::dot(x, w3.row(i, D, scratch.data()), D));
     if (limit > 0) {
       g = std::min(g, limit);
       u = std::clamp(u, -limit, limit);
     }
     h[i] = cpu::silu(g) * u;
   }
-  for (int64_t o = 0; o < D; ++o) y[o] = static_cast<float>(cpu::dot(h.data(), w2 + o * I, I));
+  for (int64_t o = 0; o < D; ++o) y[o] = static_cast<float>(cpu::dot(h.data(), w2.row(o, I, scratch.data()), I));
 }
 
 // cpu-fast: every expert runs once over the rows routed to it (three GEMMs), the shared expert once
@@ -37,7 +37,7 @@ static void experts_grouped(const Arithmetic& ar, const ModelConfig& cfg, const 
   const int64_t T = static_cast<int64_t>(idx.size()), D = cfg.hidden_size, I = cfg.moe_intermediate_size;
   const int64_t E = cfg.n_routed_experts;
   const float limit = static_cast<float>(cfg.swiglu_limit);
-  auto ffn = [&](const float* xs, int64_t rows, const float* w1, const float* w2, const float* w3, std::vector<float>& ys) {
+  auto ffn = [&](const float* xs, int64_t rows, const Matrix& w1, const Matrix& w2, const Matrix& w3, std::vector<float>& ys) {
     std::vector<float> g(rows * I), u(rows * I);
     ar.linear(xs, rows, D, w1, I, g.data());
     ar.linear(xs, rows, D, w3, I, u.data());

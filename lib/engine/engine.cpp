@@ -44,7 +44,7 @@ int32_t argmax(std::span<const float> row) {
 }
 
 std::vector<int32_t> generate_greedy(const Backend& backend, State& state, int64_t steps,
-                                     std::vector<float>* step_logits) {
+                                     std::vector<float>* step_logits, const std::function<void(int32_t)>& on_token) {
   std::vector<int32_t> out;
   if (steps <= 0) return out;
   std::vector<float> last = backend.last_logits(state);
@@ -53,6 +53,7 @@ std::vector<int32_t> generate_greedy(const Backend& backend, State& state, int64
   for (int64_t s = 0; s < steps; ++s) {
     const int32_t token = argmax(last);
     out.push_back(token);
+    if (on_token) on_token(token);
     last = decode_step(backend, state, token);
     if (step_logits) step_logits->insert(step_logits->end(), last.begin(), last.end());
   }

@@ -87,7 +87,7 @@ GateResult gate_restore_roundtrip(const Model& model, const Backend& backend, co
   namespace fs = std::filesystem;
   fs::path dir = opt.scratch_dir.empty() ? fs::temp_directory_path() : fs::path(opt.scratch_dir);
   fs::path file = dir / ("memra-gate-restore-" + std::to_string(::getpid()) + ".mst");
-  StateWriteResult written = write_state_file(file.string(), host, {model.fingerprint().hex(), backend.precision_class()});
+  StateWriteResult written = write_state_file(file.string(), host, {model.fingerprint().hex(), backend.precision_class(), backend.qat()});
   std::unique_ptr<State> b;
   try {
     StateFile sf = StateFile::open(file.string(), StateCheck::kFull);

@@ -527,6 +527,13 @@ const float* Model::f32(const std::string& canonical) const {
   return cached->second.data();
 }
 
+size_t Model::f32_cached_bytes() const {
+  std::lock_guard<std::mutex> lock(lazy_->f32_mutex);
+  size_t n = 0;
+  for (const auto& [index, copy] : lazy_->f32) n += copy.size() * sizeof(float);
+  return n;
+}
+
 uint64_t Model::stored_bytes() const {
   uint64_t n = 0;
   for (const auto& w : tensors_) n += w.nbytes + w.scale_nbytes;

@@ -126,6 +126,8 @@ class Model {
   // once on first use and cached (thread-safe). Meant for small tensors and small models; a
   // V4-Flash-size checkpoint is never widened as a whole unless every tensor is asked for.
   const float* f32(const std::string& canonical) const;
+  // Bytes held by f32()'s decoded copies (what the checkpoint has been widened by so far).
+  size_t f32_cached_bytes() const;
 
   // XXH3-128 of a tensor's stored bytes (a block format's weight bytes then its scale bytes).
   // Computed for all tensors on first use, in parallel (hash_all()).

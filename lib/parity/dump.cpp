@@ -158,6 +158,12 @@ std::string ReferenceDump::compute_dtype() const {
 // The compute dtypes parity has a tolerance for (compare.cpp tolerance_for).
 static const std::set<std::string> kComputeDtypes = {"float32", "float64", "bfloat16", "float16"};
 
+bool ReferenceDump::qat() const {
+  if (!manifest_.contains("producer") || !manifest_["producer"].is_object()) return false;
+  const auto& p = manifest_["producer"];
+  return p.contains("qat") && p["qat"].is_boolean() && p["qat"].get<bool>();
+}
+
 DumpValidation ReferenceDump::validate(const ModelConfig& config, const std::set<std::string>& stages) const {
   DumpValidation v;
   auto wanted = [&](const std::string& family) { return family == "tokens" || stages.empty() || stages.count(family) > 0; };

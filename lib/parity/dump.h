@@ -67,6 +67,7 @@ class ReferenceDump {
   int64_t tokens() const { return tokens_; }  // T claimed by the manifest
   int64_t incremental_prefix() const { return incremental_prefix_; }  // P, or -1 when absent
   std::string compute_dtype() const;  // producer.compute_dtype, or "" when absent
+  bool qat() const;                   // producer.qat: made with the QAT simulations (dump_reference.py --qat)
 
   // Manifest-first validation against `config`; never reads array values before geometry passes.
   // Every array of a family in `stages` (empty: all families) must be present: a dump that lacks

@@ -29,6 +29,12 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
   ReferenceDump dump = ReferenceDump::open(dump_dir);
   ParityRun run;
   run.validation = dump.validate(cfg, stages);
+  // A dump made with the QAT simulations compares only with a backend running them, and vice versa.
+  if (dump.qat() != backend.qat()) {
+    run.validation.refused = true;
+    run.validation.reasons.push_back(dump.qat() ? "the dump was made with the QAT simulations (dump_reference.py --qat); add --qat"
+                                                : "the backend runs the QAT simulations (--qat); the dump was made without them");
+  }
   run.tolerance = tolerance_for(backend.realization(), dump.compute_dtype());
   const Tolerance& tol = run.tolerance;
   nlohmann::json& report = run.report;

@@ -29,7 +29,7 @@ const char* const kCorruptHint = "the state file is corrupt, truncated or not a 
 
 // Keys the format owns; extra metadata may not use them (nor the hash. prefix).
 const char* const kReservedKeys[] = {"format", "format_version", "writer", "model_fingerprint",
-                                     "precision_class", "position", "capacity"};
+                                     "precision_class", "position", "capacity", "qat"};
 
 struct HeaderEntry {
   std::string_view name;
@@ -171,6 +171,7 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
   md["writer"] = std::string("memra ") + MEMRA_VERSION;
   md["model_fingerprint"] = origin.model_fingerprint;
   md["precision_class"] = origin.precision_class;
+  if (origin.qat) md["qat"] = "on";
   md["position"] = std::to_string(snap.pos);
   md["capacity"] = std::to_string(snap.capacity);
   for (size_t i = 0; i < items.size(); ++i) md["hash." + std::string(items[i].name)] = p.result.class_hashes[i].hex();
@@ -336,6 +337,7 @@ StateFile StateFile::parse(InputBytes bytes, StateCheck check, int threads) {
   Hash128 probe;
   if (!canonical_hex(get("model_fingerprint"), &probe)) throw bad("model_fingerprint is not 32 lower-case hex digits");
   if (get("precision_class").empty()) throw bad("precision_class is empty");
+  if (md.count("qat") && md.at("qat") != "on") throw bad("qat '" + printable(md.at("qat")) + "' is not 'on'");
   get("writer");
   if (!parse_count(get("position"), &f.position_)) throw bad("position '" + printable(get("position")) + "' is not a count");
   if (!parse_count(get("capacity"), &f.capacity_)) throw bad("capacity '" + printable(get("capacity")) + "' is not a count");
@@ -434,6 +436,10 @@ std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& 
   if (file.model_fingerprint() != model_fingerprint)
     throw negative(where + " belongs to model " + file.model_fingerprint() + ", not to this model (" + model_fingerprint + ")",
                    "restore it with the model it was written from");
+  if (file.qat() != backend.qat())
+    throw negative(where + (file.qat() ? " was computed with the QAT simulations on (--qat); this backend has them off"
+                                       : " was computed without the QAT simulations; this backend has them on (--qat)"),
+                   file.qat() ? "add --qat to continue it" : "drop --qat to continue it");
   if (capacity < file.position())
     throw negative("capacity " + std::to_string(capacity) + " is smaller than the state's position " +
                        std::to_string(file.position()),

@@ -33,6 +33,7 @@ inline constexpr int kStateFormatMinor = 1;  // newer minors only add metadata k
 struct StateOrigin {
   std::string model_fingerprint;  // Model::fingerprint().hex(): 32 lower-case hex digits
   std::string precision_class;    // Backend::precision_class(), e.g. "cpu-f32-exact"
+  bool qat = false;               // Backend::qat(): metadata "qat": "on" (absent when off, as before)
 };
 
 // The optional keyed tag (docs/state-format.md, "Integrity is not authenticity"): keyed BLAKE2b-256
@@ -94,6 +95,7 @@ class StateFile {
   int64_t capacity() const { return capacity_; }
   const std::string& model_fingerprint() const { return metadata_.at("model_fingerprint"); }
   const std::string& precision_class() const { return metadata_.at("precision_class"); }
+  bool qat() const { return metadata_.count("qat") > 0; }  // written with the QAT simulations on
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::vector<StateClassView>& classes() const { return classes_; }  // file (= cache_classes) order
   const StateClassView* find(std::string_view name) const;
@@ -125,7 +127,9 @@ struct NonFiniteClass {
 };
 std::vector<NonFiniteClass> nonfinite_classes(const StateFile& file);
 
-// Verified restore: checks the model fingerprint, rebuilds a state of `capacity` on `backend`
+// Verified restore: checks the model fingerprint and the QAT setting (a state computed with the
+// QAT simulations on continues only on a backend with them on, and the other way round), rebuilds
+// a state of `capacity` on `backend`
 // (capacity < position is refused; a class no component of the backend's state holds is refused by
 // name) and re-hashes its classes, which must equal the file's. Negative Error naming the reason
 // otherwise. The file must have been fully verified.

@@ -39,7 +39,7 @@ fixtures = {
     "--expect": f"{work}/state.xxh",
 }
 # Small values for the other numeric options of a command, so in-range runs stay short.
-cheap = {"--prompt": "6", "--warm": "2", "--continuation": "1", "--grow": "3", "--steps": "2", "--widths": "1,3",
+cheap = {"--prompt-len": "6", "--warm": "2", "--continuation": "1", "--grow": "3", "--steps": "2", "--widths": "1,3",
          "--depth": "4"}
 values = ["0", "-1", str(2**31), str(2**62), str(2**64 - 1)]
 
