@@ -16,8 +16,9 @@ void add_backend_options(CLI::App* sub, BackendChoice& choice) {
   sub->add_option("--devices", choice.devices, "GPU indices for a CUDA backend, e.g. 0,1 (default 0)");
 }
 
-std::unique_ptr<Backend> make_backend(const BackendChoice& choice, const Model& model) {
+std::unique_ptr<Backend> make_backend(const BackendChoice& choice, const Model& model, bool moe_per_expert) {
   BackendOptions options;
+  options.moe_per_expert = moe_per_expert;
   if (!choice.devices.empty()) {
     for (int32_t d : parse_token_text(choice.devices, "--devices")) {
       if (d < 0 || d > 1023) throw Error("--devices: " + std::to_string(d) + " is not a device index");

@@ -31,7 +31,7 @@ struct PrefillOptions {
 
 static void write_state_for_cli(const std::string& path, const Model& model, const Backend& backend,
                                 const State& state) {
-  write_state_file(path, snapshot_state(state), StateOrigin{model.fingerprint().hex(), backend.precision_class()});
+  write_state_file(path, stream_snapshot(backend, state), StateOrigin{model.fingerprint().hex(), backend.precision_class()});
 }
 
 static int run_prefill(const PrefillOptions& opt, const Context& ctx) {

@@ -77,7 +77,7 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   }
   if (want_logits) write_logits(opt.logits_out, logits, T + opt.steps, V);
   if (!opt.state_out.empty())
-    write_state_file(opt.state_out, snapshot_state(*state), StateOrigin{model.fingerprint().hex(), backend->precision_class()});
+    write_state_file(opt.state_out, stream_snapshot(*backend, *state), StateOrigin{model.fingerprint().hex(), backend->precision_class()});
 
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
   const std::vector<float> last = backend->last_logits(*state);

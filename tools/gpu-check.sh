@@ -17,7 +17,7 @@
 #              restore, cpu<->cuda state exchange, two GPUs == one GPU, cuda-fast vs cpu
 #   gates      memra gate all --backend cuda (restore, chunk, semantics, parity, fused-moe) on
 #              models/tiny and models/tiny-bf16, one GPU and --devices 0,1 when two are present
-#   bandwidth  snapshot/restore of a ≥ 1 GiB state vs pinned-copy bandwidth
+#   bandwidth  snapshot/restore of a ≥ 1 GiB state of V4-Flash's layout vs pinned-copy bandwidth
 #   sanitizer  compute-sanitizer memcheck (ops, backend) and racecheck (ops), --quick inputs
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0): memra does not use NCCL, the variable guards anyway.
 set -uo pipefail
@@ -134,7 +134,7 @@ seed=$(date +%s)
 run "host logic (no GPU needed)" ops.txt 60 "$ctest_bin" host models/tiny models/tiny-bf16
 (( gpus == 0 )) && no_gpu=1  # nothing below can run
 # one process per op group: a sticky CUDA fault in one group cannot hide the others
-for group in linear norm mhc topk compressor attention moe; do
+for group in linear norm mhc topk compressor attention moe synthetic; do
   run "ops $group (seed $seed)" ops.txt 60 "$ctest_bin" ops --only "$group" --seed "$seed"
 done
 for model in models/tiny models/tiny-bf16; do
@@ -151,7 +151,7 @@ for model in models/tiny models/tiny-bf16; do
   fi
 done
 (( gpus >= 2 )) || note "gates --devices 0,1" SKIP "$gpus GPU visible"
-run "bandwidth (>= 1 GiB state)" bandwidth.txt 90 "$ctest_bin" bandwidth models/tiny --gib 1.0
+run "bandwidth (>= 1 GiB V4-Flash state)" bandwidth.txt 90 "$ctest_bin" bandwidth v4-flash --gib 1.0
 
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [[ "$runtime" == gvisor ]]; then

@@ -61,6 +61,10 @@ class Model {
   // tensor's name, dtype and shape is checked against expected_tensors(); a missing, extra or
   // mis-shaped tensor is an Error naming it. tid2eid values must lie in [0, E).
   static Model load(const std::string& model_dir, const LoadProgress& progress = {});
+  // A model of `config` without weights, for a backend that makes its own from a seed
+  // (BackendOptions::synthetic_seed, `memra bench`). tensor() throws; the fingerprint covers the
+  // geometry and the seed.
+  static Model synthetic(const ModelConfig& config, uint64_t seed);
 
   const ModelConfig& config() const { return config_; }
   const std::string& dir() const { return dir_; }
