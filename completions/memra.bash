@@ -30,7 +30,8 @@ _memra() {
       "memra parity") cmd="memra parity"; npos=0 ;;
       "memra gate") cmd="memra gate"; npos=0 ;;
       "memra devices") cmd="memra devices"; npos=0 ;;
-      "memra load --check"|"memra load --write-manifest") skip=1 ;;
+      "memra tokenize") cmd="memra tokenize"; npos=0 ;;
+      "memra load --check"|"memra load --write-manifest"|"memra load --threads") skip=1 ;;
       "memra prefill --tokens"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate"|"memra prefill --backend"|"memra prefill --devices") skip=1 ;;
       "memra snapshot --diff"|"memra snapshot --write-manifest"|"memra snapshot --check") skip=1 ;;
       "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output"|"memra restore --backend"|"memra restore --devices") skip=1 ;;
@@ -60,6 +61,7 @@ _memra() {
   case "$cmd $prev" in
     "memra load --check") _memra_files "$cur"; return 0 ;;
     "memra load --write-manifest") _memra_files "$cur"; return 0 ;;
+    "memra load --threads") :; return 0 ;;
     "memra prefill --tokens") _memra_files "$cur"; return 0 ;;
     "memra prefill --chunk") :; return 0 ;;
     "memra prefill --capacity") :; return 0 ;;
@@ -143,11 +145,11 @@ _memra() {
       if [[ $cur == -* ]]; then
         _memra_words "-h --help --version -q --quiet" "$cur"
       else
-        _memra_words "load prefill snapshot restore draft parity gate devices" "$cur"
+        _memra_words "load prefill snapshot restore draft parity gate devices tokenize" "$cur"
       fi ;;
     "memra load")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --json --check --write-manifest" "$cur"
+        _memra_words "-h --help --json --check --write-manifest --threads" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -274,6 +276,15 @@ _memra() {
     "memra devices")
       if [[ $cur == -* ]]; then
         _memra_words "-h --help --json" "$cur"
+      fi ;;
+    "memra tokenize")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --decode --json --no-special --keep-special --chat" "$cur"
+      else
+        case $npos in
+          0) _memra_files "$cur" ;;
+          1) _memra_files "$cur" ;;
+        esac
       fi ;;
   esac
   return 0

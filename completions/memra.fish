@@ -29,7 +29,9 @@ function __memra_command
                 set cmd memra_gate
             case 'memra devices'
                 set cmd memra_devices
-            case 'memra_load --check' 'memra_load --write-manifest'
+            case 'memra tokenize'
+                set cmd memra_tokenize
+            case 'memra_load --check' 'memra_load --write-manifest' 'memra_load --threads'
                 set skip 1
             case 'memra_prefill --tokens' 'memra_prefill --chunk' 'memra_prefill --capacity' 'memra_prefill -o' 'memra_prefill --output' 'memra_prefill --logits' 'memra_prefill --generate' 'memra_prefill --backend' 'memra_prefill --devices'
                 set skip 1
@@ -95,6 +97,7 @@ complete -c memra -n '__memra_in memra' -a draft -d 'draft (not built yet)'
 complete -c memra -n '__memra_in memra' -a parity -d 'Compare the engine with an oracle dump, manifest first (REFUSED on geometry mismatch)'
 complete -c memra -n '__memra_in memra' -a gate -d 'Correctness gates: restore round trip, chunk invariance, chunk semantics, parity, artifact checks'
 complete -c memra -n '__memra_in memra' -a devices -d 'List the CUDA devices memra can use (loads the CUDA backend)'
+complete -c memra -n '__memra_in memra' -a tokenize -d 'Text to token ids (or ids to text) with a model\'s tokenizer.json'
 complete -c memra -n '__memra_in memra' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra' -l version -d 'Display program version information and exit'
 complete -c memra -n '__memra_in memra' -s q -l quiet -d 'No progress or notes on stderr'
@@ -104,6 +107,7 @@ complete -c memra -n '__memra_in memra_load' -s h -l help -d 'Print this help me
 complete -c memra -n '__memra_in memra_load' -l json -d 'Print one JSON document: geometry, tensors, fingerprint, weight_precision, model_dir'
 complete -c memra -n '__memra_in memra_load' -l check -r -F -d 'Verify the model against a hash manifest (see exit codes)'
 complete -c memra -n '__memra_in memra_load' -l write-manifest -r -F -d 'Write the hash manifest to FILE (- = stdout)'
+complete -c memra -n '__memra_in memra_load' -l threads -x -d 'Threads reading the shards (default: all hardware threads)'
 complete -c memra -n '__memra_in memra_load' -F
 
 # memra prefill
@@ -267,3 +271,12 @@ complete -c memra -n '__memra_in memra_gate_hash' -F
 # memra devices
 complete -c memra -n '__memra_in memra_devices' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_devices' -l json -d 'Print one JSON document: state, message, library, devices'
+
+# memra tokenize
+complete -c memra -n '__memra_in memra_tokenize' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_tokenize' -l decode -d 'INPUT is token ids; print the text'
+complete -c memra -n '__memra_in memra_tokenize' -l json -d 'Print one JSON document'
+complete -c memra -n '__memra_in memra_tokenize' -l no-special -d 'Encode without the post-processor\'s special tokens (no BOS template)'
+complete -c memra -n '__memra_in memra_tokenize' -l keep-special -d 'Decode special tokens too'
+complete -c memra -n '__memra_in memra_tokenize' -l chat -d 'Wrap the text in DeepSeek-V4\'s chat template (BOS, <｜User｜>, <｜Assistant｜></think>)'
+complete -c memra -n '__memra_in memra_tokenize' -F

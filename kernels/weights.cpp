@@ -90,11 +90,17 @@ DevMatrix DeviceUploader::matrix(const std::vector<const float*>& values, int64_
 
 namespace {
 
-// One dtype for a stack: the common stored dtype, f32 when they differ.
+// The device storage of a stored dtype: bf16/f16/f32 as stored; block-quantised formats (FP8, FP4)
+// are dequantised to f32 until the packed decode kernels land (docs/quantization.md).
+DType device_dtype(DType stored) {
+  return stored == DType::kBF16 || stored == DType::kF16 ? stored : DType::kF32;
+}
+
+// One dtype for a stack: the common device dtype, f32 when they differ.
 DType common_dtype(const std::vector<const WeightTensor*>& ts) {
-  DType d = ts.front()->dtype;
+  DType d = device_dtype(ts.front()->dtype);
   for (const auto* t : ts)
-    if (t->dtype != d) return DType::kF32;
+    if (device_dtype(t->dtype) != d) return DType::kF32;
   return d;
 }
 
@@ -106,14 +112,16 @@ std::unique_ptr<DeviceWeights> upload_weights(const Model& model, int device, in
   auto dw = std::make_unique<DeviceWeights>(device);
   DeviceUploader& up = dw->up;
   dw->first = first_layer;
-  auto vec = [&](const std::string& name) {
-    const WeightTensor& t = model.tensor(name);
-    return up.f32(t.f32.data(), t.f32.size(), name);
+  auto numel = [](const WeightTensor& t) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    return static_cast<size_t>(n);
   };
+  auto vec = [&](const std::string& name) { return up.f32(model.f32(name), numel(model.tensor(name)), name); };
   auto mat = [&](const std::string& name) {
     const WeightTensor& t = model.tensor(name);
     if (t.shape.size() != 2) throw Error("tensor " + name + " is not a matrix");
-    return up.matrix({t.f32.data()}, t.shape[0], t.shape[1], t.dtype, name);
+    return up.matrix({model.f32(name)}, t.shape[0], t.shape[1], device_dtype(t.dtype), name);
   };
   const int64_t r = cfg.qk_rope_head_dim;
   const std::vector<float> inv_main = rope_inv_freq(cfg.rope_main, r), inv_cmp = rope_inv_freq(cfg.rope_compress, r);
@@ -163,7 +171,7 @@ std::unique_ptr<DeviceWeights> upload_weights(const Model& model, int device, in
       for (int64_t e = 0; e < cfg.n_routed_experts; ++e)
         ts.push_back(&model.tensor(p + "ffn.experts." + std::to_string(e) + "." + w + ".weight"));
       std::vector<const float*> vals;
-      for (const auto* t : ts) vals.push_back(t->f32.data());
+      for (const auto* t : ts) vals.push_back(model.f32(t->name));
       DevMatrix m = up.matrix(vals, ts.front()->shape[0], ts.front()->shape[1], common_dtype(ts),
                               p + "ffn.experts.*." + w + ".weight");
       (std::string(w) == "w1" ? L.w1 : std::string(w) == "w2" ? L.w2 : L.w3) = m;
@@ -172,7 +180,7 @@ std::unique_ptr<DeviceWeights> upload_weights(const Model& model, int device, in
       auto refloat = [&](const char* w, DevMatrix& m) {
         std::vector<const float*> vals;
         for (int64_t e = 0; e < cfg.n_routed_experts; ++e)
-          vals.push_back(model.tensor(p + "ffn.experts." + std::to_string(e) + "." + w + ".weight").f32.data());
+          vals.push_back(model.f32(p + "ffn.experts." + std::to_string(e) + "." + w + ".weight"));
         m = up.matrix(vals, m.rows, m.cols, DType::kF32, p + "ffn.experts.*." + w + ".weight (f32)");
       };
       refloat("w1", L.w1);
