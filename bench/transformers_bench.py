@@ -186,6 +186,7 @@ def main():
     ap.add_argument("--steps", type=int, default=16)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--check-values", action="store_true", help="print a few generated values and exit")
+    ap.add_argument("--out", help="also rewrite this JSON file after each section (a timeout keeps what was measured)")
     a = ap.parse_args()
     if a.check_values:
         k = key_of("layers.0.attn.wq_a.weight", 1)
@@ -212,6 +213,13 @@ def main():
     blocks = [int(x) for x in a.verify.split(",")]
     torch.set_grad_enabled(False)
 
+    def save():
+        if a.out:
+            tmp = a.out + ".tmp"
+            with open(tmp, "w") as fh:
+                json.dump(out, fh, indent=2)
+            os.replace(tmp, a.out)
+
     # prefill
     ids = tokens("prompt", seed, a.prefill, V).view(1, -1).to(DEV)
     try:
@@ -224,6 +232,7 @@ def main():
     if DEV == "cuda":
         torch.cuda.empty_cache()
 
+    save()
     # decode at each context, batch 1
     out["decode"] = []
     nxt = tokens("decode", seed, a.steps + 3, V).to(DEV)
@@ -249,6 +258,7 @@ def main():
         if DEV == "cuda":
             torch.cuda.empty_cache()
 
+    save()
     # verify blocks at the first context
     out["verify"] = []
     ctx0 = contexts[0]
@@ -271,6 +281,7 @@ def main():
         if DEV == "cuda":
             torch.cuda.empty_cache()
 
+    save()
     # batches at the first context
     out["batch"] = []
     for B in batches:
@@ -291,7 +302,9 @@ def main():
             out["batch"].append({"batch": B, "context": ctx0, "error": f"{type(e).__name__}: {e}"[:300]})
         if DEV == "cuda":
             torch.cuda.empty_cache()
-    print(json.dumps(out, indent=2))
+    save()
+    if not a.out:
+        print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":
