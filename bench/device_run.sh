@@ -20,6 +20,19 @@ if [[ "${CHECK:-1}" == 1 ]]; then
 fi
 OUT=$W/bench PROFILE=${PROFILE:-1} bash bench/gpu_bench.sh > "$W/bench.log" 2>&1
 echo "bench rc=$? at $(( $(date +%s) - t0 ))s"
+if [[ "${SANITIZE_V4:-0}" == 1 ]]; then
+  # racecheck's hazard detail on the attention site, and memcheck of the V4-Flash-geometry bench
+  # (CUDA graphs, bucketed shapes, fused MoE at 256 experts: what the tiny models do not reach)
+  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  sb=build-gpu-pack/bin
+  LD_LIBRARY_PATH="$sb:${LD_LIBRARY_PATH:-}" timeout 40 "$san" --tool racecheck --racecheck-report hazard --print-limit 8 \
+    "$sb/memra_cuda_test" ops --only attention --quick > "$W/racecheck-attention.txt" 2>&1
+  echo "racecheck attention rc=$? at $(( $(date +%s) - t0 ))s"
+  LD_LIBRARY_PATH="$sb:${LD_LIBRARY_PATH:-}" timeout "${MEMCHECK_TIMEOUT:-150}" "$san" --tool memcheck --error-exitcode 9 \
+    --print-limit 20 "$sb/memra" -q bench --layers CH --contexts 2048 --batches 8 --verify 6 --prefill 256 --steps 2 \
+    --reps 1 --snapshot-gib 0.05 --json > "$W/memcheck-bench.txt" 2>&1
+  echo "memcheck bench (V4 geometry) rc=$? at $(( $(date +%s) - t0 ))s"; tail -3 "$W/memcheck-bench.txt"
+fi
 if [[ "${AB:-1}" == 1 ]]; then
   OUT=$W/ab TRANSFORMERS=0 PROFILE=0 MEMRA_CUDA_HC_SPLIT=0 \
     BENCH_ARGS="--contexts 2048 --batches 8 --verify 6 --steps 8 --reps 1 --snapshot-gib 0.05" \

@@ -6,8 +6,9 @@
 #   3. bench/compare.py: the table with memra/transformers ratios and the decode-vs-context plot
 #   4. (PROFILE=1) ncu, SpeedOfLight per kernel, of the exact backend's forward calls NCU_FORWARDS
 #      (counted from 1: the exact prefill is 1, the 2k decode steps 2-8 without graphs and 9-15 with
-#      graphs, the 6-token verify 16-17, the batch-32 steps 18-36; default 10,22: a graphed decode
-#      step and a batch-32 step)
+#      graphs, the 6-token verify 16-17, the batch-32 steps 18-24; default 6,16,18: a decode step,
+#      a verify and a batch-32 step, each launched kernel by kernel (the traced or ungraphed ones:
+#      ncu's replay of the graphed step failed once in the attention kernel, 2026-11-30))
 # Everything lands in $OUT; the table is printed last. NVLink multicast stays off.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,7 +32,7 @@ if [[ "${TRANSFORMERS:-1}" == 1 ]]; then
 fi
 if [[ "${PROFILE:-0}" == 1 ]]; then
   echo "=== ncu (t=$(( $(date +%s) - t0 ))s)"
-  MEMRA_CUDA_PROFILE_FORWARDS=${NCU_FORWARDS:-10,22} timeout "${NCU_TIMEOUT:-200}" ncu --profile-from-start off --clock-control none --section SpeedOfLight \
+  MEMRA_CUDA_PROFILE_FORWARDS=${NCU_FORWARDS:-6,16,18} timeout "${NCU_TIMEOUT:-200}" ncu --profile-from-start off --clock-control none --section SpeedOfLight \
     --csv "$bin/memra" -q bench --layers "$layers" --contexts 2048 --batches 32 --verify 6 --steps 4 --reps 1 \
     --snapshot-gib 0.05 --json > "$OUT/ncu.csv" 2> "$OUT/ncu.log"
   echo "ncu rc=$? in $(( $(date +%s) - t0 ))s"; tail -3 "$OUT/ncu.log"

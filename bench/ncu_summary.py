@@ -51,6 +51,8 @@ def main():
 
     def dur_us(k):
         v, unit = k["m"].get("Duration", (0.0, "us"))
+        if v != v:  # nan: the launch failed under the profiler
+            return 0.0
         return {"ns": v / 1e3, "nsecond": v / 1e3, "us": v, "usecond": v, "ms": v * 1e3, "msecond": v * 1e3}.get(unit, v)
 
     for i, seg in enumerate(segments):
@@ -64,7 +66,7 @@ def main():
             a[2] += k["m"].get("DRAM Throughput", (0.0, "%"))[0] * dur_us(k)
         print(f"   {'kernel':60s} {'n':>4s} {'us':>9s} {'share':>6s} {'DRAM %':>7s}")
         for name, (n, us, w) in sorted(agg.items(), key=lambda x: -x[1][1]):
-            print(f"   {name:60s} {n:4d} {us:9.1f} {100 * us / total:5.1f}% {w / us if us else 0:7.1f}")
+            print(f"   {name:60s} {n:4d} {us:9.1f} {100 * us / total if total else 0:5.1f}% {w / us if us else 0:7.1f}")
     print("\nper kernel (first forward):")
     for k in segments[0]:
         print(f"   {short(k['name']):60s} grid {k['grid']:>16s} block {k['block']:>12s} {dur_us(k):8.1f} us "

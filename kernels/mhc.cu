@@ -7,7 +7,7 @@
 //    added s-ascending by one thread. The split is a constant, so the order is a function of nD
 //    only; it spreads a decode row's 1.5 MB of fn (V4-Flash: 24 × 16384 f32) over rows × slices
 //    blocks instead of one block per row, which one SM streamed at a fraction of HBM speed;
-//  - Sinkhorn: one thread, in the CPU's order (f32 sums instead of the CPU's double ones);
+//  - Sinkhorn: one thread, in the CPU's order (f32 sums instead of the CPU's double ones), in registers;
 //  - the collapse / combine: per element, a fixed j-ascending fma chain.
 //
 //   hc_mix   grid (rows, slices)          block 256   partials [rows, M, slices]
@@ -82,7 +82,6 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
   __shared__ float scratch[kWarps];
   __shared__ float mix[kMaxMix];
   __shared__ float pre[kMaxHc];
-  __shared__ float C[kMaxHc * kMaxHc];
   const int t = blockIdx.x, n = a.n, D = a.D, nD = n * D, M = (2 + n) * n;
   const float* Xt = a.X + static_cast<int64_t>(t) * nD;
   if (partial) {
@@ -93,43 +92,72 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
   }
   __syncthreads();
   if (threadIdx.x == 0) {
+    // One thread, in the CPU's order; the matrix lives in registers (fully unrolled over kMaxHc
+    // with j, k < n guards, so no run-time index): the 20 Sinkhorn iterations are a chain of
+    // dependent divisions, which through shared memory took ~50 µs per call on an H200. The same
+    // operations in the same order (no contraction: --fmad=false), so the same bits.
     const float eps = a.hc_eps;
     for (int j = 0; j < n; ++j) {
       pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + eps;
       a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
     }
-    for (int j = 0; j < n; ++j) {  // row softmax of the mixing logits, then + eps
-      float* row = C + j * n;
-      float mx = -INFINITY;
-      for (int k = 0; k < n; ++k) {
-        row[k] = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
-        mx = fmaxf(mx, row[k]);
+    float R[kMaxHc][kMaxHc];
+#pragma unroll
+    for (int j = 0; j < kMaxHc; ++j) {  // row softmax of the mixing logits, then + eps
+      if (j < n) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < kMaxHc; ++k)
+          if (k < n) {
+            R[j][k] = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
+            mx = fmaxf(mx, R[j][k]);
+          }
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < kMaxHc; ++k)
+          if (k < n) {
+            R[j][k] = expf(R[j][k] - mx);
+            s += R[j][k];
+          }
+#pragma unroll
+        for (int k = 0; k < kMaxHc; ++k)
+          if (k < n) R[j][k] = R[j][k] / s + eps;
       }
-      float s = 0.0f;
-      for (int k = 0; k < n; ++k) {
-        row[k] = expf(row[k] - mx);
-        s += row[k];
-      }
-      for (int k = 0; k < n; ++k) row[k] = row[k] / s + eps;
     }
     for (int it = 0; it < a.iters; ++it) {  // column norm; then (rows, columns) iters-1 times
       if (it > 0) {
-        for (int j = 0; j < n; ++j) {
+#pragma unroll
+        for (int j = 0; j < kMaxHc; ++j)
+          if (j < n) {
+            float s = 0.0f;
+#pragma unroll
+            for (int k = 0; k < kMaxHc; ++k)
+              if (k < n) s += R[j][k];
+            const float div = s + eps;
+#pragma unroll
+            for (int k = 0; k < kMaxHc; ++k)
+              if (k < n) R[j][k] /= div;
+          }
+      }
+#pragma unroll
+      for (int k = 0; k < kMaxHc; ++k)
+        if (k < n) {
           float s = 0.0f;
-          for (int k = 0; k < n; ++k) s += C[j * n + k];
+#pragma unroll
+          for (int j = 0; j < kMaxHc; ++j)
+            if (j < n) s += R[j][k];
           const float div = s + eps;
-          for (int k = 0; k < n; ++k) C[j * n + k] /= div;
+#pragma unroll
+          for (int j = 0; j < kMaxHc; ++j)
+            if (j < n) R[j][k] /= div;
         }
-      }
-      for (int k = 0; k < n; ++k) {
-        float s = 0.0f;
-        for (int j = 0; j < n; ++j) s += C[j * n + k];
-        const float div = s + eps;
-        for (int j = 0; j < n; ++j) C[j * n + k] /= div;
-      }
     }
     float* comb = a.comb + static_cast<int64_t>(t) * n * n;
-    for (int i = 0; i < n * n; ++i) comb[i] = C[i];
+#pragma unroll
+    for (int j = 0; j < kMaxHc; ++j)
+#pragma unroll
+      for (int k = 0; k < kMaxHc; ++k)
+        if (j < n && k < n) comb[j * n + k] = R[j][k];
   }
   __syncthreads();
   float* xt = a.x + static_cast<int64_t>(t) * D;
