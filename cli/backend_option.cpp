@@ -22,9 +22,10 @@ void add_backend_options(CLI::App* sub, BackendChoice& choice) {
                 "indexer q/k; CPU backends); state files record it");
 }
 
-std::unique_ptr<Backend> make_backend(const BackendChoice& choice, const Model& model) {
+std::unique_ptr<Backend> make_backend(const BackendChoice& choice, const Model& model, bool moe_per_expert) {
   BackendOptions options;
   options.qat = choice.qat;
+  options.moe_per_expert = moe_per_expert;
   if (!choice.devices.empty()) {
     for (int32_t d : parse_token_text(choice.devices, "--devices")) options.devices.push_back(d);
     if (realization(choice.name).device != Device::kCuda)

@@ -132,7 +132,11 @@ static int run_gate(GateOptions opt, const Context& ctx) {
   if (k == "chunk") return emit(opt, k, {gate_chunk_invariance(model, *backend, opt.trunk)});
   if (k == "semantics") return emit(opt, k, {semantics()});
   if (k == "parity") return emit(opt, k, {gate_parity(model, *backend, opt.model_dir, opt.dump_dir)});
-  if (k == "fused-moe") return emit(opt, k, {gate_fused_moe(model, *backend, opt.trunk, opt.moe)});
+  auto fused_moe = [&] {
+    auto per_expert = make_backend(opt.common.backend, model, true);
+    return gate_fused_moe(model, *backend, *per_expert, opt.trunk, opt.moe);
+  };
+  if (k == "fused-moe") return emit(opt, k, {fused_moe()});
   // all: every gate that applies to this model and backend.
   std::vector<GateResult> gates;
   gates.push_back(gate_restore_roundtrip(model, *backend, opt.trunk));
@@ -141,13 +145,10 @@ static int run_gate(GateOptions opt, const Context& ctx) {
   std::string dump = opt.dump_dir;
   if (dump.empty() && std::filesystem::exists(std::filesystem::path(opt.model_dir) / "dump" / "manifest.json"))
     dump = (std::filesystem::path(opt.model_dir) / "dump").string();
-  if (!dump.empty())
-    gates.push_back(gate_parity(model, *backend, opt.model_dir, dump));
-  else
-    note(ctx, "no dump for " + opt.model_dir + " (MODEL/dump or --dump): the parity gate does not apply");
+  if (!dump.empty()) gates.push_back(gate_parity(model, *backend, opt.model_dir, dump));
+  else note(ctx, "no dump for " + opt.model_dir + " (MODEL/dump or --dump): the parity gate does not apply");
   // A CUDA backend has two MoE paths; they must agree by bits (the seed's fused-vs-per-expert gate).
-  if (backend->realization().device == Device::kCuda && backend->realization().exact)
-    gates.push_back(gate_fused_moe(model, *backend, opt.trunk, opt.moe));
+  if (backend->realization().device == Device::kCuda && backend->realization().exact) gates.push_back(fused_moe());
   return emit(opt, k, gates);
 }
 

@@ -38,11 +38,10 @@ struct PrefillOptions {
 };
 
 static void write_state_for_cli(const std::string& path, const Model& model, const Backend& backend,
-static void write_state_for_cli(const std::string& path, const Model& model, const Backend& backend,
                                 const State& state, const std::optional<AuthKey>& key) {
   StateWriteOptions options;
   if (key) options.key = &*key;
-  write_state_file(path, snapshot_state(state),
+  write_state_file(path, stream_snapshot(backend, state),
                    StateOrigin{model.fingerprint().hex(), backend.precision_class(), backend.qat()}, options);
 }
 

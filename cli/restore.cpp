@@ -112,7 +112,7 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   if (!opt.state_out.empty()) {
     StateWriteOptions options;
     if (key) options.key = &*key;
-    write_state_file(opt.state_out, snapshot_state(*state),
+    write_state_file(opt.state_out, stream_snapshot(*backend, *state),
                      StateOrigin{model.fingerprint().hex(), backend->precision_class(), backend->qat()}, options);
   }
 

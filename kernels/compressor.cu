@@ -68,6 +68,7 @@ __global__ void __launch_bounds__(kBlock) compressor_close_kernel(CompressorArgs
   extern __shared__ float entry[];  // [w]
   __shared__ float scratch[kBlock / kWarp];
   const Closing cl = closings[blockIdx.x];
+  if (cl.seq < 0) return;  // padding (Shard::upload_plan): the whole block leaves together
   const SeqDesc& s = a.seqs[cl.seq];
   const CompressorDev& st = state_of(a, s);
   const int64_t e = cl.entry;

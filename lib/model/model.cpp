@@ -508,6 +508,21 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
   return model;
 }
 
+Model Model::synthetic(const ModelConfig& config, uint64_t seed) {
+  Model model;
+  model.config_ = config;
+  model.dir_ = "(synthetic, seed " + std::to_string(seed) + ")";
+  Hasher h;
+  const std::string geometry = config.geometry_json().dump();
+  h.update_u64(geometry.size());
+  h.update(geometry);
+  h.update("synthetic");
+  h.update_u64(seed);
+  model.lazy_->fingerprint = h.digest();
+  model.lazy_->hashed = true;  // no tensors to hash
+  return model;
+}
+
 const WeightTensor& Model::tensor(const std::string& canonical) const {
   auto it = index_.find(canonical);
   if (it == index_.end()) throw Error("model has no tensor " + canonical);

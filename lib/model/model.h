@@ -109,6 +109,10 @@ class Model {
   // or mistyped tensor or scale, and a missing or unreadable shard, is an Error naming it.
   // tid2eid values must lie in [0, E).
   static Model load(const std::string& model_dir, const LoadProgress& progress = {});
+  // A model of `config` without weights, for a backend that makes its own from a seed
+  // (BackendOptions::synthetic_seed, `memra bench`). tensor() throws; the fingerprint covers the
+  // geometry and the seed.
+  static Model synthetic(const ModelConfig& config, uint64_t seed);
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
   ~Model();

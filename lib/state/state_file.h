@@ -57,6 +57,10 @@ StateWriteResult write_state_file(const std::string& path, const HostSnapshot& s
                                   const StateWriteOptions& options = {});
 std::string serialize_state_file(const HostSnapshot& snap, const StateOrigin& origin,
                                  const StateWriteOptions& options = {});
+// The same file from a streamed snapshot, whose class hashes were computed as its bytes landed
+// (the CUDA backend's pinned, overlapped export): byte for byte what the HostSnapshot form writes.
+StateWriteResult write_state_file(const std::string& path, const StreamedSnapshot& snap, const StateOrigin& origin,
+                                  const StateWriteOptions& options = {});
 
 // A class as stored in the file (views into the file's bytes).
 struct StateClassView {
@@ -131,8 +135,9 @@ std::vector<NonFiniteClass> nonfinite_classes(const StateFile& file);
 // QAT simulations on continues only on a backend with them on, and the other way round), rebuilds
 // a state of `capacity` on `backend`
 // (capacity < position is refused; a class no component of the backend's state holds is refused by
-// name) and re-hashes its classes, which must equal the file's. Negative Error naming the reason
-// otherwise. The file must have been fully verified.
+// name) by streaming the file's class bytes into it (State::import_stream), and re-hashes its
+// classes through a streamed snapshot, which must equal the file's. Negative Error naming the
+// reason otherwise. The file must have been fully verified.
 std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& backend,
                                           const std::string& model_fingerprint, int64_t capacity);
 
