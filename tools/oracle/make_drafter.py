@@ -8,7 +8,8 @@ Every parameter is drawn from the seed so every mechanism is live: weights N(0, 
 weights 1 + N(0, 0.1), attention sinks N(0, 1), hc base N(0, 0.5) and scales U(0.5, 1.5), router
 bias N(0, 0.05), Markov W1 N(0, 1) and W2 N(0, 0.05), confidence weights N(0, 0.05); with
 --clamp-scale X one routed expert per DSpark stage gets gate/up x X and down / X so the SwiGLU clamp
-fires. The folder is saved, reloaded through the drafter loader, and the reload must reproduce every
+fires. --harvest "" leaves the harvest convention out of a DFlash config (as z-lab and SpecForge
+exports do; dumps must then name it). The folder is saved, reloaded through the drafter loader, and the reload must reproduce every
 tensor bit for bit.
 """
 import argparse
@@ -56,7 +57,7 @@ def dspark_config(trunk_cfg, g):
 
 def dflash_config(trunk_cfg, g):
     sliding = {int(x) for x in g["sliding"].split(",") if x.strip()} if g["sliding"] else set()
-    return {
+    raw = {
         "architectures": ["DFlashDraftModel"], "model_type": "qwen3",
         "vocab_size": trunk_cfg.vocab_size, "hidden_size": trunk_cfg.hidden_size, "num_hidden_layers": g["layers"],
         "num_target_layers": trunk_cfg.num_hidden_layers, "intermediate_size": g["inter"],
@@ -70,6 +71,9 @@ def dflash_config(trunk_cfg, g):
         "confidence_input": "final", "confidence_head_bias": True,
         "dflash_config": {"mask_token_id": g["noise"], "target_layer_ids": [int(x) for x in g["taps"].split(",")]},
     }
+    if not g["harvest"]:  # like the z-lab / SpecForge exports: the dump must name the convention
+        del raw["harvest"]
+    return raw
 
 
 @torch.no_grad()

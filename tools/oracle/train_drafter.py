@@ -73,7 +73,8 @@ def dspark_loss(model, trunk, ids, taps, anchors, gamma):
     loss = (ce * w).sum(1).mean() / w.sum()
     if model.confidence is not None:
         pe = model.markov.prev_embeddings(prev) if c["confidence_head_with_markov"] else None
-        conf = model.confidence(model.confidence_hidden(prenorm, final), pe)
+        # The confidence head learns on detached features: it must not pull the drafter's hidden states.
+        conf = model.confidence(model.confidence_hidden(prenorm, final).detach(), None if pe is None else pe.detach())
         target = torch.softmax(logits.detach(), -1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
         loss = loss + F.binary_cross_entropy_with_logits(conf, target)
     acc = (logits.argmax(-1) == labels).float().mean(0)
