@@ -99,7 +99,9 @@ def main(argv=None):
     stats = {}
     if "markov_margin" in out:
         stats["markov_margin_min"] = float(out["markov_margin"].min())
-    router = [float(out[k].min()) for k in out if k.endswith("router.margin")]
+    # inf margins (every expert selected) are not statistics, and not valid JSON.
+    router = [float(out[k][torch.isfinite(out[k])].min()) for k in out
+              if k.endswith("router.margin") and torch.isfinite(out[k]).any()]
     if router:
         stats["router_margin_min"] = min(router)
     producer = {"tool": "tools/oracle/dump_drafter.py", "transformers": transformers.__version__,

@@ -8,13 +8,15 @@ Every parameter is drawn from the seed so every mechanism is live: weights N(0, 
 weights 1 + N(0, 0.1), attention sinks N(0, 1), hc base N(0, 0.5) and scales U(0.5, 1.5), router
 bias N(0, 0.05), Markov W1 N(0, 1) and W2 N(0, 0.05), confidence weights N(0, 0.05); with
 --clamp-scale X one routed expert per DSpark stage gets gate/up x X and down / X so the SwiGLU clamp
-fires. --harvest "" leaves the harvest convention out of a DFlash config (as z-lab and SpecForge
+fires. --preset random draws every geometry option from the seed (tests on fresh drafters).
+--harvest "" leaves the harvest convention out of a DFlash config (as z-lab and SpecForge
 exports do; dumps must then name it). The folder is saved, reloaded through the drafter loader, and the reload must reproduce every
 tensor bit for bit.
 """
 import argparse
 import json
 import os
+import random
 import shlex
 import sys
 import time
@@ -31,9 +33,41 @@ import tiestable  # noqa: E402
 
 DSPARK_DEFAULTS = dict(layers=2, taps="1,2,3", block=8, heads=2, head_dim=32, rope_dim=16, q_lora=32, o_groups=2,
                        o_lora=16, window=12, experts=4, topk=2, moe_inter=16, hc_mult=4, rank=32, rope_theta=10000.0,
-                       harvest="dspark", noise=0, confidence=1, clamp_scale=40.0)
+                       scoring="sqrtsoftplus", harvest="dspark", noise=0, confidence=1, conf_input="prenorm",
+                       conf_bias=0, clamp_scale=40.0)
 DFLASH_DEFAULTS = dict(layers=2, taps="0,1,2", block=8, heads=4, kv_heads=2, head_dim=32, inter=128, window=10,
-                       sliding="1", rank=32, rope_theta=1000000.0, harvest="dflash", noise=0, confidence=1)
+                       sliding="1", causal="", rank=32, rope_theta=1000000.0, harvest="dflash", noise=0, confidence=1,
+                       conf_input="final", conf_bias=1)
+
+
+def random_geometry(family, seed, trunk_layers, vocab):
+    """A small random drafter geometry drawn from the seed (--preset random): every option varies,
+    both harvest conventions, block sizes 2-16, windows shorter and longer than typical contexts."""
+    r = random.Random(seed * 104729 + (1 if family == "dspark" else 2))
+    top = trunk_layers - 1 if family == "dspark" else trunk_layers - 2  # the last tappable id
+    n_taps = r.randint(1, min(3, top + 1))
+    g = dict(layers=r.randint(1, 3), taps=",".join(str(i) for i in sorted(r.sample(range(top + 1), n_taps))),
+             block=r.randint(2, 16), noise=r.randrange(vocab), harvest=r.choice(["dflash", "dspark"]),
+             rope_theta=r.choice([10000.0, 1000000.0]), head_dim=r.choice([16, 32]))
+    if family == "dspark":
+        heads = r.choice([1, 2, 4])
+        g.update(heads=heads, rope_dim=r.choice([8, 16]), q_lora=r.choice([16, 32]),
+                 o_groups=r.choice([x for x in (1, 2) if heads % x == 0]), o_lora=r.choice([8, 16]),
+                 window=r.randint(2, 24), experts=r.randint(2, 6), moe_inter=r.choice([8, 16, 32]),
+                 hc_mult=r.choice([1, 2, 4]), rank=r.choice([8, 16, 32]), scoring=r.choice(["sqrtsoftplus", "sigmoid"]),
+                 confidence=r.randint(0, 1), conf_input=r.choice(["prenorm", "final"]), conf_bias=r.randint(0, 1),
+                 clamp_scale=r.choice([0.0, 40.0]))
+        g["topk"] = r.randint(1, min(3, g["experts"]))
+    else:
+        heads = r.choice([2, 4])
+        sliding = [i for i in range(g["layers"]) if r.random() < 0.5]
+        g.update(heads=heads, kv_heads=r.choice([x for x in (1, 2, 4) if heads % x == 0]), inter=r.choice([32, 64, 128]),
+                 window=r.randint(2, 24), sliding=",".join(map(str, sliding)), causal=r.choice(["", "true", "false"]),
+                 rank=r.choice([0, 8, 16, 32]), confidence=r.randint(0, 1), conf_input=r.choice(["prenorm", "final"]),
+                 conf_bias=r.randint(0, 1))
+        if r.random() < 0.3:
+            g["harvest"] = ""  # the dump names it
+    return g
 
 
 def dspark_config(trunk_cfg, g):
@@ -49,7 +83,7 @@ def dspark_config(trunk_cfg, g):
         "swiglu_limit": 10.0, "hc_mult": g["hc_mult"], "hc_sinkhorn_iters": 20, "hc_eps": 1e-6,
         "block_size": g["block"], "harvest": g["harvest"],
         "enable_confidence_head": bool(g["confidence"]), "confidence_head_with_markov": True,
-        "confidence_input": "prenorm", "confidence_head_bias": False,
+        "confidence_input": g["conf_input"], "confidence_head_bias": bool(g["conf_bias"]),
         "dflash_config": {"target_layer_ids": [int(x) for x in g["taps"].split(",")], "mask_token_id": g["noise"],
                           "markov_rank": g["rank"], "kv_fake_quant": False},
     }
@@ -68,11 +102,13 @@ def dflash_config(trunk_cfg, g):
         "layer_types": ["sliding_attention" if i in sliding else "full_attention" for i in range(g["layers"])],
         "block_size": g["block"], "harvest": g["harvest"], "markov_rank": g["rank"], "markov_head_type": "vanilla",
         "enable_confidence_head": bool(g["confidence"]), "confidence_head_with_markov": g["rank"] > 0,
-        "confidence_input": "final", "confidence_head_bias": True,
+        "confidence_input": g["conf_input"], "confidence_head_bias": bool(g["conf_bias"]),
         "dflash_config": {"mask_token_id": g["noise"], "target_layer_ids": [int(x) for x in g["taps"].split(",")]},
     }
     if not g["harvest"]:  # like the z-lab / SpecForge exports: the dump must name the convention
         del raw["harvest"]
+    if g["causal"]:
+        raw["is_causal"] = g["causal"] == "true"
     return raw
 
 
@@ -119,11 +155,17 @@ def main(argv=None):
     p.add_argument("--trunk", required=True, help="trunk model folder (vocab, hidden size, layer count)")
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--preset", choices=["default", "random"], default="default",
+                   help="random: a geometry drawn from the seed (options given explicitly still override)")
     for key in sorted(set(DSPARK_DEFAULTS) | set(DFLASH_DEFAULTS)):
         sample = DSPARK_DEFAULTS.get(key, DFLASH_DEFAULTS.get(key))
         p.add_argument("--" + key.replace("_", "-"), dest=key, type=type(sample), default=None)
     args = p.parse_args(argv)
     g = dict(DSPARK_DEFAULTS if args.family == "dspark" else DFLASH_DEFAULTS)
+    from transformers import AutoConfig
+    trunk_cfg = AutoConfig.from_pretrained(args.trunk)
+    if args.preset == "random":
+        g.update(random_geometry(args.family, args.seed, trunk_cfg.num_hidden_layers, trunk_cfg.vocab_size))
     for key in g:
         if getattr(args, key) is not None:
             g[key] = getattr(args, key)
@@ -131,8 +173,6 @@ def main(argv=None):
     t0 = time.time()
     tiestable.install()
     torch.manual_seed(args.seed)
-    from transformers import AutoConfig
-    trunk_cfg = AutoConfig.from_pretrained(args.trunk)
     raw = (dspark_config if args.family == "dspark" else dflash_config)(trunk_cfg, g)
     c = drafter_config.resolve(raw)
     model = drafter_io.build(c).float().eval()
