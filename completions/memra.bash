@@ -34,6 +34,7 @@ _memra() {
       "memra prefill --tokens"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate") skip=1 ;;
       "memra snapshot --diff"|"memra snapshot --write-manifest"|"memra snapshot --check") skip=1 ;;
       "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output") skip=1 ;;
+      "memra parity --drafter") skip=1 ;;
       "memra gate all") cmd="memra gate all"; npos=0 ;;
       "memra gate restore") cmd="memra gate restore"; npos=0 ;;
       "memra gate chunk") cmd="memra gate chunk"; npos=0 ;;
@@ -73,6 +74,7 @@ _memra() {
     "memra restore --steps") :; return 0 ;;
     "memra restore --logits") _memra_files "$cur"; return 0 ;;
     "memra restore -o"|"memra restore --output") _memra_files "$cur"; return 0 ;;
+    "memra parity --drafter") _memra_dirs "$cur"; return 0 ;;
     "memra gate all --backend") _memra_words "cpu cuda" "$cur"; return 0 ;;
     "memra gate all --devices") _memra_files "$cur"; return 0 ;;
     "memra gate all --tokens") _memra_files "$cur"; return 0 ;;
@@ -164,7 +166,7 @@ _memra() {
       fi ;;
     "memra parity")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --json -v --verbose" "$cur"
+        _memra_words "-h --help --drafter --json -v --verbose" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;

@@ -37,6 +37,8 @@ function __memra_command
                 set skip 1
             case 'memra_restore --model' 'memra_restore --capacity' 'memra_restore --tokens' 'memra_restore --chunk' 'memra_restore --steps' 'memra_restore --logits' 'memra_restore -o' 'memra_restore --output'
                 set skip 1
+            case 'memra_parity --drafter'
+                set skip 1
             case 'memra_gate all'
                 set cmd memra_gate_all
             case 'memra_gate restore'
@@ -137,6 +139,7 @@ complete -c memra -n '__memra_in memra_draft' -s h -l help -d 'Print this help m
 
 # memra parity
 complete -c memra -n '__memra_in memra_parity' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_parity' -l drafter -x -a '(__fish_complete_directories)' -d 'Drafter folder (the authority): compare a drafter dump (tools/oracle/dump_drafter.py) instead'
 complete -c memra -n '__memra_in memra_parity' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_parity' -s v -l verbose -d 'List every stage, not only failures and logits'
 complete -c memra -n '__memra_in memra_parity' -a '(__fish_complete_directories)'

@@ -14,7 +14,8 @@ at p..p+b-1 with the context of positions < p, exactly as at inference:
                      case of paper Eq. 8) with BCE.
   dflash (mask-fill): row k predicts x_{p+k}, k = 1..b-1 (row 0 unsupervised); blocks of one sequence
                      share one forward with a mask (ctx < p, own block bidirectional).
-Loss = sum_k w_k CE_k with w_k = exp(-(k-1)/gamma) (gamma 4). Adam. At the end tau is measured with
+Loss = sum_k w_k (CE_k + kl KL(trunk_k || draft_k)) with w_k = exp(-(k-1)/gamma) (gamma 4): the CE on the
+trunk's greedy token, the KL to the trunk's whole distribution for the same prediction. Adam. At the end tau is measured with
 the oracle's speculative loop (spec_decode.measure) on held-out prompts and written to DIR/oracle.json.
 """
 import argparse
@@ -45,13 +46,34 @@ def make_data(trunk, c, sequences, prompt_len, length, seed):
     for i in range(0, sequences, 32):
         chunks.append(spec_decode.greedy(trunk, prompts[i:i + 32], length - prompt_len))
     ids = torch.cat([prompts, torch.cat(chunks)], dim=1)  # [N, S]
-    taps = []
-    for i in range(0, sequences, 32):
-        taps.append(drafter_io.trunk_forward(trunk, ids[i:i + 32], c["tap_layer_inputs"])[1])
-    return ids, torch.cat(taps)
+    return (ids,) + trunk_views(trunk, c, ids)
 
 
-def dspark_loss(model, trunk, ids, taps, anchors, gamma):
+@torch.no_grad()
+def trunk_views(trunk, c, ids):
+    """(taps [N, S, n_taps, D], trunk logits [N, S, V] as float16) of every position."""
+    taps, logits = [], []
+    for i in range(0, ids.shape[0], 32):
+        lo, tp = drafter_io.trunk_forward(trunk, ids[i:i + 32], c["tap_layer_inputs"])
+        taps.append(tp)
+        logits.append(lo.half())
+    return torch.cat(taps), torch.cat(logits)
+
+
+def distill(logits, target_logits, labels, w, kl_weight):
+    """Weighted CE on the trunk's greedy tokens + kl_weight x KL(trunk || draft) per row; logits
+    [..., rows, V], target_logits the trunk's logits for the same predictions."""
+    rows = logits.shape[-2]
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none").view(-1, rows)
+    loss = ce
+    if kl_weight > 0:
+        t = F.log_softmax(target_logits.float(), -1)
+        kl = (t.exp() * (t - F.log_softmax(logits, -1))).sum(-1).view(-1, rows)
+        loss = ce + kl_weight * kl
+    return (loss * w).sum(1).mean() / w.sum()
+
+
+def dspark_loss(model, trunk, ids, taps, tlogits, anchors, gamma, kl_weight):
     c = model.c
     b = c["block_size"]
     B, K = anchors.shape
@@ -69,8 +91,7 @@ def dspark_loss(model, trunk, ids, taps, anchors, gamma):
     if model.markov is not None:
         logits = logits + model.markov.bias(prev)
     w = torch.exp(-torch.arange(b, dtype=torch.float32) / gamma)
-    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none").view(-1, b)
-    loss = (ce * w).sum(1).mean() / w.sum()
+    loss = distill(logits, tlogits[seq_index.view(-1, 1), rows], labels, w, kl_weight)  # trunk at p+k predicts p+k+1
     if model.confidence is not None:
         pe = model.markov.prev_embeddings(prev) if c["confidence_head_with_markov"] else None
         # The confidence head learns on detached features: it must not pull the drafter's hidden states.
@@ -81,7 +102,7 @@ def dspark_loss(model, trunk, ids, taps, anchors, gamma):
     return loss, acc
 
 
-def dflash_loss(model, trunk, ids, taps, anchors, gamma):
+def dflash_loss(model, trunk, ids, taps, tlogits, anchors, gamma, kl_weight):
     c = model.c
     b = c["block_size"]
     B, K = anchors.shape
@@ -100,8 +121,8 @@ def dflash_loss(model, trunk, ids, taps, anchors, gamma):
         prev = ids.gather(1, rows[:, :, :-1].reshape(B, -1)).view(B, K, b - 1)
         logits = logits + model.markov.bias(prev)
     w = torch.exp(-torch.arange(b - 1, dtype=torch.float32) / gamma)
-    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none").view(-1, b - 1)
-    loss = (ce * w).sum(1).mean() / w.sum()
+    target = tlogits.gather(1, (rows[:, :, 1:] - 1).reshape(B, -1, 1).expand(-1, -1, tlogits.shape[-1]))
+    loss = distill(logits, target.view(B, K, b - 1, -1), labels, w, kl_weight)  # trunk at p+k-1 predicts p+k
     acc = (logits.argmax(-1) == labels).float().reshape(-1, b - 1).mean(0)
     return loss, acc
 
@@ -121,9 +142,11 @@ def main(argv=None):
     p.add_argument("--anchors", type=int, default=12)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--gamma", type=float, default=4.0)
+    p.add_argument("--kl", type=float, default=1.0, help="weight of KL(trunk || draft) beside the CE (0: CE only)")
     p.add_argument("--eval-prompts", type=int, default=8)
     p.add_argument("--eval-new", type=int, default=64)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--data-cache", default=None, help="reuse the generated data in this .pt file (made when absent)")
     args = p.parse_args(argv)
 
     t0 = time.time()
@@ -140,7 +163,15 @@ def main(argv=None):
     if harvest is None:
         raise SystemExit("train_drafter: error: the drafter config must name its harvest convention")
     b = c["block_size"]
-    ids, taps = make_data(trunk, c, args.sequences, args.prompt_len, args.length, args.seed)
+    key = (args.trunk, args.sequences, args.prompt_len, args.length, args.seed)
+    cached = torch.load(args.data_cache) if args.data_cache and os.path.exists(args.data_cache) else None
+    if cached is not None and cached["key"] == key:
+        ids = cached["ids"]
+        taps, tlogits = trunk_views(trunk, c, ids)  # cheap: one-shot forwards (taps depend on the drafter)
+    else:
+        ids, taps, tlogits = make_data(trunk, c, args.sequences, args.prompt_len, args.length, args.seed)
+        if args.data_cache:
+            torch.save({"key": key, "ids": ids}, args.data_cache)
     print(f"train_drafter: data {tuple(ids.shape)} in {time.time() - t0:.0f}s", file=sys.stderr)
 
     loss_fn = dspark_loss if c["family"] == "dspark" else dflash_loss
@@ -153,7 +184,7 @@ def main(argv=None):
     for step in range(args.steps):
         rows = torch.randint(0, ids.shape[0], (args.batch,), generator=gen)
         anchors = torch.randint(lo, hi + 1, (args.batch, args.anchors), generator=gen)
-        loss, acc = loss_fn(model, trunk, ids[rows], taps[rows], anchors, args.gamma)
+        loss, acc = loss_fn(model, trunk, ids[rows], taps[rows], tlogits[rows], anchors, args.gamma, args.kl)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
