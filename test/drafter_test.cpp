@@ -336,6 +336,14 @@ TEST_CASE("dspark rings: chunked appends are bit-exact and the block reads only 
   dspark_ring_append(w, all, main_x.data(), ctx);
   for (int64_t t = 0; t < ctx; ++t) dspark_ring_append(w, one, main_x.data() + t * D, 1);
   CHECK(all.ring == one.ring);
+  // The rings' classes (each stage's window in position order) rebuild the same rings.
+  std::vector<std::vector<float>> windows;
+  for (int64_t s = 0; s < c.num_layers; ++s) windows.push_back(dspark_ring_window(c, all, s));
+  DsparkRings rebuilt = dspark_rings_from_windows(c, ctx, windows);
+  CHECK(rebuilt.pos == all.pos);
+  CHECK(rebuilt.ring == all.ring);
+  windows[1].pop_back();
+  require_error([&] { dspark_rings_from_windows(c, ctx, windows); }, {"stage 1 window"});
   // Positions before p-W never reach the block: replace them and the output keeps its bits.
   std::vector<float> changed = main_x;
   for (int64_t i = 0; i < (ctx - W) * D; ++i) changed[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;

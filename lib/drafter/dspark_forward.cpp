@@ -101,6 +101,22 @@ std::vector<float> dspark_ring_window(const DrafterConfig& c, const DsparkRings&
   return out;
 }
 
+DsparkRings dspark_rings_from_windows(const DrafterConfig& c, int64_t pos, const std::vector<std::vector<float>>& windows) {
+  const int64_t W = *c.sliding_window, hd = c.head_dim, lo = std::max<int64_t>(0, pos - W);
+  if (pos < 0 || static_cast<int64_t>(windows.size()) != c.num_layers)
+    throw Error("dspark: rings need one window per stage (" + std::to_string(c.num_layers) + ") at a position >= 0");
+  DsparkRings r = make_dspark_rings(c);
+  r.pos = pos;
+  for (int64_t s = 0; s < c.num_layers; ++s) {
+    if (static_cast<int64_t>(windows[s].size()) != (pos - lo) * hd)
+      throw Error("dspark: stage " + std::to_string(s) + " window holds " + std::to_string(windows[s].size()) +
+                  " values, expected " + std::to_string((pos - lo) * hd) + " (min(W, pos)·head_dim)");
+    for (int64_t p = lo; p < pos; ++p)
+      std::copy(windows[s].begin() + (p - lo) * hd, windows[s].begin() + (p - lo + 1) * hd, r.ring[s].begin() + (p % W) * hd);
+  }
+  return r;
+}
+
 namespace {
 
 // One stage's window attention over x [b, D] (attn_norm'ed rows) at positions p..p+b-1; out [b, D].

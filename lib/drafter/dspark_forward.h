@@ -49,6 +49,10 @@ void dspark_stage_kv(const DsparkWeights& w, int64_t s, const float* main_x, int
 void dspark_ring_append(const DsparkWeights& w, DsparkRings& rings, const float* main_x, int64_t T);
 // Stage s's live ring entries in position order (oldest first): [min(W, pos), hd].
 std::vector<float> dspark_ring_window(const DrafterConfig& config, const DsparkRings& rings, int64_t s);
+// The inverse: rings at `pos` from every stage's window in position order ([S][min(W, pos)·hd]);
+// throws Error when a window has the wrong length.
+DsparkRings dspark_rings_from_windows(const DrafterConfig& config, int64_t pos,
+                                      const std::vector<std::vector<float>>& windows);
 
 struct DsparkBlock {
   std::vector<float> prenorm;  // [b, D] hc-collapsed, before the norm
