@@ -54,9 +54,10 @@ std::string edited_dump(const TempDir& tmp, const std::string& dump, const std::
   return out;
 }
 
-// Adds `delta` to value `index` of F32 array `name` in a dump copy; rehash=true updates the manifest's xxh3.
+// Adds `delta` to value `index` of F32 array `name` in a dump copy (delta 0: an I32 array, whose value
+// becomes `int_value`, or 0 ↔ 1 when that is -1); rehash=true updates the manifest's xxh3.
 std::string perturbed_dump(const TempDir& tmp, const std::string& dump, const std::string& name, size_t index,
-                           float delta, bool rehash) {
+                           float delta, bool rehash, int32_t int_value = -1) {
   const std::string out = tmp.file("perturbed-" + std::to_string(std::random_device{}()));
   fs::create_directories(out);
   copy_tree(dump, out);
@@ -76,7 +77,7 @@ std::string perturbed_dump(const TempDir& tmp, const std::string& dump, const st
   } else {  // an I32 array: replace the value
     int32_t v;
     std::memcpy(&v, bytes.data() + off + 4 * index, 4);
-    v = v == 0 ? 1 : 0;
+    v = int_value >= 0 ? int_value : (v == 0 ? 1 : 0);
     std::memcpy(bytes.data() + off + 4 * index, &v, 4);
   }
   write_bytes(out + "/arrays.safetensors", bytes);
@@ -293,6 +294,9 @@ TEST_CASE("drafter parity: REFUSED on a wrong or missing harvest and on any disa
   DrafterParityRun h = run_drafter_parity(dspark, perturbed_dump(tmp, sdump, "final", 3, 0.5f, false), nullptr);
   CHECK(h.result == "REFUSED");
   CHECK(reasons_mention(h, "xxh3"));
+  // A block id outside the vocabulary (consistent hash) is an error before any gather.
+  const std::string odd = perturbed_dump(tmp, sdump, "block_ids", 3, 0.0f, true, 100000);
+  require_error([&] { run_drafter_parity(dspark, odd, nullptr); }, {"block id 100000", "vocabulary"});
   // A trunk dump is not a drafter dump.
   require_error([] { DrafterDump::open(std::string(MEMRA_FIXTURES) + "/tiny/dump"); }, {"memra.drafter-dump"});
 }

@@ -86,8 +86,11 @@ DrafterParityRun run_drafter_parity(const DrafterWeights& dw, const std::string&
   const int64_t nd = harvest_drafts(harvest, b), r0 = harvest_first_row(harvest);
   const std::vector<float> taps = dump.f32("taps"), emb = dump.f32("block_embeddings");
   const std::vector<int64_t> block_ids = dump.ints("block_ids");
+  for (int64_t id : block_ids)
+    if (id < 0 || id >= V)
+      throw Error("dump block id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")",
+                  "regenerate the dump: " + run.validation.regenerate);
   const int64_t anchor = block_ids[0];
-  if (anchor < 0 || anchor >= V) throw Error("dump anchor " + std::to_string(anchor) + " is outside the vocabulary");
 
   std::vector<StageResult> decisions;  // in order; router stages carry their stage index
   std::vector<int64_t> decision_stage;
