@@ -26,6 +26,7 @@ void setup_parity(CLI::App& app, Context& ctx);
 void setup_gate(CLI::App& app, Context& ctx);
 void setup_generate(CLI::App& app, Context& ctx);
 void setup_devices(CLI::App& app, Context& ctx);
+void setup_tokenize(CLI::App& app, Context& ctx);
 
 // Writes one line `memra: note: ...` to stderr unless quiet.
 void note(const Context& ctx, const std::string& text);

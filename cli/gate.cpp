@@ -5,12 +5,14 @@
 #include <filesystem>
 #include <iostream>
 
+#include "backend_option.h"
 #include "command.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "format/token_list.h"
 #include "gate/artifact_gates.h"
 #include "gate/html_report.h"
+#include "gate/fused_moe_gate.h"
 #include "gate/trunk_gates.h"
 #include "model/model.h"
 
@@ -19,8 +21,8 @@ namespace memra::cli {
 struct GateCommon {
   bool json = false;
   std::string report;
-  std::string backend = "cpu";
-  std::string devices;
+  BackendChoice backend;       // runs every trunk gate (and the chunked side of semantics)
+  std::string mono_backend;    // semantics: the monolithic side (default: the fast twin of --backend)
 };
 
 struct GateOptions {
@@ -29,15 +31,18 @@ struct GateOptions {
   std::string model_dir, dump_dir, a, b, expect;
   std::string tokens_file;
   TrunkGateOptions trunk;
+  FusedMoeOptions moe;
   std::string widths = "1,64";
   std::string realization_a = "f32", realization_b = "f32";
   int64_t depth = 0;
 };
 
-static std::unique_ptr<Backend> make_backend(const GateCommon& c, const Model& model) {
-  if (c.backend == "cpu") return make_cpu_backend(model);
-  throw Error("backend '" + c.backend + "' is not available in this build: the CUDA backend is on the roadmap",
-              "run the gates with --backend cpu");
+// Chunk semantics compares two realizations: by default the fast twin of the gate's backend
+// (cpu → cpu-fast, cuda → cuda-fast) runs the monolithic prefill.
+static std::string default_mono(const std::string& chunk) {
+  if (chunk == "cpu") return "cpu-fast";
+  if (chunk == "cuda") return "cuda-fast";
+  return chunk;
 }
 
 static std::vector<int64_t> parse_widths(const std::string& text) {
@@ -82,7 +87,7 @@ static int run_gate(GateOptions opt, const Context& ctx) {
       ra = realization_for(opt.realization_a, cfg, ctx_len);
       rb = realization_for(opt.realization_b, cfg, ctx_len);
     } else {
-      if (opt.depth < 1) throw Error("band needs the accumulation depth", "pass --model DIR (derives it) or --depth N");
+      if (opt.depth < 1) throw Error("band needs the depth of one reduction chain", "pass --model DIR (derives it) or --depth N");
       ra = realization_manual(opt.realization_a, unit_roundoff(opt.realization_a), opt.depth);
       rb = realization_manual(opt.realization_b, unit_roundoff(opt.realization_b), opt.depth);
     }
@@ -90,22 +95,32 @@ static int run_gate(GateOptions opt, const Context& ctx) {
   }
 
   Model model = Model::load(opt.model_dir);
-  auto backend = make_backend(opt.common, model);
+  auto backend = make_backend(opt.common.backend, model);
+  BackendChoice mono_choice = opt.common.backend;
+  mono_choice.name = opt.common.mono_backend.empty() ? default_mono(opt.common.backend.name) : opt.common.mono_backend;
+  auto semantics = [&] {
+    auto mono = make_backend(mono_choice, model);
+    return gate_chunk_semantics(model, *mono, *backend, opt.trunk);
+  };
   if (!opt.tokens_file.empty()) opt.trunk.tokens = read_token_list(opt.tokens_file);
   opt.trunk.widths = parse_widths(opt.widths);
   if (k == "restore") return emit(opt, k, {gate_restore_roundtrip(model, *backend, opt.trunk)});
   if (k == "chunk") return emit(opt, k, {gate_chunk_invariance(model, *backend, opt.trunk)});
-  if (k == "semantics") return emit(opt, k, {gate_chunk_semantics(model, *backend, *backend, opt.trunk)});
+  if (k == "semantics") return emit(opt, k, {semantics()});
   if (k == "parity") return emit(opt, k, {gate_parity(model, *backend, opt.model_dir, opt.dump_dir)});
+  if (k == "fused-moe") return emit(opt, k, {gate_fused_moe(model, *backend, opt.trunk, opt.moe)});
   // all: every gate that applies to this model and backend.
   std::vector<GateResult> gates;
   gates.push_back(gate_restore_roundtrip(model, *backend, opt.trunk));
   gates.push_back(gate_chunk_invariance(model, *backend, opt.trunk));
-  gates.push_back(gate_chunk_semantics(model, *backend, *backend, opt.trunk));
+  gates.push_back(semantics());
   std::string dump = opt.dump_dir;
   if (dump.empty() && std::filesystem::exists(std::filesystem::path(opt.model_dir) / "dump" / "manifest.json"))
     dump = (std::filesystem::path(opt.model_dir) / "dump").string();
   if (!dump.empty()) gates.push_back(gate_parity(model, *backend, opt.model_dir, dump));
+  // A CUDA backend has two MoE paths; they must agree by bits (the seed's fused-vs-per-expert gate).
+  if (backend->realization().device == Device::kCuda && backend->realization().exact)
+    gates.push_back(gate_fused_moe(model, *backend, opt.trunk, opt.moe));
   else note(ctx, "no dump for " + opt.model_dir + " (MODEL/dump or --dump): the parity gate does not apply");
   return emit(opt, k, gates);
 }
@@ -118,9 +133,7 @@ static void add_common(CLI::App* sub, GateOptions& o) {
 
 static void add_trunk(CLI::App* sub, GateOptions& o) {
   sub->add_option("model", o.model_dir, "Model folder")->required()->check(CLI::ExistingDirectory);
-  sub->add_option("--backend", o.common.backend, "Backend that runs the gate")->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  sub->add_option("--devices", o.common.devices, "GPU indices for --backend cuda, e.g. 0,1");
+  add_backend_options(sub, o.common.backend);
   sub->add_option("--tokens", o.tokens_file, "Prompt token ids (text or .npy); default: --prompt ids drawn from --seed");
   sub->add_option("--prompt", o.trunk.prompt, "Prompt length when no --tokens are given")->capture_default_str();
   sub->add_option("--seed", o.trunk.seed, "Seed of the prompt ids")->capture_default_str();
@@ -141,6 +154,8 @@ void setup_gate(CLI::App& app, Context& ctx) {
   auto* all = gate->add_subcommand("all", "Every gate that applies to the model (and its dump): the main job");
   add_trunk(all, *opt);
   all->add_option("--dump", opt->dump_dir, "Oracle dump for the parity gate (default: MODEL/dump when present)");
+  all->add_option("--mono", opt->common.mono_backend,
+                  "Realization of the chunk-semantics monolithic prefill (default: the fast twin of --backend)");
   add_common(all, *opt);
   all->callback(select("all"));
 
@@ -161,8 +176,18 @@ void setup_gate(CLI::App& app, Context& ctx) {
   auto* sem = gate->add_subcommand("semantics", "Monolithic vs chunked prefill: teacher-forced argmax disagreements classified against the band");
   add_trunk(sem, *opt);
   sem->add_option("--steps", opt->trunk.steps, "Teacher-forced steps")->capture_default_str();
+  sem->add_option("--mono", opt->common.mono_backend,
+                  "Realization of the monolithic prefill (default: the fast twin of --backend: cpu-fast, cuda-fast)");
   add_common(sem, *opt);
   sem->callback(select("semantics"));
+
+  auto* fm = gate->add_subcommand(
+      "fused-moe", "CUDA: the fused MoE kernels against the per-expert path, bit-equal on the exact realization, both timed");
+  add_trunk(fm, *opt);
+  fm->add_option("--steps", opt->moe.steps, "Greedy steps after the prefill")->capture_default_str();
+  fm->add_option("--reps", opt->moe.reps, "Timing repetitions per path (median reported)")->capture_default_str();
+  add_common(fm, *opt);
+  fm->callback(select("fused-moe"));
 
   auto* par = gate->add_subcommand("parity", "Manifest-first parity against an oracle dump, as a gate");
   add_trunk(par, *opt);
@@ -180,9 +205,10 @@ void setup_gate(CLI::App& app, Context& ctx) {
   band->add_option("a", opt->a, "Reference logits (.npy or .safetensors)")->required();
   band->add_option("b", opt->b, "Candidate logits")->required();
   band->add_option("--model", opt->model_dir, "Model folder: derives the accumulation depth")->check(CLI::ExistingDirectory);
-  band->add_option("--depth", opt->depth, "Accumulation depth when no --model is given");
-  band->add_option("--precision-a", opt->realization_a, "Precision of A: f32, bf16, f16")->capture_default_str();
-  band->add_option("--precision-b", opt->realization_b, "Precision of B: f32, bf16, f16")->capture_default_str();
+  band->add_option("--depth", opt->depth, "Depth of one reduction chain when no --model is given");
+  band->add_option("--precision-a", opt->realization_a, "What wrote A: a realization (cpu, cpu-fast, cuda, cuda-fast) or f32, bf16, f16")
+      ->capture_default_str();
+  band->add_option("--precision-b", opt->realization_b, "What wrote B (as --precision-a)")->capture_default_str();
   add_common(band, *opt);
   band->callback(select("band"));
 

@@ -31,6 +31,7 @@ void build_app(CLI::App& app, Context& ctx) {
   setup_parity(app, ctx);
   setup_gate(app, ctx);
   setup_devices(app, ctx);
+  setup_tokenize(app, ctx);
   setup_generate(app, ctx);
 }
 

@@ -7,6 +7,7 @@
 // trunk folder is then optional (it adds the embedding and LM-head stages).
 #include <iostream>
 
+#include "backend_option.h"
 #include "command.h"
 #include "core/error.h"
 #include "drafter/drafter_weights.h"
@@ -23,6 +24,7 @@ struct ParityOptions {
   std::string drafter_dir;
   bool json = false;
   bool verbose = false;
+  BackendChoice backend;
 };
 
 static void print_geometry_summary(const DumpValidation& v) {
@@ -66,7 +68,7 @@ static int run_drafter_parity_command(const ParityOptions& opt, const Context& c
 static int run_parity_command(const ParityOptions& opt, const Context& ctx) {
   if (!opt.drafter_dir.empty()) return run_drafter_parity_command(opt, ctx);
   Model model = Model::load(opt.model_dir);
-  auto backend = make_cpu_backend(model);
+  auto backend = make_backend(opt.backend, model);
   note(ctx, "comparing " + opt.dump_dir + " on the " + backend->name() + " backend");
   ParityRun run = run_parity(model, *backend, opt.model_dir, opt.dump_dir);
   if (opt.json) {
@@ -108,6 +110,7 @@ void setup_parity(CLI::App& app, Context& ctx) {
   sub->add_option("--drafter", opt->drafter_dir,
                   "Drafter folder (the authority): compare a drafter dump (tools/oracle/dump_drafter.py) instead")
       ->check(CLI::ExistingDirectory);
+  add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON (manifests/report.schema.json)");
   sub->add_flag("-v,--verbose", opt->verbose, "List every stage, not only failures and logits");
   sub->footer("Usage: memra parity MODEL DUMP | memra parity [TRUNK] --drafter DIR DUMP.\n"

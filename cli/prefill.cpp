@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend_option.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -25,12 +26,12 @@ struct PrefillOptions {
   std::string logits_out;
   int64_t generate = 0;
   bool json = false;
+  BackendChoice backend;
 };
 
 static void write_state_for_cli(const std::string& path, const Model& model, const Backend& backend,
-                                const DecodeState& state) {
-  write_state_file(path, snapshot_decode_state(state, model.config()),
-                   StateOrigin{model.fingerprint().hex(), backend.precision_class()});
+                                const State& state) {
+  write_state_file(path, snapshot_state(state), StateOrigin{model.fingerprint().hex(), backend.precision_class()});
 }
 
 static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
@@ -44,21 +45,22 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
     throw Error("--capacity " + std::to_string(capacity) + " is smaller than the " + std::to_string(need) +
                     " tokens this run needs",
                 "drop --capacity or raise it");
-  auto backend = make_cpu_backend(model);
-  DecodeState state = backend->new_state(capacity);
+  auto backend = make_backend(opt.backend, model);
+  std::unique_ptr<State> state = backend->new_state(capacity);
   std::vector<float> logits;
   Progress progress("prefill", ctx.quiet);
   auto t0 = std::chrono::steady_clock::now();
-  prefill(*backend, state, tokens, opt.chunk, opt.logits_out.empty() ? nullptr : &logits,
+  prefill(*backend, *state, tokens, opt.chunk, opt.logits_out.empty() ? nullptr : &logits,
           [&](int64_t done, int64_t total) { progress.update(done, total); });
   double prefill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   progress.finish();
   const int64_t V = model.config().vocab_size;
   if (!opt.logits_out.empty()) write_logits(opt.logits_out, logits, T, V);
-  const Hash128 last_hash = xxh3_128(state.last_logits.data(), state.last_logits.size() * sizeof(float));
+  const std::vector<float> last = backend->last_logits(*state);
+  const Hash128 last_hash = xxh3_128(last.data(), last.size() * sizeof(float));
   std::vector<int32_t> generated;
-  if (opt.generate > 0) generated = generate_greedy(*backend, state, opt.generate);
-  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, state);
+  if (opt.generate > 0) generated = generate_greedy(*backend, *state, opt.generate);
+  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, *state);
 
   // With `-o -` the state owns stdout; the report then goes to stderr.
   std::ostream& out = opt.state_out == "-" ? std::cerr : std::cout;
@@ -69,9 +71,9 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
                         {"tokens", T},
                         {"chunk", opt.chunk > 0 ? opt.chunk : T},
                         {"capacity", capacity},
-                        {"position", state.pos},
+                        {"position", state->position()},
                         {"last_logits_xxh3", last_hash.hex()},
-                        {"argmax", argmax(std::span<const float>(state.last_logits))},
+                        {"argmax", argmax(last)},
                         {"prefill_seconds", prefill_s},
                         {"generated", generated}};
     out << j.dump(2) << "\n";
@@ -98,6 +100,7 @@ void setup_prefill(CLI::App& app, Context& ctx) {
   sub->add_option("-o,--output", opt->state_out, "Write the decode state as a hashed state file (- = stdout)");
   sub->add_option("--logits", opt->logits_out, "Write float32 logits [T, vocab] of every prompt position (.npy, or .safetensors)");
   sub->add_option("--generate", opt->generate, "Greedy continuation: emit N tokens after the prompt")->check(CLI::NonNegativeNumber);
+  add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON");
   sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_prefill(*opt, ctx); }; });
 }

@@ -22,6 +22,15 @@ class Progress {
     std::fflush(stderr);
     shown_ = true;
   }
+  // Bytes: "label 12.3/160.0 GB (4.1 GB/s)".
+  void update_bytes(uint64_t done, uint64_t total) {
+    if (!enabled_) return;
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::fprintf(stderr, "\r\033[Kmemra: %s %.2f/%.2f GB (%.2f GB/s)", label_.c_str(), done / 1e9, total / 1e9,
+                 s > 0 ? done / 1e9 / s : 0.0);
+    std::fflush(stderr);
+    shown_ = true;
+  }
   void finish() {
     if (shown_) std::fprintf(stderr, "\n");
     shown_ = false;

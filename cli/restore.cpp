@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend_option.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -30,6 +31,7 @@ struct RestoreOptions {
   std::string logits_out;
   std::string state_out;
   bool json = false;
+  BackendChoice backend;
 };
 
 int run_restore(const RestoreOptions& opt, Context& ctx) {
@@ -49,37 +51,37 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
                     " + " + std::to_string(T) + " tokens + " + std::to_string(opt.steps) + " steps",
                 "use --capacity " + std::to_string(need) + " or more, or drop it");
 
-  auto backend = make_cpu_backend(model);
+  auto backend = make_backend(opt.backend, model);
   if (backend->precision_class() != file.precision_class())
     note(ctx, "state was written by precision class " + file.precision_class() + ", continuing on " +
                   backend->precision_class());
   auto t0 = std::chrono::steady_clock::now();
-  DecodeState state = restore_state_file(file, model.config(), model.fingerprint().hex(), capacity);
+  std::unique_ptr<State> state = restore_state_file(file, *backend, model.fingerprint().hex(), capacity);
   const double restore_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const int64_t restored_pos = state.pos;
+  const int64_t restored_pos = state->position();
 
   const int64_t V = model.config().vocab_size;
   const bool want_logits = !opt.logits_out.empty();
   std::vector<float> logits;  // [T + steps, V]
   if (T > 0) {
     Progress progress("teacher-forcing", ctx.quiet);
-    prefill(*backend, state, tokens, opt.chunk, want_logits ? &logits : nullptr,
+    prefill(*backend, *state, tokens, opt.chunk, want_logits ? &logits : nullptr,
             [&](int64_t done, int64_t total) { progress.update(done, total); });
   }
   std::vector<int32_t> generated;
   if (opt.steps > 0) {
-    if (state.pos == 0) throw Error("greedy steps need a processed position", "give --tokens, or restore a state past position 0");
+    if (state->position() == 0) throw Error("greedy steps need a processed position", "give --tokens, or restore a state past position 0");
     std::vector<float> step_logits;
-    generated = generate_greedy(*backend, state, opt.steps, want_logits ? &step_logits : nullptr);
+    generated = generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr);
     logits.insert(logits.end(), step_logits.begin(), step_logits.end());
   }
   if (want_logits) write_logits(opt.logits_out, logits, T + opt.steps, V);
   if (!opt.state_out.empty())
-    write_state_file(opt.state_out, snapshot_decode_state(state, model.config()),
-                     StateOrigin{model.fingerprint().hex(), backend->precision_class()});
+    write_state_file(opt.state_out, snapshot_state(*state), StateOrigin{model.fingerprint().hex(), backend->precision_class()});
 
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
-  const Hash128 last_hash = xxh3_128(state.last_logits.data(), state.last_logits.size() * sizeof(float));
+  const std::vector<float> last = backend->last_logits(*state);
+  const Hash128 last_hash = xxh3_128(last.data(), last.size() * sizeof(float));
   if (opt.json) {
     nlohmann::json j = {{"state", file.path()},
                         {"model", opt.model_dir},
@@ -92,15 +94,15 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
                         {"restore_seconds", restore_s},
                         {"forced_tokens", T},
                         {"steps", opt.steps},
-                        {"position", state.pos},
-                        {"last_logits_xxh3", state.pos > 0 ? nlohmann::json(last_hash.hex()) : nlohmann::json(nullptr)},
+                        {"position", state->position()},
+                        {"last_logits_xxh3", state->position() > 0 ? nlohmann::json(last_hash.hex()) : nlohmann::json(nullptr)},
                         {"generated", generated}};
     out << j.dump(2) << "\n";
   } else {
     out << "restored " << file.path() << ": position " << restored_pos << ", capacity " << capacity << ", "
         << file.classes().size() << " classes verified (state xxh3-128 " << file.state_hash().hex() << ")\n";
     if (T > 0 || opt.steps > 0)
-      out << "continued " << T << " forced + " << opt.steps << " greedy tokens to position " << state.pos
+      out << "continued " << T << " forced + " << opt.steps << " greedy tokens to position " << state->position()
           << "; last logits xxh3 " << last_hash.hex() << "\n";
     if (!generated.empty()) {
       for (size_t i = 0; i < generated.size(); ++i) out << (i ? " " : "") << generated[i];
@@ -133,6 +135,7 @@ void setup_restore(CLI::App& app, Context& ctx) {
   sub->add_option("--steps", opt->steps, "Then decode K tokens greedily and print them")->check(CLI::NonNegativeNumber);
   sub->add_option("--logits", opt->logits_out, "Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)");
   sub->add_option("-o,--output", opt->state_out, "Write the final state as a state file (- = stdout)");
+  add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON");
   sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_restore(*opt, ctx); }; });
 }

@@ -30,23 +30,26 @@ _memra() {
       "memra parity") cmd="memra parity"; npos=0 ;;
       "memra gate") cmd="memra gate"; npos=0 ;;
       "memra devices") cmd="memra devices"; npos=0 ;;
-      "memra load --check"|"memra load --write-manifest") skip=1 ;;
-      "memra prefill --tokens"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate") skip=1 ;;
+      "memra tokenize") cmd="memra tokenize"; npos=0 ;;
+      "memra load --check"|"memra load --write-manifest"|"memra load --threads") skip=1 ;;
+      "memra prefill --tokens"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate"|"memra prefill --backend"|"memra prefill --devices") skip=1 ;;
       "memra snapshot --diff"|"memra snapshot --write-manifest"|"memra snapshot --check") skip=1 ;;
-      "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output") skip=1 ;;
-      "memra parity --drafter") skip=1 ;;
+      "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output"|"memra restore --backend"|"memra restore --devices") skip=1 ;;
+      "memra parity --drafter"|"memra parity --backend"|"memra parity --devices") skip=1 ;;
       "memra gate all") cmd="memra gate all"; npos=0 ;;
       "memra gate restore") cmd="memra gate restore"; npos=0 ;;
       "memra gate chunk") cmd="memra gate chunk"; npos=0 ;;
       "memra gate semantics") cmd="memra gate semantics"; npos=0 ;;
+      "memra gate fused-moe") cmd="memra gate fused-moe"; npos=0 ;;
       "memra gate parity") cmd="memra gate parity"; npos=0 ;;
       "memra gate equal") cmd="memra gate equal"; npos=0 ;;
       "memra gate band") cmd="memra gate band"; npos=0 ;;
       "memra gate hash") cmd="memra gate hash"; npos=0 ;;
-      "memra gate all --backend"|"memra gate all --devices"|"memra gate all --tokens"|"memra gate all --prompt"|"memra gate all --seed"|"memra gate all --dump"|"memra gate all --report") skip=1 ;;
+      "memra gate all --backend"|"memra gate all --devices"|"memra gate all --tokens"|"memra gate all --prompt"|"memra gate all --seed"|"memra gate all --dump"|"memra gate all --mono"|"memra gate all --report") skip=1 ;;
       "memra gate restore --backend"|"memra gate restore --devices"|"memra gate restore --tokens"|"memra gate restore --prompt"|"memra gate restore --seed"|"memra gate restore --warm"|"memra gate restore --continuation"|"memra gate restore --grow"|"memra gate restore --report") skip=1 ;;
       "memra gate chunk --backend"|"memra gate chunk --devices"|"memra gate chunk --tokens"|"memra gate chunk --prompt"|"memra gate chunk --seed"|"memra gate chunk --widths"|"memra gate chunk --report") skip=1 ;;
-      "memra gate semantics --backend"|"memra gate semantics --devices"|"memra gate semantics --tokens"|"memra gate semantics --prompt"|"memra gate semantics --seed"|"memra gate semantics --steps"|"memra gate semantics --report") skip=1 ;;
+      "memra gate semantics --backend"|"memra gate semantics --devices"|"memra gate semantics --tokens"|"memra gate semantics --prompt"|"memra gate semantics --seed"|"memra gate semantics --steps"|"memra gate semantics --mono"|"memra gate semantics --report") skip=1 ;;
+      "memra gate fused-moe --backend"|"memra gate fused-moe --devices"|"memra gate fused-moe --tokens"|"memra gate fused-moe --prompt"|"memra gate fused-moe --seed"|"memra gate fused-moe --steps"|"memra gate fused-moe --reps"|"memra gate fused-moe --report") skip=1 ;;
       "memra gate parity --backend"|"memra gate parity --devices"|"memra gate parity --tokens"|"memra gate parity --prompt"|"memra gate parity --seed"|"memra gate parity --report") skip=1 ;;
       "memra gate equal --report") skip=1 ;;
       "memra gate band --model"|"memra gate band --depth"|"memra gate band --precision-a"|"memra gate band --precision-b"|"memra gate band --report") skip=1 ;;
@@ -58,12 +61,15 @@ _memra() {
   case "$cmd $prev" in
     "memra load --check") _memra_files "$cur"; return 0 ;;
     "memra load --write-manifest") _memra_files "$cur"; return 0 ;;
+    "memra load --threads") :; return 0 ;;
     "memra prefill --tokens") _memra_files "$cur"; return 0 ;;
     "memra prefill --chunk") :; return 0 ;;
     "memra prefill --capacity") :; return 0 ;;
     "memra prefill -o"|"memra prefill --output") _memra_files "$cur"; return 0 ;;
     "memra prefill --logits") _memra_files "$cur"; return 0 ;;
     "memra prefill --generate") :; return 0 ;;
+    "memra prefill --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
+    "memra prefill --devices") _memra_files "$cur"; return 0 ;;
     "memra snapshot --diff") _memra_files "$cur"; return 0 ;;
     "memra snapshot --write-manifest") _memra_files "$cur"; return 0 ;;
     "memra snapshot --check") _memra_files "$cur"; return 0 ;;
@@ -74,15 +80,20 @@ _memra() {
     "memra restore --steps") :; return 0 ;;
     "memra restore --logits") _memra_files "$cur"; return 0 ;;
     "memra restore -o"|"memra restore --output") _memra_files "$cur"; return 0 ;;
+    "memra restore --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
+    "memra restore --devices") _memra_files "$cur"; return 0 ;;
     "memra parity --drafter") _memra_dirs "$cur"; return 0 ;;
-    "memra gate all --backend") _memra_words "cpu cuda" "$cur"; return 0 ;;
+    "memra parity --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
+    "memra parity --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate all --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
     "memra gate all --devices") _memra_files "$cur"; return 0 ;;
     "memra gate all --tokens") _memra_files "$cur"; return 0 ;;
     "memra gate all --prompt") :; return 0 ;;
     "memra gate all --seed") :; return 0 ;;
     "memra gate all --dump") _memra_files "$cur"; return 0 ;;
+    "memra gate all --mono") _memra_files "$cur"; return 0 ;;
     "memra gate all --report") _memra_files "$cur"; return 0 ;;
-    "memra gate restore --backend") _memra_words "cpu cuda" "$cur"; return 0 ;;
+    "memra gate restore --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
     "memra gate restore --devices") _memra_files "$cur"; return 0 ;;
     "memra gate restore --tokens") _memra_files "$cur"; return 0 ;;
     "memra gate restore --prompt") :; return 0 ;;
@@ -91,21 +102,30 @@ _memra() {
     "memra gate restore --continuation") :; return 0 ;;
     "memra gate restore --grow") :; return 0 ;;
     "memra gate restore --report") _memra_files "$cur"; return 0 ;;
-    "memra gate chunk --backend") _memra_words "cpu cuda" "$cur"; return 0 ;;
+    "memra gate chunk --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
     "memra gate chunk --devices") _memra_files "$cur"; return 0 ;;
     "memra gate chunk --tokens") _memra_files "$cur"; return 0 ;;
     "memra gate chunk --prompt") :; return 0 ;;
     "memra gate chunk --seed") :; return 0 ;;
     "memra gate chunk --widths") _memra_files "$cur"; return 0 ;;
     "memra gate chunk --report") _memra_files "$cur"; return 0 ;;
-    "memra gate semantics --backend") _memra_words "cpu cuda" "$cur"; return 0 ;;
+    "memra gate semantics --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
     "memra gate semantics --devices") _memra_files "$cur"; return 0 ;;
     "memra gate semantics --tokens") _memra_files "$cur"; return 0 ;;
     "memra gate semantics --prompt") :; return 0 ;;
     "memra gate semantics --seed") :; return 0 ;;
     "memra gate semantics --steps") :; return 0 ;;
+    "memra gate semantics --mono") _memra_files "$cur"; return 0 ;;
     "memra gate semantics --report") _memra_files "$cur"; return 0 ;;
-    "memra gate parity --backend") _memra_words "cpu cuda" "$cur"; return 0 ;;
+    "memra gate fused-moe --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
+    "memra gate fused-moe --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate fused-moe --tokens") _memra_files "$cur"; return 0 ;;
+    "memra gate fused-moe --prompt") :; return 0 ;;
+    "memra gate fused-moe --seed") :; return 0 ;;
+    "memra gate fused-moe --steps") :; return 0 ;;
+    "memra gate fused-moe --reps") :; return 0 ;;
+    "memra gate fused-moe --report") _memra_files "$cur"; return 0 ;;
+    "memra gate parity --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
     "memra gate parity --devices") _memra_files "$cur"; return 0 ;;
     "memra gate parity --tokens") _memra_files "$cur"; return 0 ;;
     "memra gate parity --prompt") :; return 0 ;;
@@ -126,11 +146,11 @@ _memra() {
       if [[ $cur == -* ]]; then
         _memra_words "-h --help --version -q --quiet" "$cur"
       else
-        _memra_words "load prefill snapshot restore draft parity gate devices" "$cur"
+        _memra_words "load prefill snapshot restore draft parity gate devices tokenize" "$cur"
       fi ;;
     "memra load")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --json --check --write-manifest" "$cur"
+        _memra_words "-h --help --json --check --write-manifest --threads" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -138,7 +158,7 @@ _memra() {
       fi ;;
     "memra prefill")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --tokens --chunk --capacity -o --output --logits --generate --json" "$cur"
+        _memra_words "-h --help --tokens --chunk --capacity -o --output --logits --generate --backend --devices --json" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -154,7 +174,7 @@ _memra() {
       fi ;;
     "memra restore")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --model --capacity --tokens --chunk --steps --logits -o --output --json" "$cur"
+        _memra_words "-h --help --model --capacity --tokens --chunk --steps --logits -o --output --backend --devices --json" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -166,7 +186,7 @@ _memra() {
       fi ;;
     "memra parity")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --drafter --json -v --verbose" "$cur"
+        _memra_words "-h --help --drafter --backend --devices --json -v --verbose" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -177,11 +197,11 @@ _memra() {
       if [[ $cur == -* ]]; then
         _memra_words "-h --help" "$cur"
       else
-        _memra_words "all restore chunk semantics parity equal band hash" "$cur"
+        _memra_words "all restore chunk semantics fused-moe parity equal band hash" "$cur"
       fi ;;
     "memra gate all")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --dump --json --report" "$cur"
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --dump --mono --json --report" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -205,7 +225,15 @@ _memra() {
       fi ;;
     "memra gate semantics")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --steps --json --report" "$cur"
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --steps --mono --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_dirs "$cur" ;;
+        esac
+      fi ;;
+    "memra gate fused-moe")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --steps --reps --json --report" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -249,6 +277,15 @@ _memra() {
     "memra devices")
       if [[ $cur == -* ]]; then
         _memra_words "-h --help --json" "$cur"
+      fi ;;
+    "memra tokenize")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --decode --json --no-special --keep-special --chat" "$cur"
+      else
+        case $npos in
+          0) _memra_files "$cur" ;;
+          1) _memra_files "$cur" ;;
+        esac
       fi ;;
   esac
   return 0

@@ -29,15 +29,17 @@ function __memra_command
                 set cmd memra_gate
             case 'memra devices'
                 set cmd memra_devices
-            case 'memra_load --check' 'memra_load --write-manifest'
+            case 'memra tokenize'
+                set cmd memra_tokenize
+            case 'memra_load --check' 'memra_load --write-manifest' 'memra_load --threads'
                 set skip 1
-            case 'memra_prefill --tokens' 'memra_prefill --chunk' 'memra_prefill --capacity' 'memra_prefill -o' 'memra_prefill --output' 'memra_prefill --logits' 'memra_prefill --generate'
+            case 'memra_prefill --tokens' 'memra_prefill --chunk' 'memra_prefill --capacity' 'memra_prefill -o' 'memra_prefill --output' 'memra_prefill --logits' 'memra_prefill --generate' 'memra_prefill --backend' 'memra_prefill --devices'
                 set skip 1
             case 'memra_snapshot --diff' 'memra_snapshot --write-manifest' 'memra_snapshot --check'
                 set skip 1
-            case 'memra_restore --model' 'memra_restore --capacity' 'memra_restore --tokens' 'memra_restore --chunk' 'memra_restore --steps' 'memra_restore --logits' 'memra_restore -o' 'memra_restore --output'
+            case 'memra_restore --model' 'memra_restore --capacity' 'memra_restore --tokens' 'memra_restore --chunk' 'memra_restore --steps' 'memra_restore --logits' 'memra_restore -o' 'memra_restore --output' 'memra_restore --backend' 'memra_restore --devices'
                 set skip 1
-            case 'memra_parity --drafter'
+            case 'memra_parity --drafter' 'memra_parity --backend' 'memra_parity --devices'
                 set skip 1
             case 'memra_gate all'
                 set cmd memra_gate_all
@@ -47,6 +49,8 @@ function __memra_command
                 set cmd memra_gate_chunk
             case 'memra_gate semantics'
                 set cmd memra_gate_semantics
+            case 'memra_gate fused-moe'
+                set cmd memra_gate_fused_moe
             case 'memra_gate parity'
                 set cmd memra_gate_parity
             case 'memra_gate equal'
@@ -55,13 +59,15 @@ function __memra_command
                 set cmd memra_gate_band
             case 'memra_gate hash'
                 set cmd memra_gate_hash
-            case 'memra_gate_all --backend' 'memra_gate_all --devices' 'memra_gate_all --tokens' 'memra_gate_all --prompt' 'memra_gate_all --seed' 'memra_gate_all --dump' 'memra_gate_all --report'
+            case 'memra_gate_all --backend' 'memra_gate_all --devices' 'memra_gate_all --tokens' 'memra_gate_all --prompt' 'memra_gate_all --seed' 'memra_gate_all --dump' 'memra_gate_all --mono' 'memra_gate_all --report'
                 set skip 1
             case 'memra_gate_restore --backend' 'memra_gate_restore --devices' 'memra_gate_restore --tokens' 'memra_gate_restore --prompt' 'memra_gate_restore --seed' 'memra_gate_restore --warm' 'memra_gate_restore --continuation' 'memra_gate_restore --grow' 'memra_gate_restore --report'
                 set skip 1
             case 'memra_gate_chunk --backend' 'memra_gate_chunk --devices' 'memra_gate_chunk --tokens' 'memra_gate_chunk --prompt' 'memra_gate_chunk --seed' 'memra_gate_chunk --widths' 'memra_gate_chunk --report'
                 set skip 1
-            case 'memra_gate_semantics --backend' 'memra_gate_semantics --devices' 'memra_gate_semantics --tokens' 'memra_gate_semantics --prompt' 'memra_gate_semantics --seed' 'memra_gate_semantics --steps' 'memra_gate_semantics --report'
+            case 'memra_gate_semantics --backend' 'memra_gate_semantics --devices' 'memra_gate_semantics --tokens' 'memra_gate_semantics --prompt' 'memra_gate_semantics --seed' 'memra_gate_semantics --steps' 'memra_gate_semantics --mono' 'memra_gate_semantics --report'
+                set skip 1
+            case 'memra_gate_fused_moe --backend' 'memra_gate_fused_moe --devices' 'memra_gate_fused_moe --tokens' 'memra_gate_fused_moe --prompt' 'memra_gate_fused_moe --seed' 'memra_gate_fused_moe --steps' 'memra_gate_fused_moe --reps' 'memra_gate_fused_moe --report'
                 set skip 1
             case 'memra_gate_parity --backend' 'memra_gate_parity --devices' 'memra_gate_parity --tokens' 'memra_gate_parity --prompt' 'memra_gate_parity --seed' 'memra_gate_parity --report'
                 set skip 1
@@ -91,6 +97,7 @@ complete -c memra -n '__memra_in memra' -a draft -d 'draft (not built yet)'
 complete -c memra -n '__memra_in memra' -a parity -d 'Compare the engine with an oracle dump, manifest first (REFUSED on geometry mismatch)'
 complete -c memra -n '__memra_in memra' -a gate -d 'Correctness gates: restore round trip, chunk invariance, chunk semantics, parity, artifact checks'
 complete -c memra -n '__memra_in memra' -a devices -d 'List the CUDA devices memra can use (loads the CUDA backend)'
+complete -c memra -n '__memra_in memra' -a tokenize -d 'Text to token ids (or ids to text) with a model\'s tokenizer.json'
 complete -c memra -n '__memra_in memra' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra' -l version -d 'Display program version information and exit'
 complete -c memra -n '__memra_in memra' -s q -l quiet -d 'No progress or notes on stderr'
@@ -100,6 +107,7 @@ complete -c memra -n '__memra_in memra_load' -s h -l help -d 'Print this help me
 complete -c memra -n '__memra_in memra_load' -l json -d 'Print one JSON document: geometry, tensors, fingerprint, weight_precision, model_dir'
 complete -c memra -n '__memra_in memra_load' -l check -r -F -d 'Verify the model against a hash manifest (see exit codes)'
 complete -c memra -n '__memra_in memra_load' -l write-manifest -r -F -d 'Write the hash manifest to FILE (- = stdout)'
+complete -c memra -n '__memra_in memra_load' -l threads -x -d 'Threads reading the shards (default: all hardware threads)'
 complete -c memra -n '__memra_in memra_load' -F
 
 # memra prefill
@@ -110,6 +118,8 @@ complete -c memra -n '__memra_in memra_prefill' -l capacity -x -d 'Tokens the de
 complete -c memra -n '__memra_in memra_prefill' -s o -l output -r -F -d 'Write the decode state as a hashed state file (- = stdout)'
 complete -c memra -n '__memra_in memra_prefill' -l logits -r -F -d 'Write float32 logits [T, vocab] of every prompt position (.npy, or .safetensors)'
 complete -c memra -n '__memra_in memra_prefill' -l generate -x -d 'Greedy continuation: emit N tokens after the prompt'
+complete -c memra -n '__memra_in memra_prefill' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_prefill' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_prefill' -l json -d 'Print the report as JSON'
 complete -c memra -n '__memra_in memra_prefill' -a '(__fish_complete_directories)'
 
@@ -131,6 +141,8 @@ complete -c memra -n '__memra_in memra_restore' -l chunk -x -d 'Tokens per forwa
 complete -c memra -n '__memra_in memra_restore' -l steps -x -d 'Then decode K tokens greedily and print them'
 complete -c memra -n '__memra_in memra_restore' -l logits -r -F -d 'Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)'
 complete -c memra -n '__memra_in memra_restore' -s o -l output -r -F -d 'Write the final state as a state file (- = stdout)'
+complete -c memra -n '__memra_in memra_restore' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_restore' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_restore' -l json -d 'Print the report as JSON'
 complete -c memra -n '__memra_in memra_restore' -F
 
@@ -140,6 +152,8 @@ complete -c memra -n '__memra_in memra_draft' -s h -l help -d 'Print this help m
 # memra parity
 complete -c memra -n '__memra_in memra_parity' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_parity' -l drafter -x -a '(__fish_complete_directories)' -d 'Drafter folder (the authority): compare a drafter dump (tools/oracle/dump_drafter.py) instead'
+complete -c memra -n '__memra_in memra_parity' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_parity' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_parity' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_parity' -s v -l verbose -d 'List every stage, not only failures and logits'
 complete -c memra -n '__memra_in memra_parity' -a '(__fish_complete_directories)'
@@ -149,6 +163,7 @@ complete -c memra -n '__memra_in memra_gate' -a all -d 'Every gate that applies 
 complete -c memra -n '__memra_in memra_gate' -a restore -d 'Warm a state, snapshot it through a state file, restore into a grown capacity, continue both: bit-equal'
 complete -c memra -n '__memra_in memra_gate' -a chunk -d 'Bounded-prefill widths give bit-identical logits and cache classes'
 complete -c memra -n '__memra_in memra_gate' -a semantics -d 'Monolithic vs chunked prefill: teacher-forced argmax disagreements classified against the band'
+complete -c memra -n '__memra_in memra_gate' -a fused-moe -d 'CUDA: the fused MoE kernels against the per-expert path, bit-equal on the exact realization, both timed'
 complete -c memra -n '__memra_in memra_gate' -a parity -d 'Manifest-first parity against an oracle dump, as a gate'
 complete -c memra -n '__memra_in memra_gate' -a equal -d 'Two state files (every class) or two logits files: equal by bits'
 complete -c memra -n '__memra_in memra_gate' -a band -d 'Two logits files within the pair band of two realizations (docs/bands.md)'
@@ -157,20 +172,21 @@ complete -c memra -n '__memra_in memra_gate' -s h -l help -d 'Print this help me
 
 # memra gate all
 complete -c memra -n '__memra_in memra_gate_all' -s h -l help -d 'Print this help message and exit'
-complete -c memra -n '__memra_in memra_gate_all' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
-complete -c memra -n '__memra_in memra_gate_all' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_all' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_all' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_gate_all' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
 complete -c memra -n '__memra_in memra_gate_all' -l prompt -x -d 'Prompt length when no --tokens are given'
 complete -c memra -n '__memra_in memra_gate_all' -l seed -x -d 'Seed of the prompt ids'
 complete -c memra -n '__memra_in memra_gate_all' -l dump -r -F -d 'Oracle dump for the parity gate (default: MODEL/dump when present)'
+complete -c memra -n '__memra_in memra_gate_all' -l mono -r -F -d 'Realization of the chunk-semantics monolithic prefill (default: the fast twin of --backend)'
 complete -c memra -n '__memra_in memra_gate_all' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_all' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
 complete -c memra -n '__memra_in memra_gate_all' -a '(__fish_complete_directories)'
 
 # memra gate restore
 complete -c memra -n '__memra_in memra_gate_restore' -s h -l help -d 'Print this help message and exit'
-complete -c memra -n '__memra_in memra_gate_restore' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
-complete -c memra -n '__memra_in memra_gate_restore' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_restore' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_restore' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_gate_restore' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
 complete -c memra -n '__memra_in memra_gate_restore' -l prompt -x -d 'Prompt length when no --tokens are given'
 complete -c memra -n '__memra_in memra_gate_restore' -l seed -x -d 'Seed of the prompt ids'
@@ -183,8 +199,8 @@ complete -c memra -n '__memra_in memra_gate_restore' -a '(__fish_complete_direct
 
 # memra gate chunk
 complete -c memra -n '__memra_in memra_gate_chunk' -s h -l help -d 'Print this help message and exit'
-complete -c memra -n '__memra_in memra_gate_chunk' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
-complete -c memra -n '__memra_in memra_gate_chunk' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_chunk' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_chunk' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_gate_chunk' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
 complete -c memra -n '__memra_in memra_gate_chunk' -l prompt -x -d 'Prompt length when no --tokens are given'
 complete -c memra -n '__memra_in memra_gate_chunk' -l seed -x -d 'Seed of the prompt ids'
@@ -195,20 +211,34 @@ complete -c memra -n '__memra_in memra_gate_chunk' -a '(__fish_complete_director
 
 # memra gate semantics
 complete -c memra -n '__memra_in memra_gate_semantics' -s h -l help -d 'Print this help message and exit'
-complete -c memra -n '__memra_in memra_gate_semantics' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
-complete -c memra -n '__memra_in memra_gate_semantics' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_semantics' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_semantics' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_gate_semantics' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
 complete -c memra -n '__memra_in memra_gate_semantics' -l prompt -x -d 'Prompt length when no --tokens are given'
 complete -c memra -n '__memra_in memra_gate_semantics' -l seed -x -d 'Seed of the prompt ids'
 complete -c memra -n '__memra_in memra_gate_semantics' -l steps -x -d 'Teacher-forced steps'
+complete -c memra -n '__memra_in memra_gate_semantics' -l mono -r -F -d 'Realization of the monolithic prefill (default: the fast twin of --backend: cpu-fast, cuda-fast)'
 complete -c memra -n '__memra_in memra_gate_semantics' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_semantics' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
 complete -c memra -n '__memra_in memra_gate_semantics' -a '(__fish_complete_directories)'
 
+# memra gate fused-moe
+complete -c memra -n '__memra_in memra_gate_fused_moe' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l prompt -x -d 'Prompt length when no --tokens are given'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l steps -x -d 'Greedy steps after the prefill'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l reps -x -d 'Timing repetitions per path (median reported)'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_fused_moe' -a '(__fish_complete_directories)'
+
 # memra gate parity
 complete -c memra -n '__memra_in memra_gate_parity' -s h -l help -d 'Print this help message and exit'
-complete -c memra -n '__memra_in memra_gate_parity' -l backend -x -a 'cpu cuda' -d 'Backend that runs the gate'
-complete -c memra -n '__memra_in memra_gate_parity' -l devices -r -F -d 'GPU indices for --backend cuda, e.g. 0,1'
+complete -c memra -n '__memra_in memra_gate_parity' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_parity' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_gate_parity' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
 complete -c memra -n '__memra_in memra_gate_parity' -l prompt -x -d 'Prompt length when no --tokens are given'
 complete -c memra -n '__memra_in memra_gate_parity' -l seed -x -d 'Seed of the prompt ids'
@@ -225,9 +255,9 @@ complete -c memra -n '__memra_in memra_gate_equal' -F
 # memra gate band
 complete -c memra -n '__memra_in memra_gate_band' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_gate_band' -l model -x -a '(__fish_complete_directories)' -d 'Model folder: derives the accumulation depth'
-complete -c memra -n '__memra_in memra_gate_band' -l depth -x -d 'Accumulation depth when no --model is given'
-complete -c memra -n '__memra_in memra_gate_band' -l precision-a -r -F -d 'Precision of A: f32, bf16, f16'
-complete -c memra -n '__memra_in memra_gate_band' -l precision-b -r -F -d 'Precision of B: f32, bf16, f16'
+complete -c memra -n '__memra_in memra_gate_band' -l depth -x -d 'Depth of one reduction chain when no --model is given'
+complete -c memra -n '__memra_in memra_gate_band' -l precision-a -r -F -d 'What wrote A: a realization (cpu, cpu-fast, cuda, cuda-fast) or f32, bf16, f16'
+complete -c memra -n '__memra_in memra_gate_band' -l precision-b -r -F -d 'What wrote B (as --precision-a)'
 complete -c memra -n '__memra_in memra_gate_band' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_band' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
 complete -c memra -n '__memra_in memra_gate_band' -F
@@ -242,3 +272,12 @@ complete -c memra -n '__memra_in memra_gate_hash' -F
 # memra devices
 complete -c memra -n '__memra_in memra_devices' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_devices' -l json -d 'Print one JSON document: state, message, library, devices'
+
+# memra tokenize
+complete -c memra -n '__memra_in memra_tokenize' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_tokenize' -l decode -d 'INPUT is token ids; print the text'
+complete -c memra -n '__memra_in memra_tokenize' -l json -d 'Print one JSON document'
+complete -c memra -n '__memra_in memra_tokenize' -l no-special -d 'Encode without the post-processor\'s special tokens (no BOS template)'
+complete -c memra -n '__memra_in memra_tokenize' -l keep-special -d 'Decode special tokens too'
+complete -c memra -n '__memra_in memra_tokenize' -l chat -d 'Wrap the text in DeepSeek-V4\'s chat template (BOS, <｜User｜>, <｜Assistant｜></think>)'
+complete -c memra -n '__memra_in memra_tokenize' -F

@@ -15,7 +15,8 @@ using memra::test::synthetic_config;
 
 namespace {
 
-std::map<std::string, std::vector<int64_t>> shapes_of(const std::vector<CacheClass>& classes) {
+template <class Classes>
+std::map<std::string, std::vector<int64_t>> shapes_of(const Classes& classes) {
   std::map<std::string, std::vector<int64_t>> out;
   for (const auto& c : classes) out[c.name] = c.shape;
   return out;
@@ -56,11 +57,11 @@ TEST_CASE("make_decode_state allocates the planned buffers", "[cpu][state]") {
   SECTION("capacity below 1 is an error") { CHECK_THROWS_AS(make_decode_state(cfg, 0), Error); }
 }
 
-TEST_CASE("expected_cache_classes names and shapes", "[cpu][state]") {
+TEST_CASE("trunk_layout names and shapes", "[cpu][state]") {
   const ModelConfig cfg = synthetic_config();
-  SECTION("position 0 has no classes") { CHECK(expected_cache_classes(cfg, 0).empty()); }
+  SECTION("position 0 has no classes") { CHECK(trunk_layout(cfg, 0).empty()); }
   SECTION("position 3 (< m, < W): open windows only, no prev, no entries") {
-    auto s = shapes_of(expected_cache_classes(cfg, 3));
+    auto s = shapes_of(trunk_layout(cfg, 3));
     CHECK(s["layers.0.window"] == std::vector<int64_t>{3, 8});
     CHECK(s["layers.1.csa.pend_kv"] == std::vector<int64_t>{3, 16});
     CHECK(s["layers.1.csa.idx_pend_score"] == std::vector<int64_t>{3, 8});
@@ -71,7 +72,7 @@ TEST_CASE("expected_cache_classes names and shapes", "[cpu][state]") {
     CHECK(s.count("layers.2.hca.cmp") == 0);
   }
   SECTION("position 8 (pos % m = 0): entries and prev, no pend") {
-    auto s = shapes_of(expected_cache_classes(cfg, 8));
+    auto s = shapes_of(trunk_layout(cfg, 8));
     CHECK(s["layers.1.csa.cmp"] == std::vector<int64_t>{2, 8});
     CHECK(s["layers.1.csa.prev_kv"] == std::vector<int64_t>{4, 8});
     CHECK(s["layers.1.csa.idxk"] == std::vector<int64_t>{2, 4});
@@ -80,7 +81,7 @@ TEST_CASE("expected_cache_classes names and shapes", "[cpu][state]") {
     CHECK(s["layers.2.hca.pend_score"] == std::vector<int64_t>{8, 8});
   }
   SECTION("position 66 (wrapped window, pos % m != 0)") {
-    auto classes = expected_cache_classes(cfg, 66);
+    auto classes = trunk_layout(cfg, 66);
     auto s = shapes_of(classes);
     CHECK(s["layers.0.window"] == std::vector<int64_t>{16, 8});
     CHECK(s["layers.1.csa.cmp"] == std::vector<int64_t>{16, 8});
@@ -101,7 +102,7 @@ TEST_CASE("expected_cache_classes names and shapes", "[cpu][state]") {
         "layers.3.csa.idx_pend_score", "layers.3.csa.idx_prev_kv", "layers.3.csa.idx_prev_score",
         "last_logits"};
     CHECK(names == want);
-    for (const auto& c : classes) CHECK(c.values.empty());
+    for (const auto& c : classes) CHECK(c.dtype == DType::kF32);
   }
 }
 
@@ -118,13 +119,13 @@ TEST_CASE("cache_classes exports live values only with the window oldest first",
       REQUIRE(classes.front().name == "layers.0.window");
       const auto& win = classes.front();
       REQUIRE(win.shape[0] == std::min(pos, W));
-      for (int64_t i = 0; i < win.shape[0]; ++i) CHECK(win.values[i * d] == static_cast<float>(pos - win.shape[0] + i));
+      for (int64_t i = 0; i < win.shape[0]; ++i) CHECK(win.f32()[i * d] == static_cast<float>(pos - win.shape[0] + i));
       // Entries rows 0..pos/m-1 and pend rows 0..pos%m-1 are copied as they are.
       for (const auto& c : classes) {
         if (c.name == "layers.1.csa.cmp")
-          CHECK(std::equal(c.values.begin(), c.values.end(), s.layers[1].compressor.entries.begin()));
+          CHECK(std::equal(c.f32().begin(), c.f32().end(), s.layers[1].compressor.entries.begin()));
         if (c.name == "layers.1.csa.idx_pend_kv")
-          CHECK(std::equal(c.values.begin(), c.values.end(), s.layers[1].indexer.pend_kv.begin()));
+          CHECK(std::equal(c.f32().begin(), c.f32().end(), s.layers[1].indexer.pend_kv.begin()));
       }
     }
   }
@@ -142,22 +143,26 @@ TEST_CASE("snapshot and restore round trip bit-exactly into any capacity >= posi
   for (const ModelConfig& cfg : {synthetic_config(), memra::test::synthetic_config_b(), synthetic_config(4, 5, 2, 9)}) {
     for (int64_t pos : {0, 1, 3, 4, 7, 15, 16, 17, 20, 33, 66, 80}) {
       DYNAMIC_SECTION("layers " << cfg.num_hidden_layers << " W " << cfg.sliding_window << " position " << pos) {
-        DecodeState a = memra::test::random_state(cfg, pos, 80, 1000 + pos);
-        HostSnapshot host = snapshot_decode_state(a, cfg);
+        const memra::test::HostStateBackend backend(cfg);
+        auto sa = memra::test::random_backend_state(backend, pos, 80, 1000 + pos);
+        const DecodeState& a = cpu_state(*sa, cfg).trunk().host;
+        HostSnapshot host = snapshot_state(*sa);
         CHECK(host.pos == pos);
         CHECK(host.capacity == 80);
         size_t live = 0;
-        for (const auto& c : expected_cache_classes(cfg, pos)) {
+        for (const auto& c : trunk_layout(cfg, pos)) {
           size_t n = 1;
           for (int64_t dim : c.shape) n *= static_cast<size_t>(dim);
           live += n * 4;
         }
         CHECK(host.bytes() == live);
         for (int64_t cap : {std::max<int64_t>(pos, 1), pos + 97, int64_t{500}}) {
-          DecodeState b = restore_decode_state_for(host, cap);
+          auto sb = restore_state(backend, host, cap);
+          const DecodeState& b = cpu_state(*sb, cfg).trunk().host;
+          CHECK(sb->capacity() == cap);
           CHECK(b.capacity == cap);
           CHECK(b.pos == pos);
-          CHECK(memra::test::classes_bit_equal(cache_classes(cfg, a), cache_classes(cfg, b)));
+          CHECK(classes_bit_equal(cache_classes(cfg, a), cache_classes(cfg, b)));
           // Live ring slots hold the same rows at the same slots (the engine reads slot = p % W).
           const int64_t W = cfg.sliding_window, d = cfg.head_dim;
           for (int64_t p = std::max<int64_t>(0, pos - W); p < pos; ++p)
@@ -167,7 +172,7 @@ TEST_CASE("snapshot and restore round trip bit-exactly into any capacity >= posi
         }
         if (pos > 0) {
           try {
-            restore_decode_state_for(host, pos - 1);
+            restore_state(backend, host, pos - 1);
             FAIL("capacity below the position was accepted");
           } catch (const Error& e) {
             CHECK(e.exit_code() == kExitNegative);
@@ -192,7 +197,7 @@ TEST_CASE("decode_state_from_classes refuses classes that do not match the posit
     CHECK_THROWS_WITH(decode_state_from_classes(cfg, 10, 40, classes), Catch::Contains("layers.0.window"));
   }
   SECTION("wrong value count") {
-    classes[1].values.pop_back();
+    classes[1].bytes.pop_back();
     CHECK_THROWS_AS(decode_state_from_classes(cfg, 10, 40, classes), Error);
   }
 }

@@ -405,16 +405,17 @@ TEST_CASE("markov chain: greedy from the anchor, ties to the lower index", "[dra
 TEST_CASE("taps: the trunk's CPU trace gives the oracle's taps (mean over hc streams of a layer's input)",
           "[drafter][cpu]") {
   const Model trunk = Model::load(std::string(MEMRA_FIXTURES) + "/tiny");
-  auto backend = make_cpu_backend(trunk);
+  auto backend = make_backend("cpu", trunk);
   for (const char* name : {"tiny-dspark", "tiny-dflash"}) {
     INFO(name);
     DrafterConfig c = DrafterConfig::load(drafter_dir(name));
     DrafterDump dump = DrafterDump::open(drafter_dir(name) + "/dump-trunk");
     std::vector<int64_t> ids = dump.ints("tokens");
     std::vector<int32_t> tokens(ids.begin(), ids.end());
-    DecodeState state = backend->new_state(static_cast<int64_t>(tokens.size()));
+    auto state = backend->new_state(static_cast<int64_t>(tokens.size()));
     ForwardTrace trace;
-    backend->forward(state, tokens, nullptr, &trace);
+    const SequenceStep step{state.get(), tokens, nullptr, &trace};
+    backend->forward(std::span<const SequenceStep>(&step, 1));
     std::vector<float> got = taps_from_trace(c, trace, static_cast<int64_t>(tokens.size()), trunk.config().hc_mult);
     StageResult r = compare_values("taps", got, dump.f32("taps"), 1e-5);
     INFO(r.line());

@@ -2,10 +2,13 @@
 // into calls (chunk widths, decode vs prefill), bit for bit, for logits and every cache class.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
 #include "core/error.h"
+#include "core/hash.h"
+#include "engine/cpu_backends.h"
 #include "engine/engine.h"
 #include "engine/rope.h"
 #include "gate/class_diff.h"
@@ -31,9 +34,9 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {
 }
 
 // Names the first class whose bits differ ("" when all equal).
-std::string first_class_difference(const ModelConfig& cfg, const DecodeState& a, const DecodeState& b) {
+std::string first_class_difference(const State& a, const State& b) {
   std::string first;
-  diff_classes(cache_classes(cfg, a), cache_classes(cfg, b), &first);
+  diff_classes(a.export_classes(), b.export_classes(), &first);
   return first;
 }
 
@@ -45,17 +48,17 @@ TEST_CASE("chunk widths give bit-identical logits and cache classes", "[cpu][eng
     const ModelConfig& cfg = model.config();
     auto backend = make_cpu_backend(model);
     const auto tokens = random_tokens(150, cfg.vocab_size, 1234);
-    DecodeState ref = backend->new_state(200);
+    auto ref = backend->new_state(200);
     std::vector<float> ref_logits;
-    prefill(*backend, ref, tokens, 0, &ref_logits);
+    prefill(*backend, *ref, tokens, 0, &ref_logits);
     for (int64_t width : {1, 2, 3, 7, 17, 32, 64}) {
       CAPTURE(name, width);
-      DecodeState st = backend->new_state(200);
+      auto st = backend->new_state(200);
       std::vector<float> logits;
-      prefill(*backend, st, tokens, width, &logits);
+      prefill(*backend, *st, tokens, width, &logits);
       CHECK(bits_equal(logits, ref_logits));
-      CHECK(first_class_difference(cfg, st, ref) == "");
-      CHECK(st.pos == 150);
+      CHECK(first_class_difference(*st, *ref) == "");
+      CHECK(st->position() == 150);
     }
   }
 }
@@ -64,20 +67,20 @@ TEST_CASE("decode is chunk width 1: prefill then decode equals one-shot", "[cpu]
   const Model& model = tiny_model("tiny");
   auto backend = make_cpu_backend(model);
   const auto tokens = random_tokens(120, model.config().vocab_size, 99);
-  DecodeState one = backend->new_state(120);
+  auto one = backend->new_state(120);
   std::vector<float> all;
-  prefill(*backend, one, tokens, 0, &all);
+  prefill(*backend, *one, tokens, 0, &all);
   for (int64_t split : {1, 37, 66, 119}) {
     CAPTURE(split);
-    DecodeState st = backend->new_state(120);
+    auto st = backend->new_state(120);
     std::vector<float> logits;
-    prefill(*backend, st, std::span<const int32_t>(tokens).first(split), 0, &logits);
+    prefill(*backend, *st, std::span<const int32_t>(tokens).first(split), 0, &logits);
     for (int64_t t = split; t < 120; ++t) {
-      auto row = decode_step(*backend, st, tokens[t]);
+      auto row = decode_step(*backend, *st, tokens[t]);
       logits.insert(logits.end(), row.begin(), row.end());
     }
     CHECK(bits_equal(logits, all));
-    CHECK(first_class_difference(model.config(), st, one) == "");
+    CHECK(first_class_difference(*st, *one) == "");
   }
 }
 
@@ -85,34 +88,34 @@ TEST_CASE("greedy generation continues from the last logits", "[cpu][engine]") {
   const Model& model = tiny_model("tiny");
   auto backend = make_cpu_backend(model);
   const auto prompt = random_tokens(30, model.config().vocab_size, 5);
-  DecodeState a = backend->new_state(60);
-  prefill(*backend, a, prompt, 8, nullptr);
+  auto a = backend->new_state(60);
+  prefill(*backend, *a, prompt, 8, nullptr);
   std::vector<float> steps;
-  auto out = generate_greedy(*backend, a, 10, &steps);
+  auto out = generate_greedy(*backend, *a, 10, &steps);
   REQUIRE(out.size() == 10);
-  CHECK(a.pos == 40);
+  CHECK(a->position() == 40);
   // The same chain by hand: each emitted token is the argmax of the previous row.
-  DecodeState b = backend->new_state(60);
+  auto b = backend->new_state(60);
   std::vector<float> logits;
-  prefill(*backend, b, prompt, 0, &logits);
+  prefill(*backend, *b, prompt, 0, &logits);
   std::vector<float> last(logits.end() - model.config().vocab_size, logits.end());
   for (int i = 0; i < 10; ++i) {
     int32_t tok = argmax(last);
     CHECK(tok == out[i]);
-    last = decode_step(*backend, b, tok);
+    last = decode_step(*backend, *b, tok);
   }
-  CHECK(bits_equal(last, a.last_logits));
+  CHECK(bits_equal(last, backend->last_logits(*a)));
 }
 
 TEST_CASE("capacity and token ids are checked", "[cpu][engine]") {
   const Model& model = tiny_model("tiny");
   auto backend = make_cpu_backend(model);
-  DecodeState st = backend->new_state(10);
+  auto st = backend->new_state(10);
   auto tokens = random_tokens(11, model.config().vocab_size, 1);
-  CHECK_THROWS_AS(prefill(*backend, st, tokens, 0, nullptr), Error);
-  CHECK(st.pos == 0);
+  CHECK_THROWS_AS(prefill(*backend, *st, tokens, 0, nullptr), Error);
+  CHECK(st->position() == 0);
   std::vector<int32_t> bad = {3, static_cast<int32_t>(model.config().vocab_size)};
-  CHECK_THROWS_WITH(prefill(*backend, st, bad, 0, nullptr), Catch::Contains("outside the vocabulary"));
+  CHECK_THROWS_WITH(prefill(*backend, *st, bad, 0, nullptr), Catch::Contains("outside the vocabulary"));
   CHECK_THROWS(backend->new_state(0));
 }
 
@@ -136,4 +139,117 @@ TEST_CASE("YaRN inverse frequencies match the architecture note's check values",
   RopeParams plain;
   plain.theta = 160000;
   CHECK(rope_inv_freq(plain, 64)[16] == Approx(2.5e-3).epsilon(1e-6));
+}
+
+TEST_CASE("the exact path is bit-identical to memra 0.1.0's (committed logits hashes)", "[cpu][engine][golden]") {
+  // Logits [200, V] of the prompt 2 + (37 i mod 500), written by memra 0.1.0 (commit 2390a1b, before
+  // the backend interface, the worker pool and the batched layer loop) and hashed with XXH3-128.
+  const std::vector<std::pair<const char*, const char*>> golden = {
+      {"tiny", "472702dfeaab3a4034c822397386aae1"}, {"tiny-bf16", "77469c2fc75311892125c584a7137996"}};
+  std::vector<int32_t> prompt(200);
+  for (int i = 0; i < 200; ++i) prompt[i] = 2 + (i * 37) % 500;
+  for (const auto& [name, want] : golden) {
+    CAPTURE(name);
+    const Model& model = tiny_model(name);
+    auto backend = make_backend("cpu", model);
+    auto st = backend->new_state(200);
+    std::vector<float> logits;
+    prefill(*backend, *st, prompt, 0, &logits);
+    CHECK(xxh3_128(logits.data(), logits.size() * sizeof(float)).hex() == want);
+  }
+}
+
+TEST_CASE("a batch gives each sequence the bits it gets alone (exact path)", "[cpu][engine]") {
+  const Model& model = tiny_model("tiny");
+  const int64_t V = model.config().vocab_size;
+  auto backend = make_backend("cpu", model);
+  // Three sequences at different positions with different token counts, one with logits for every
+  // row, one with the last row only, one a single decode token.
+  const auto a_prompt = random_tokens(30, V, 1), a_next = random_tokens(5, V, 2);
+  const auto b_tokens = random_tokens(17, V, 3);
+  const auto c_prompt = random_tokens(66, V, 4), c_next = random_tokens(1, V, 5);
+  auto run = [&](bool batched) {
+    auto a = backend->new_state(80), b = backend->new_state(80), c = backend->new_state(80);
+    prefill(*backend, *a, a_prompt, 0, nullptr);
+    prefill(*backend, *c, c_prompt, 7, nullptr);
+    std::vector<float> la(a_next.size() * V), lc(V);
+    std::vector<SequenceStep> steps = {{a.get(), a_next, la.data(), nullptr},
+                                       {b.get(), b_tokens, nullptr, nullptr},
+                                       {c.get(), c_next, lc.data(), nullptr}};
+    if (batched) backend->forward(steps);
+    else
+      for (const auto& s : steps) backend->forward(std::span<const SequenceStep>(&s, 1));
+    std::vector<std::vector<float>> out = {la, backend->last_logits(*b), lc};
+    std::vector<std::vector<CacheClass>> classes = {a->export_classes(), b->export_classes(), c->export_classes()};
+    return std::make_pair(out, classes);
+  };
+  auto [alone_logits, alone_classes] = run(false);
+  auto [batch_logits, batch_classes] = run(true);
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(bits_equal(alone_logits[i], batch_logits[i]));
+    CHECK(classes_bit_equal(alone_classes[i], batch_classes[i]));
+  }
+  SECTION("a state twice in one batch, or a bad token anywhere, is refused before any state moves") {
+    auto a = backend->new_state(10), b = backend->new_state(10);
+    const std::vector<int32_t> ok = {3}, bad = {static_cast<int32_t>(V)};
+    std::vector<SequenceStep> twice = {{a.get(), ok, nullptr, nullptr}, {a.get(), ok, nullptr, nullptr}};
+    CHECK_THROWS_AS(backend->forward(twice), Error);
+    std::vector<SequenceStep> mixed = {{a.get(), ok, nullptr, nullptr}, {b.get(), bad, nullptr, nullptr}};
+    CHECK_THROWS_WITH(backend->forward(mixed), Catch::Contains("outside the vocabulary"));
+    CHECK(a->position() == 0);
+    CHECK(b->position() == 0);
+  }
+}
+
+TEST_CASE("cpu-fast is a second realization: close to the exact path, not equal to it", "[cpu][engine]") {
+  for (const char* name : {"tiny", "tiny-bf16"}) {
+    CAPTURE(name);
+    const Model& model = tiny_model(name);
+    auto exact = make_backend("cpu", model), fast = make_backend("cpu-fast", model);
+    CHECK(fast->realization().name == "cpu-fast");
+    CHECK_FALSE(fast->realization().exact);
+    const auto tokens = random_tokens(120, model.config().vocab_size, 77);
+    std::vector<float> le, lf;
+    auto se = exact->new_state(120), sf = fast->new_state(120);
+    prefill(*exact, *se, tokens, 0, &le);
+    prefill(*fast, *sf, tokens, 0, &lf);
+    REQUIRE(le.size() == lf.size());
+    double max_abs = 0, max_ref = 0;
+    for (size_t i = 0; i < le.size(); ++i) {
+      max_abs = std::max(max_abs, std::fabs(static_cast<double>(le[i]) - lf[i]));
+      max_ref = std::max(max_ref, std::fabs(static_cast<double>(le[i])));
+    }
+    CHECK(max_abs > 0);  // a different arithmetic really drifts
+    CHECK(max_abs / max_ref < fast->realization().parity_rel_to_max);
+    // Its states are the exact path's classes (names, shapes, dtypes): files interchange.
+    const auto ce = se->export_classes(), cf = sf->export_classes();
+    REQUIRE(ce.size() == cf.size());
+    for (size_t i = 0; i < ce.size(); ++i) CHECK((ce[i].name == cf[i].name && ce[i].shape == cf[i].shape));
+  }
+}
+
+TEST_CASE("mark and rewind: a rejected block leaves no trace (exact path)", "[cpu][engine]") {
+  // Speculative verify: mark at 40, run an 8-token block, rewind, run the 3 accepted tokens; the
+  // state and logits equal a run that never saw the rejected 5. Windows close inside the block (CSA
+  // every 4) so pending rows, the carry and entries all have to come back.
+  const Model& model = tiny_model("tiny");
+  auto backend = make_backend("cpu", model);
+  const auto tokens = random_tokens(48, model.config().vocab_size, 31);
+  auto st = backend->new_state(60);
+  prefill(*backend, *st, std::span<const int32_t>(tokens).first(40), 0, nullptr);
+  const StateMark mark = st->mark();
+  std::vector<int32_t> block(tokens.begin() + 40, tokens.begin() + 48);
+  block[3] = (block[3] + 1) % static_cast<int32_t>(model.config().vocab_size);  // rejected from here
+  prefill(*backend, *st, block, 0, nullptr);
+  CHECK(st->position() == 48);
+  st->rewind(mark);
+  CHECK(st->position() == 40);
+  std::vector<float> accepted;
+  prefill(*backend, *st, std::span<const int32_t>(block).first(3), 0, &accepted);
+  auto ref = backend->new_state(60);
+  std::vector<float> ref_logits;
+  prefill(*backend, *ref, std::span<const int32_t>(tokens).first(43), 0, &ref_logits);
+  CHECK(bits_equal(accepted, std::vector<float>(ref_logits.end() - accepted.size(), ref_logits.end())));
+  CHECK(first_class_difference(*st, *ref) == "");
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -43,9 +44,11 @@ inline std::string read_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// The starter fixtures live next to the repository (MEMRA_SOURCE_DIR/../shared/fixtures).
+// The starter fixtures live next to the repository (MEMRA_SOURCE_DIR/../shared/fixtures), or in
+// $MEMRA_STARTER_FIXTURES (a git worktree elsewhere).
 inline std::string fixture(const std::string& name) {
-  fs::path p = fs::path(MEMRA_SOURCE_DIR) / ".." / "shared" / "fixtures" / name;
+  const char* env = std::getenv("MEMRA_STARTER_FIXTURES");
+  fs::path p = env && *env ? fs::path(env) / name : fs::path(MEMRA_SOURCE_DIR) / ".." / "shared" / "fixtures" / name;
   INFO("fixture folder " << p.string() << " is missing: the loader tests need the starter fixtures");
   REQUIRE(fs::is_directory(p));
   return p.string();

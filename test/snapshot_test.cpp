@@ -1,4 +1,4 @@
-// The in-process snapshot API (snapshot_decode_state, restore_decode_state_for, bytes()) and the
+// The in-process snapshot API (snapshot_state, restore_state, bytes()) and the
 // layers built on it: verified file restore with a fake fingerprint, class diffs with ULP
 // distances, state hash manifests.
 #include <catch2/catch.hpp>
@@ -39,7 +39,7 @@ StateFile parse_bytes(const std::string& data) {
 TEST_CASE("host snapshot: bytes() counts live values only", "[cpu][state]") {
   const ModelConfig cfg = synthetic_config();  // d 8, W 16, di 4, V 32
   DecodeState s = memra::test::random_state(cfg, 5, 1000, 1);
-  HostSnapshot host = snapshot_decode_state(s, cfg);
+  HostSnapshot host = memra::test::snapshot_of(cfg, s);
   // pos 5: windows 4·[5,8]; per CSA layer (×2): cmp [1,8], pend 2·[1,16], prev 2·[4,8], idxk [1,4],
   // idx pend 2·[1,8], idx prev 2·[4,4]; HCA pend 2·[5,8]; logits [32].
   const size_t floats = 4 * 5 * 8 + 2 * (8 + 2 * 16 + 2 * 32 + 4 + 2 * 8 + 2 * 16) + 2 * 5 * 8 + 32;
@@ -47,25 +47,26 @@ TEST_CASE("host snapshot: bytes() counts live values only", "[cpu][state]") {
   CHECK(host.capacity == 1000);
   SECTION("the capacity tail is not part of a snapshot: a huge capacity costs nothing") {
     DecodeState big = memra::test::random_state(cfg, 5, 100000, 1);
-    CHECK(snapshot_decode_state(big, cfg).bytes() == host.bytes());
+    CHECK(memra::test::snapshot_of(cfg, big).bytes() == host.bytes());
   }
 }
 
 TEST_CASE("verified file restore", "[cpu][state]") {
   const ModelConfig cfg = synthetic_config();
   DecodeState a = memra::test::random_state(cfg, 42, 50, 8);
-  StateFile f = parse_bytes(serialize_state_file(snapshot_decode_state(a, cfg), kOrigin));
+  StateFile f = parse_bytes(serialize_state_file(memra::test::snapshot_of(cfg, a), kOrigin));
+  const memra::test::HostStateBackend backend(cfg);
   SECTION("into a larger capacity, bit-identical") {
-    DecodeState b = restore_state_file(f, cfg, kOrigin.model_fingerprint, 50 + 97);
-    CHECK(b.capacity == 147);
-    CHECK(memra::test::classes_bit_equal(cache_classes(cfg, a), cache_classes(cfg, b)));
+    auto b = restore_state_file(f, backend, kOrigin.model_fingerprint, 50 + 97);
+    CHECK(b->capacity() == 147);
+    CHECK(classes_bit_equal(cache_classes(cfg, a), b->export_classes()));
   }
   SECTION("into exactly the position") {
-    CHECK(restore_state_file(f, cfg, kOrigin.model_fingerprint, 42).capacity == 42);
+    CHECK(restore_state_file(f, backend, kOrigin.model_fingerprint, 42)->capacity() == 42);
   }
   SECTION("capacity below the position: exit 1") {
     try {
-      restore_state_file(f, cfg, kOrigin.model_fingerprint, 41);
+      restore_state_file(f, backend, kOrigin.model_fingerprint, 41);
       FAIL("accepted");
     } catch (const Error& e) {
       CHECK(e.exit_code() == kExitNegative);
@@ -74,7 +75,7 @@ TEST_CASE("verified file restore", "[cpu][state]") {
   }
   SECTION("another fingerprint: exit 1") {
     try {
-      restore_state_file(f, cfg, "ffffffffffffffffffffffffffffffff", 60);
+      restore_state_file(f, backend, "ffffffffffffffffffffffffffffffff", 60);
       FAIL("accepted");
     } catch (const Error& e) {
       CHECK(e.exit_code() == kExitNegative);
@@ -83,7 +84,8 @@ TEST_CASE("verified file restore", "[cpu][state]") {
   }
   SECTION("same fingerprint but other geometry: exit 1 naming the class") {
     try {
-      restore_state_file(f, synthetic_config(8, 20), kOrigin.model_fingerprint, 60);
+      const ModelConfig other = synthetic_config(8, 20);
+      restore_state_file(f, memra::test::HostStateBackend(other), kOrigin.model_fingerprint, 60);
       FAIL("accepted");
     } catch (const Error& e) {
       CHECK(e.exit_code() == kExitNegative);
@@ -110,8 +112,8 @@ TEST_CASE("state diff reports the first differing element of each class", "[cpu]
   const float before = v;
   v = std::nextafter(std::nextafter(v, INFINITY), INFINITY);
   b.layers[1].compressor.entries[6 * 8 + 1] += 1.0f;
-  StateFile fa = parse_bytes(serialize_state_file(snapshot_decode_state(a, cfg), kOrigin));
-  StateFile fb = parse_bytes(serialize_state_file(snapshot_decode_state(b, cfg), kOrigin));
+  StateFile fa = parse_bytes(serialize_state_file(memra::test::snapshot_of(cfg, a), kOrigin));
+  StateFile fb = parse_bytes(serialize_state_file(memra::test::snapshot_of(cfg, b), kOrigin));
   StateDiff d = diff_states(fa, fb);
   CHECK_FALSE(d.identical());
   REQUIRE(d.classes.size() == 1);
@@ -128,15 +130,16 @@ TEST_CASE("state diff reports the first differing element of each class", "[cpu]
   CHECK(d.to_json()["differing_classes"][0]["first_index"] == nlohmann::json({3, 5}));
 
   SECTION("identical states, other capacity: identical with a note") {
-    DecodeState c2 = restore_decode_state_for(snapshot_decode_state(a, cfg), 99);
-    StateDiff same = diff_states(fa, parse_bytes(serialize_state_file(snapshot_decode_state(c2, cfg), kOrigin)));
+    const memra::test::HostStateBackend backend(cfg);
+    auto c2 = restore_state(backend, memra::test::snapshot_of(cfg, a), 99);
+    StateDiff same = diff_states(fa, parse_bytes(serialize_state_file(snapshot_state(*c2), kOrigin)));
     CHECK(same.identical());
     REQUIRE(same.notes.size() == 1);
     CHECK_THAT(same.notes[0], Catch::Contains("capacity"));
   }
   SECTION("other positions: different, with class sets that differ") {
     DecodeState later = memra::test::random_state(cfg, 31, 40, 2);
-    StateDiff other = diff_states(fa, parse_bytes(serialize_state_file(snapshot_decode_state(later, cfg), kOrigin)));
+    StateDiff other = diff_states(fa, parse_bytes(serialize_state_file(memra::test::snapshot_of(cfg, later), kOrigin)));
     CHECK_FALSE(other.identical());
     REQUIRE_FALSE(other.identity.empty());
     CHECK_THAT(other.identity[0], Catch::Contains("position"));
@@ -145,7 +148,7 @@ TEST_CASE("state diff reports the first differing element of each class", "[cpu]
 
 TEST_CASE("state hash manifests", "[cpu][state]") {
   const ModelConfig cfg = synthetic_config();
-  StateFile f = parse_bytes(serialize_state_file(snapshot_decode_state(memra::test::random_state(cfg, 9, 20, 4), cfg), kOrigin));
+  StateFile f = parse_bytes(serialize_state_file(memra::test::snapshot_of(cfg, memra::test::random_state(cfg, 9, 20, 4)), kOrigin));
   const std::string text = state_manifest_text(f);
   SECTION("one line per class, then the state line") {
     CHECK(text.rfind("xxh3-128  " + f.classes()[0].hash.hex() + "  layers.0.window\n", 0) == 0);

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "engine/cpu_backends.h"
 #include "engine/engine.h"
 #include "format/safetensors.h"
 #include "model/model.h"
@@ -48,8 +49,8 @@ StateFile parse_bytes(const std::string& data) {
   return out;
 }
 
-std::string state_bytes(const Model& m, const Backend& b, const DecodeState& s) {
-  return serialize_state_file(snapshot_decode_state(s, m.config()), origin_of(m, b));
+std::string state_bytes(const Model& m, const Backend& b, const State& s) {
+  return serialize_state_file(snapshot_state(s), origin_of(m, b));
 }
 
 }  // namespace
@@ -62,44 +63,44 @@ TEST_CASE("restore into a larger capacity continues bit-identically", "[cpu][sta
   const std::span<const int32_t> prompt(tokens.data(), 66), next(tokens.data() + 66, 50);
 
   // Uninterrupted: 116 tokens in one run.
-  DecodeState whole = backend->new_state(116);
+  auto whole = backend->new_state(116);
   std::vector<float> whole_logits;
-  prefill(*backend, whole, std::span<const int32_t>(tokens.data(), 116), 0, &whole_logits);
+  prefill(*backend, *whole, std::span<const int32_t>(tokens.data(), 116), 0, &whole_logits);
 
   // Interrupted: 66 tokens → state file A.
-  DecodeState a = backend->new_state(66);
-  prefill(*backend, a, prompt, 0, nullptr);
-  const StateFile file = parse_bytes(state_bytes(model, *backend, a));
+  auto a = backend->new_state(66);
+  prefill(*backend, *a, prompt, 0, nullptr);
+  const StateFile file = parse_bytes(state_bytes(model, *backend, *a));
   const int64_t V = model.config().vocab_size;
 
   for (int64_t capacity : {int64_t{66 + 97}, int64_t{116}}) {
     DYNAMIC_SECTION("capacity " << capacity) {
-      DecodeState b = restore_state_file(file, model.config(), model.fingerprint().hex(), capacity);
-      CHECK(b.capacity == capacity);
+      auto b = restore_state_file(file, *backend, model.fingerprint().hex(), capacity);
+      CHECK(b->capacity() == capacity);
       std::vector<float> logits;
-      prefill(*backend, b, next, 0, &logits);
+      prefill(*backend, *b, next, 0, &logits);
       REQUIRE(logits.size() == static_cast<size_t>(50 * V));
       CHECK(std::memcmp(logits.data(), whole_logits.data() + 66 * V, logits.size() * sizeof(float)) == 0);
-      CHECK(memra::test::classes_bit_equal(cache_classes(model.config(), b), cache_classes(model.config(), whole)));
+      CHECK(classes_bit_equal(b->export_classes(), whole->export_classes()));
       // And a greedy continuation from both agrees.
-      DecodeState w2 = backend->new_state(200);
-      prefill(*backend, w2, std::span<const int32_t>(tokens.data(), 116), 0, nullptr);
+      auto w2 = backend->new_state(200);
+      prefill(*backend, *w2, std::span<const int32_t>(tokens.data(), 116), 0, nullptr);
       if (capacity >= 116 + 5) {
-        CHECK(generate_greedy(*backend, b, 5) == generate_greedy(*backend, w2, 5));
+        CHECK(generate_greedy(*backend, *b, 5) == generate_greedy(*backend, *w2, 5));
       }
     }
   }
   SECTION("the in-process snapshot round trips the same way") {
-    HostSnapshot host = snapshot_decode_state(a, model.config());
+    HostSnapshot host = snapshot_state(*a);
     CHECK(host.bytes() > 0);
-    DecodeState b = restore_decode_state_for(host, 66 + 97);
+    auto b = restore_state(*backend, host, 66 + 97);
     std::vector<float> logits;
-    prefill(*backend, b, next, 7, &logits);
+    prefill(*backend, *b, next, 7, &logits);
     CHECK(std::memcmp(logits.data(), whole_logits.data() + 66 * V, logits.size() * sizeof(float)) == 0);
   }
   SECTION("capacity below the position is refused") {
     try {
-      restore_state_file(file, model.config(), model.fingerprint().hex(), 65);
+      restore_state_file(file, *backend, model.fingerprint().hex(), 65);
       FAIL("capacity 65 accepted for a state at 66");
     } catch (const Error& e) {
       CHECK(e.exit_code() == kExitNegative);
@@ -108,7 +109,7 @@ TEST_CASE("restore into a larger capacity continues bit-identically", "[cpu][sta
   SECTION("another model's state is refused") {
     const Model other = Model::load(fixture("tiny-b"));
     try {
-      restore_state_file(file, other.config(), other.fingerprint().hex(), 200);
+      restore_state_file(file, *make_cpu_backend(other), other.fingerprint().hex(), 200);
       FAIL("tiny-a state accepted for tiny-b");
     } catch (const Error& e) {
       CHECK(e.exit_code() == kExitNegative);
@@ -124,9 +125,9 @@ TEST_CASE("chunk widths give identical state files and other tokens differ", "[c
   const std::span<const int32_t> prompt(tokens.data(), 66);
   std::string first;
   for (int64_t chunk : {0, 1, 5, 16, 66}) {
-    DecodeState s = backend->new_state(100);
-    prefill(*backend, s, prompt, chunk, nullptr);
-    const std::string bytes = state_bytes(model, *backend, s);
+    auto s = backend->new_state(100);
+    prefill(*backend, *s, prompt, chunk, nullptr);
+    const std::string bytes = state_bytes(model, *backend, *s);
     if (first.empty()) first = bytes;
     else CHECK(bytes == first);
   }
@@ -135,9 +136,9 @@ TEST_CASE("chunk widths give identical state files and other tokens differ", "[c
   SECTION("one changed token makes a difference, found class by class") {
     std::vector<int32_t> changed(prompt.begin(), prompt.end());
     changed[60] = (changed[60] + 1) % static_cast<int32_t>(model.config().vocab_size);
-    DecodeState s = backend->new_state(100);
-    prefill(*backend, s, changed, 0, nullptr);
-    StateDiff d = diff_states(a, parse_bytes(state_bytes(model, *backend, s)));
+    auto s = backend->new_state(100);
+    prefill(*backend, *s, changed, 0, nullptr);
+    StateDiff d = diff_states(a, parse_bytes(state_bytes(model, *backend, *s)));
     CHECK_FALSE(d.identical());
     REQUIRE_FALSE(d.classes.empty());
     CHECK(d.classes.front().kind == "values");
@@ -147,4 +148,26 @@ TEST_CASE("chunk widths give identical state files and other tokens differ", "[c
     for (const auto& c : d.classes) window0 |= c.name == "layers.0.window";
     CHECK(window0);
   }
+}
+
+TEST_CASE("a state file written by memra 0.1.0 (format 1.0) still verifies and restores", "[cpu][state][golden]") {
+  // test/data/state-v1.0-tiny-pos45.mst: `memra prefill models/tiny -o … --capacity 60` by memra 0.1.0
+  // (commit 2390a1b, before state components) over the prompt 2 + (37 i mod 500), i < 45.
+  const Model model = Model::load(std::string(MEMRA_FIXTURES) + "/tiny");
+  auto backend = make_cpu_backend(model);
+  StateFile file = StateFile::open(std::string(MEMRA_TEST_DATA) + "/state-v1.0-tiny-pos45.mst");
+  CHECK(file.version() == "1.0");
+  CHECK(file.precision_class() == "cpu-f32-exact");
+  auto restored = restore_state_file(file, *backend, model.fingerprint().hex(), 60);
+  std::vector<int32_t> prompt(45);
+  for (int i = 0; i < 45; ++i) prompt[i] = 2 + (i * 37) % 500;
+  auto fresh = backend->new_state(60);
+  prefill(*backend, *fresh, prompt, 0, nullptr);
+  CHECK(classes_bit_equal(restored->export_classes(), fresh->export_classes()));
+  // Written again by this memra, a trunk-only state is still a 1.0 file with the same state hash.
+  const std::string again = serialize_state_file(snapshot_state(*fresh), {model.fingerprint().hex(), "cpu-f32-exact"});
+  StateFile back = parse_bytes(again);
+  CHECK(back.version() == "1.0");
+  CHECK(back.state_hash() == file.state_hash());
+  CHECK(generate_greedy(*backend, *restored, 3) == generate_greedy(*backend, *fresh, 3));
 }

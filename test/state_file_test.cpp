@@ -51,7 +51,7 @@ int try_parse(const std::string& data, StateCheck check = StateCheck::kFull) {
 
 HostSnapshot sample_snapshot(int64_t pos = 22, uint64_t seed = 5) {
   const ModelConfig cfg = memra::test::synthetic_config();
-  return snapshot_decode_state(memra::test::random_state(cfg, pos, 64, seed), cfg);
+  return memra::test::snapshot_of(cfg, memra::test::random_state(cfg, pos, 64, seed));
 }
 
 // Rewrites a state file with changed metadata / extra tensors, re-deriving the hashes the way a
@@ -117,9 +117,9 @@ TEST_CASE("state file round trip", "[cpu][state]") {
     CHECK(written.state_hash == xxh3_128(digests.data(), digests.size()));
   }
   SECTION("host snapshot from the file equals the original, bit for bit") {
-    HostSnapshot back = f.to_host(snap.config);
+    HostSnapshot back = f.to_host();
     CHECK(back.pos == snap.pos);
-    CHECK(memra::test::classes_bit_equal(back.classes, snap.classes));
+    CHECK(classes_bit_equal(back.classes, snap.classes));
   }
   SECTION("bytes are deterministic and a plain safetensors file") {
     const std::string a = serialize_state_file(snap, kOrigin), b = serialize_state_file(snap, kOrigin);
@@ -128,20 +128,20 @@ TEST_CASE("state file round trip", "[cpu][state]") {
     SafetensorsFile st = SafetensorsFile::parse(bytes_of(a));
     REQUIRE(st.tensors().size() == snap.classes.size());
     CHECK(st.get("last_logits").dtype == DType::kF32);
-    CHECK(tensor_to_f32(st.get("layers.1.csa.cmp")) == snap.classes[2].values);
+    CHECK(tensor_to_f32(st.get("layers.1.csa.cmp")) == snap.classes[2].f32_copy());
     CHECK((8 + st.header_size()) % 8 == 0);
   }
   SECTION("hashing threads do not change the hashes") {
     std::vector<ClassBytes> items;
-    for (const auto& c : snap.classes) items.push_back({c.name, "F32", &c.shape, c.values.data(), c.values.size() * 4});
+    for (const auto& c : snap.classes) items.push_back({c.name, "F32", &c.shape, c.bytes.data(), c.bytes.size()});
     CHECK(class_hashes(items, 1) == class_hashes(items, 7));
   }
   SECTION("position 0 state (no classes) round trips") {
     const ModelConfig cfg = memra::test::synthetic_config();
-    const std::string z = serialize_state_file(snapshot_decode_state(make_decode_state(cfg, 3), cfg), kOrigin);
+    const std::string z = serialize_state_file(memra::test::snapshot_of(cfg, make_decode_state(cfg, 3)), kOrigin);
     StateFile zf = StateFile::parse(bytes_of(z));
     CHECK(zf.classes().empty());
-    CHECK(zf.to_host(cfg).classes.empty());
+    CHECK(zf.to_host().classes.empty());
   }
 }
 
@@ -156,7 +156,7 @@ TEST_CASE("state file writer refuses what it cannot represent", "[cpu][state]") 
   bad.classes[0].name = "layers 0";
   CHECK_THROWS_AS(serialize_state_file(bad, kOrigin), Error);
   bad = snap;
-  bad.classes[1].values.pop_back();
+  bad.classes[1].bytes.pop_back();
   CHECK_THROWS_AS(serialize_state_file(bad, kOrigin), Error);
 }
 
@@ -168,7 +168,7 @@ TEST_CASE("state file write is atomic", "[cpu][state]") {
   const std::string before = read_text_file(path);
   // A failing write (a class whose values disagree with its shape) leaves the old file and no temp.
   HostSnapshot bad = sample_snapshot(22, 2);
-  bad.classes.back().values.pop_back();
+  bad.classes.back().bytes.pop_back();
   CHECK_THROWS_AS(write_state_file(path, bad, kOrigin), Error);
   CHECK(read_text_file(path) == before);
   size_t entries = 0;
@@ -235,14 +235,22 @@ TEST_CASE("every truncation is refused", "[cpu][state][fault]") {
 TEST_CASE("format versions: a newer minor is read and another major refused", "[cpu][state]") {
   const std::string good = serialize_state_file(sample_snapshot(22, 6), kOrigin);
   SECTION("the rewrite helper reproduces the file exactly") { CHECK(rewrite(good, {}) == good); }
-  SECTION("a newer minor with unknown keys and a drafter class is read; the drafter class is verified and left out") {
+  SECTION("a newer minor with unknown keys and a drafter class is read; the drafter class is verified, and a model without a drafter refuses it by name") {
     const std::string ring(4 * 6, '\x01');
     const std::string newer = rewrite(good, {{"format_version", "1.7"}, {"drafter.kind", "dspark"}},
                                       {{"drafter.ring", DType::kI32, {2, 3}, ring}});
     StateFile f = StateFile::parse(bytes_of(newer));
     CHECK(f.minor_version() == 7);
     CHECK(f.find("drafter.ring") != nullptr);
-    CHECK(f.to_host(memra::test::synthetic_config()).classes.size() == f.classes().size() - 1);
+    CHECK(f.to_host().classes.size() == f.classes().size());
+    const ModelConfig cfg = memra::test::synthetic_config();
+    try {
+      restore_state_file(f, memra::test::HostStateBackend(cfg), kOrigin.model_fingerprint, 64);
+      FAIL("a drafter class was accepted by a model without a drafter");
+    } catch (const Error& e) {
+      CHECK(e.exit_code() == kExitNegative);
+      CHECK_THAT(e.what(), Catch::Contains("drafter.ring"));
+    }
     std::string flipped = newer;
     flipped[flipped.size() - 3] ^= 0x10;  // inside drafter.ring
     CHECK_THROWS_WITH(StateFile::parse(bytes_of(flipped)), Catch::Contains("drafter.ring"));
@@ -267,7 +275,8 @@ TEST_CASE("format versions: a newer minor is read and another major refused", "[
   SECTION("a re-hashed metadata lie about the position is still caught on restore") {
     const std::string lie = rewrite(good, {{"position", "21"}});
     StateFile f = StateFile::parse(bytes_of(lie));
-    CHECK_THROWS_AS(f.to_host(memra::test::synthetic_config()), Error);
+    const ModelConfig cfg = memra::test::synthetic_config();
+    CHECK_THROWS_AS(restore_state_file(f, memra::test::HostStateBackend(cfg), kOrigin.model_fingerprint, 64), Error);
   }
   SECTION("a hash key for a class that is not there is refused") {
     CHECK(try_parse(rewrite(good, {{"hash.layers.9.window", std::string(32, 'a')}})) == kExitNegative);

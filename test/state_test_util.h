@@ -5,8 +5,13 @@
 #include <random>
 #include <vector>
 
+#include "core/error.h"
+#include "engine/backend.h"
+#include "engine/cpu_state.h"
+#include "engine/host_state_backend.h"
 #include "engine/decode_state.h"
 #include "model/config.h"
+#include "state/snapshot.h"
 
 namespace memra::test {
 
@@ -71,11 +76,18 @@ inline bool bits_equal(const std::vector<float>& a, const std::vector<float>& b)
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-inline bool classes_bit_equal(const std::vector<CacheClass>& a, const std::vector<CacheClass>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].name != b[i].name || a[i].shape != b[i].shape || !bits_equal(a[i].values, b[i].values)) return false;
-  return true;
+using memra::HostStateBackend;
+
+// A host snapshot of a plain host state (what a CPU backend's snapshot_state() gives).
+inline HostSnapshot snapshot_of(const ModelConfig& config, const DecodeState& s) {
+  return HostSnapshot{s.pos, s.capacity, cache_classes(config, s)};
+}
+
+// random_state() inside a backend-owned state of `backend`.
+inline std::unique_ptr<State> random_backend_state(const Backend& backend, int64_t pos, int64_t capacity, uint64_t seed) {
+  std::unique_ptr<State> s = backend.new_state(capacity);
+  s->import_classes(pos, cache_classes(backend.config(), random_state(backend.config(), pos, capacity, seed)));
+  return s;
 }
 
 }  // namespace memra::test

@@ -9,6 +9,7 @@ sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
 
 if [[ "${MEMRA_SKIP_APT:-0}" != 1 ]]; then
   pkgs=(build-essential cmake ninja-build ccache git python3 python3-venv libcli11-dev nlohmann-json3-dev libxxhash-dev catch2
+        pkg-config libpcre2-dev  # the tokenizer's Unicode-property regexes
         chromium zsh fish)  # the last three: report rendering and completion tests
   missing=()
   for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

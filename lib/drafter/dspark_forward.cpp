@@ -197,14 +197,14 @@ DsparkBlock dspark_block(const DsparkWeights& w, const DsparkRings& rings, const
   const std::vector<int32_t> no_tokens(b, 0);  // learned routing never reads token ids
   for (int64_t s = 0; s < c.num_layers; ++s) {
     const cpu::LayerWeights& lw = w.stages[s];
-    cpu::hc_pre(sc, X, b, lw.hc_attn, x, post, comb);
+    cpu::hc_pre(cpu::exact_arithmetic(), sc, X, b, lw.hc_attn, x, post, comb);
     for (int64_t t = 0; t < b; ++t) cpu::rms_norm(x.data() + t * D, D, lw.attn_norm, c.rms_norm_eps);
     window_attention(w, rings, s, x, b, y);
     cpu::hc_post(sc, X, b, y, post, comb);
-    cpu::hc_pre(sc, X, b, lw.hc_ffn, x, post, comb);
+    cpu::hc_pre(cpu::exact_arithmetic(), sc, X, b, lw.hc_ffn, x, post, comb);
     for (int64_t t = 0; t < b; ++t) cpu::rms_norm(x.data() + t * D, D, lw.ffn_norm, c.rms_norm_eps);
     ForwardTrace router;
-    cpu::moe(sc, lw, s, no_tokens, x, y, trace ? &router : nullptr);
+    cpu::moe(cpu::exact_arithmetic(), sc, lw, s, no_tokens, x, y, trace ? &router : nullptr);
     cpu::hc_post(sc, X, b, y, post, comb);
     if (trace) {
       const std::string S = "stage." + std::to_string(s) + ".";

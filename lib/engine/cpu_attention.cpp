@@ -4,18 +4,19 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/cpu_gemm.h"
 #include "engine/cpu_layer.h"
 #include "engine/cpu_ops.h"
 #include "engine/rope.h"
 
 namespace memra::cpu {
 
-void compress_rows(const ModelConfig& cfg, const CompressorWeights& cw, CompressorState& cs,
+void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const CompressorWeights& cw, CompressorState& cs,
                    const std::vector<float>* inv_freq, int64_t pos0, int64_t T, const std::vector<float>& x) {
   const int64_t D = cfg.hidden_size, m = cs.ratio, c = cs.overlap, w = cs.width, cw_n = c * w;
   std::vector<float> kv(T * cw_n), score(T * cw_n);
-  cpu::linear(x.data(), T, D, cw.wkv, cw_n, kv.data());
-  cpu::linear(x.data(), T, D, cw.wgate, cw_n, score.data());
+  ar.linear(x.data(), T, D, cw.wkv, cw_n, kv.data());  // f32 projections (an f32 island)
+  ar.linear(x.data(), T, D, cw.wgate, cw_n, score.data());
   std::vector<float> entry(w), p(2 * m);
   for (int64_t t = 0; t < T; ++t) {
     const int64_t pos = pos0 + t, slot = pos % m;
@@ -90,17 +91,17 @@ void trace_put(ForwardTrace* trace, const std::string& name, std::vector<int64_t
   trace->arrays[name] = std::move(values);
 }
 
-void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, LayerState& ls, int64_t pos0, int64_t T,
-               const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace) {
+void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, LayerState& ls,
+               int64_t pos0, int64_t T, const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace) {
   const int64_t D = cfg.hidden_size, H = cfg.num_attention_heads, d = cfg.head_dim, ql = cfg.q_lora_rank;
   const int64_t W = cfg.sliding_window, G = cfg.o_groups, R = cfg.o_lora_rank, Hd = H * d;
   const std::vector<float>& inv = *lw.inv_freq;
 
   std::vector<float> qr(T * ql), q(T * Hd), kv(T * d);
-  cpu::linear(x.data(), T, D, lw.wq_a, ql, qr.data());
+  ar.linear(x.data(), T, D, lw.wq_a, ql, qr.data());
   for (int64_t t = 0; t < T; ++t) cpu::rms_norm(qr.data() + t * ql, ql, lw.q_norm, cfg.rms_norm_eps);
-  cpu::linear(qr.data(), T, ql, lw.wq_b, Hd, q.data());
-  cpu::linear(x.data(), T, D, lw.wkv, d, kv.data());
+  ar.linear(qr.data(), T, ql, lw.wq_b, Hd, q.data());
+  ar.linear(x.data(), T, D, lw.wkv, d, kv.data());
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t h = 0; h < H; ++h) {
       float* qh = q.data() + t * Hd + h * d;
@@ -114,13 +115,13 @@ void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, La
   // Compressed entries for every window this chunk closes (query t sees only those with e < (t+1)/m).
   const int64_t m = lw.ratio;
   std::vector<std::vector<int64_t>> selected(T);  // CSA: per query, chosen entry ids (ascending)
-  if (lw.kind != LayerKind::kSliding) compress_rows(cfg, lw.compressor, ls.compressor, lw.inv_freq, pos0, T, x);
+  if (lw.kind != LayerKind::kSliding) compress_rows(ar, cfg, lw.compressor, ls.compressor, lw.inv_freq, pos0, T, x);
   if (lw.kind == LayerKind::kCSA) {
-    compress_rows(cfg, lw.indexer, ls.indexer, lw.inv_freq, pos0, T, x);
+    compress_rows(ar, cfg, lw.indexer, ls.indexer, lw.inv_freq, pos0, T, x);
     const int64_t Hi = cfg.index_n_heads, di = cfg.index_head_dim, K = cfg.index_topk;
     std::vector<float> qi(T * Hi * di), wi(T * Hi);
-    cpu::linear(qr.data(), T, ql, lw.idx_wq_b, Hi * di, qi.data());
-    cpu::linear(x.data(), T, D, lw.idx_weights, Hi, wi.data());
+    ar.linear(qr.data(), T, ql, lw.idx_wq_b, Hi * di, qi.data());
+    ar.linear(x.data(), T, D, lw.idx_weights, Hi, wi.data());
     const float softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(di)));
     const float weight_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Hi)));
     std::vector<float> sel_trace(T * K, -1.0f), margin_trace(T);
@@ -132,7 +133,8 @@ void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, La
         const float* key = ls.indexer.entries.data() + s * di;
         double acc = 0.0;
         for (int64_t h = 0; h < Hi; ++h) {
-          float dotv = static_cast<float>(cpu::dot(qi.data() + (t * Hi + h) * di, key, di));
+          const float* qh = qi.data() + (t * Hi + h) * di;
+          float dotv = ar.fast ? dot_fast(qh, key, di) : static_cast<float>(cpu::dot(qh, key, di));
           float term = std::max(dotv, 0.0f) * softmax_scale;
           acc += static_cast<double>(term) * static_cast<double>(wi[t * Hi + h] * weight_scale);
         }
@@ -168,7 +170,7 @@ void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, La
       const float* qh = q.data() + t * Hd + h * d;
       float mx = lw.sink[h];
       for (int64_t j = 0; j < n_keys; ++j) {
-        logit[j] = static_cast<float>(cpu::dot(qh, keys[j], d)) * scale;
+        logit[j] = (ar.fast ? dot_fast(qh, keys[j], d) : static_cast<float>(cpu::dot(qh, keys[j], d))) * scale;
         mx = std::max(mx, logit[j]);
       }
       double denom = std::exp(lw.sink[h] - mx);
@@ -177,11 +179,19 @@ void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, La
         denom += logit[j];
       }
       float* oh = o.data() + t * Hd + h * d;
-      for (int64_t i = 0; i < d; ++i) {
-        double acc = 0.0;
-        for (int64_t j = 0; j < n_keys; ++j)
-          acc += static_cast<double>(logit[j] / static_cast<float>(denom)) * keys[j][i];
-        oh[i] = static_cast<float>(acc);
+      if (ar.fast) {  // f32 accumulation over keys
+        std::fill(oh, oh + d, 0.0f);
+        for (int64_t j = 0; j < n_keys; ++j) {
+          const float p = logit[j] / static_cast<float>(denom);
+          for (int64_t i = 0; i < d; ++i) oh[i] += p * keys[j][i];
+        }
+      } else {
+        for (int64_t i = 0; i < d; ++i) {
+          double acc = 0.0;
+          for (int64_t j = 0; j < n_keys; ++j)
+            acc += static_cast<double>(logit[j] / static_cast<float>(denom)) * keys[j][i];
+          oh[i] = static_cast<float>(acc);
+        }
       }
       rope_rotate(oh, d, inv, pos, -1.0f);  // undo the rotation V picked up (K = V)
     }
@@ -192,15 +202,15 @@ void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, La
 
   // Grouped output projection: z_g = O_g @ wo_a[g]^T, out = z @ wo_b^T.
   const int64_t group_in = Hd / G;
-  std::vector<float> z(T * G * R);
+  std::vector<float> z(T * G * R), og(T * group_in), zg(T * R);
   for (int64_t g = 0; g < G; ++g) {
     for (int64_t t = 0; t < T; ++t)
-      for (int64_t r = 0; r < R; ++r)
-        z[t * G * R + g * R + r] =
-            static_cast<float>(cpu::dot(o.data() + t * Hd + g * group_in, lw.wo_a + (g * R + r) * group_in, group_in));
+      std::copy(o.begin() + t * Hd + g * group_in, o.begin() + t * Hd + (g + 1) * group_in, og.begin() + t * group_in);
+    ar.linear(og.data(), T, group_in, lw.wo_a + g * R * group_in, R, zg.data());
+    for (int64_t t = 0; t < T; ++t) std::copy(zg.begin() + t * R, zg.begin() + (t + 1) * R, z.begin() + t * G * R + g * R);
   }
   out.assign(T * D, 0.0f);
-  cpu::linear(z.data(), T, G * R, lw.wo_b, D, out.data());
+  ar.linear(z.data(), T, G * R, lw.wo_b, D, out.data());
 }
 
 }  // namespace memra::cpu

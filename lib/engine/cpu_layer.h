@@ -13,11 +13,22 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/decode_state.h"
 #include "model/config.h"
 
 namespace memra::cpu {
 
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// The arithmetic a CPU realization plugs into the shared site code. `cpu` (exact): sequential
+// double-accumulated products. `cpu-fast`: blocked f32 GEMMs over all rows, f32 attention dots and
+// sums, MoE grouped by expert. Both store f32 between ops (docs/bands.md says why not bf16).
+struct Arithmetic {
+  void (*linear)(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float* y);  // y = x·wᵀ
+  bool fast;  // f32 attention dots and sums, grouped MoE
+};
+const Arithmetic& exact_arithmetic();
+const Arithmetic& fast_arithmetic();
 
 struct HcWeights {
   const float* fn;     // [(2+n)n, nD]
@@ -61,25 +72,48 @@ struct LayerWeights {
   const float* shared_w3;
 };
 
+// Every weight of the model bound as f32 pointers (names from model/tensor_names.h). Not movable:
+// layers point at the RoPE tables it owns.
+struct ModelWeights {
+  explicit ModelWeights(const Model& model);
+  ModelWeights(const ModelWeights&) = delete;
+  ModelWeights& operator=(const ModelWeights&) = delete;
+
+  std::vector<float> inv_main, inv_compress;  // RoPE inverse frequencies [r/2]: sliding, compressed layers
+  std::vector<LayerWeights> layers;
+  const float* embed;       // [V, D]
+  const float* head;        // [V, D]
+  const float* final_norm;  // [D]
+  HcWeights hc_head;        // fn [n, nD], base [n], scale [1]
+};
+
+// The hc head of one row: pre-weighted collapse of X_t [n, D] into h [D], then the final norm.
+void hc_head(const ModelConfig& cfg, const ModelWeights& w, const float* X_t, float* h);
+
+// One forward over a batch (the layer loop both CPU realizations share): validates nothing (the
+// backend did), reads and advances every sequence's host state.
+void forward_batch(const Arithmetic& ar, const ModelConfig& cfg, const ModelWeights& w, std::span<const SequenceStep> batch,
+                   const std::vector<DecodeState*>& states);
+
 // mHC (§3.2): collapses the n streams of X [T,n,D] into x [T,D]; writes post [T,n] and comb [T,n,n].
-void hc_pre(const ModelConfig& cfg, const std::vector<float>& X, int64_t T, const HcWeights& w, std::vector<float>& x,
-            std::vector<float>& post, std::vector<float>& comb);
+void hc_pre(const Arithmetic& ar, const ModelConfig& cfg, const std::vector<float>& X, int64_t T, const HcWeights& w,
+            std::vector<float>& x, std::vector<float>& post, std::vector<float>& comb);
 // X'[t,k,:] = post[t,k]·y[t,:] + Σ_j comb[t,j,k]·X[t,j,:]  (the transposed combine)
 void hc_post(const ModelConfig& cfg, std::vector<float>& X, int64_t T, const std::vector<float>& y,
              const std::vector<float>& post, const std::vector<float>& comb);
 
 // Attention site (§3.4–3.7) for rows at positions pos0..pos0+T-1: reads and advances the layer's
 // window ring, compressors and indexer keys; out [T, D].
-void attention(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, LayerState& ls, int64_t pos0, int64_t T,
-               const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace);
+void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, LayerState& ls,
+               int64_t pos0, int64_t T, const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace);
 // Projects rows into the open window, closing entries at window ends (§3.5; appended to cs.entries).
-void compress_rows(const ModelConfig& cfg, const CompressorWeights& cw, CompressorState& cs,
+void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const CompressorWeights& cw, CompressorState& cs,
                    const std::vector<float>* inv_freq, int64_t pos0, int64_t T, const std::vector<float>& x);
 
 // MoE site (§3.8): hash or learned routing, routed experts in ascending id order plus the shared
 // expert; out [T, D].
-void moe(const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, std::span<const int32_t> tokens,
-         const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace);
+void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, int64_t layer,
+         std::span<const int32_t> tokens, const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace);
 
 // Top-k with ties broken by the lower index (architecture note §10); ids in selection order.
 std::vector<int64_t> topk_lower_index(const std::vector<float>& scores, int64_t k);

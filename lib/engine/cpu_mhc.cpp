@@ -7,19 +7,20 @@
 
 namespace memra::cpu {
 
-void hc_pre(const ModelConfig& cfg, const std::vector<float>& X, int64_t T, const HcWeights& w, std::vector<float>& x,
-            std::vector<float>& post, std::vector<float>& comb) {
+void hc_pre(const Arithmetic& ar, const ModelConfig& cfg, const std::vector<float>& X, int64_t T, const HcWeights& w,
+            std::vector<float>& x, std::vector<float>& post, std::vector<float>& comb) {
   const int64_t n = cfg.hc_mult, D = cfg.hidden_size, nD = n * D, mix_n = (2 + n) * n;
   const float eps = static_cast<float>(cfg.hc_eps);
   x.assign(T * D, 0.0f);
   post.assign(T * n, 0.0f);
   comb.assign(T * n * n, 0.0f);
-  std::vector<float> flat(nD), mix(mix_n), pre(n);
+  // mix [T, (2+n)n] = rms(X_t) · fnᵀ for every row at once (one product for the realization).
+  std::vector<float> flat(X.begin(), X.begin() + T * nD), mixes(T * mix_n), pre(n);
+  for (int64_t t = 0; t < T; ++t) cpu::rms_norm(flat.data() + t * nD, nD, nullptr, cfg.rms_norm_eps);
+  ar.linear(flat.data(), T, nD, w.fn, mix_n, mixes.data());
   for (int64_t t = 0; t < T; ++t) {
     const float* Xt = X.data() + t * nD;
-    std::copy(Xt, Xt + nD, flat.begin());
-    cpu::rms_norm(flat.data(), nD, nullptr, cfg.rms_norm_eps);
-    for (int64_t i = 0; i < mix_n; ++i) mix[i] = static_cast<float>(cpu::dot(flat.data(), w.fn + i * nD, nD));
+    const float* mix = mixes.data() + t * mix_n;
     for (int64_t j = 0; j < n; ++j) {
       pre[j] = cpu::sigmoid(mix[j] * w.scale[0] + w.base[j]) + eps;
       post[t * n + j] = 2.0f * cpu::sigmoid(mix[n + j] * w.scale[1] + w.base[n + j]);

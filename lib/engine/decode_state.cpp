@@ -214,9 +214,9 @@ DecodeState make_decode_state(const ModelConfig& config, int64_t capacity) {
   return state;
 }
 
-std::vector<CacheClass> expected_cache_classes(const ModelConfig& config, int64_t pos) {
-  std::vector<CacheClass> out;
-  for (auto& spec : class_layout(config, pos)) out.push_back({std::move(spec.name), std::move(spec.shape), {}});
+std::vector<ClassLayout> trunk_layout(const ModelConfig& config, int64_t pos) {
+  std::vector<ClassLayout> out;
+  for (auto& spec : class_layout(config, pos)) out.push_back({std::move(spec.name), DType::kF32, std::move(spec.shape)});
   return out;
 }
 
@@ -225,11 +225,12 @@ std::vector<CacheClass> cache_classes(const ModelConfig& config, const DecodeSta
   std::vector<CacheClass> out;
   DecodeState& source = const_cast<DecodeState&>(state);  // transfer() only reads it when to_class
   for (auto& spec : class_layout(config, state.pos)) {
-    CacheClass c{spec.name, spec.shape, {}};
-    int64_t n = 1;
-    for (int64_t dim : spec.shape) n *= dim;
-    c.values.resize(static_cast<size_t>(n));
-    transfer(config, spec, source, c.values.data(), true);
+    CacheClass c;
+    c.name = spec.name;
+    c.dtype = DType::kF32;
+    c.shape = spec.shape;
+    c.bytes.resize(c.nbytes());
+    transfer(config, spec, source, c.f32_mut().data(), true);
     out.push_back(std::move(c));
   }
   return out;
@@ -251,18 +252,18 @@ DecodeState decode_state_from_classes(const ModelConfig& config, int64_t pos, in
     const CacheClass& have = classes[i];
     if (have.name != want.name)
       throw Error("cache class " + std::to_string(i) + " is " + have.name + ", expected " + want.name);
+    if (have.dtype != DType::kF32)
+      throw Error("cache class " + have.name + " is " + dtype_name(have.dtype) + ", expected F32");
     if (have.shape != want.shape)
       throw Error("cache class " + have.name + " has shape " + shape_text(have.shape) + ", expected " + shape_text(want.shape));
-    int64_t n = 1;
-    for (int64_t dim : want.shape) n *= dim;
-    if (static_cast<int64_t>(have.values.size()) != n)
-      throw Error("cache class " + have.name + " holds " + std::to_string(have.values.size()) + " values, its shape needs " +
-                  std::to_string(n));
+    if (have.bytes.size() != have.nbytes())
+      throw Error("cache class " + have.name + " holds " + std::to_string(have.bytes.size()) + " bytes, its shape needs " +
+                  std::to_string(have.nbytes()));
   }
   DecodeState state = make_decode_state(config, capacity);
   state.pos = pos;
   for (size_t i = 0; i < layout.size(); ++i)
-    transfer(config, layout[i], state, const_cast<float*>(classes[i].values.data()), false);
+    transfer(config, layout[i], state, reinterpret_cast<float*>(const_cast<uint8_t*>(classes[i].bytes.data())), false);
   return state;
 }
 

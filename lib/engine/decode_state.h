@@ -1,11 +1,14 @@
-// The per-sequence decode state of DeepSeek-V4 (architecture note §4): exactly what a later token
-// needs, per layer. Capacity (the longest context the state must hold) is planned up front; nothing
-// is reallocated while it runs. All values are f32 on the CPU backend.
+// The trunk's decode state (docs/architecture.md, "decode state"): exactly what a later token needs,
+// per layer, and THE table of its classes (trunk_layout) that every realization exports in. The
+// host layout below is the CPU backends' storage; the CUDA backend keeps the same buffers on the
+// device. Capacity (the longest context the state must hold) is planned up front; nothing is
+// reallocated while it runs. All values are f32.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "engine/state_class.h"
 #include "model/config.h"
 
 namespace memra {
@@ -36,14 +39,6 @@ struct DecodeState {
   std::vector<float> last_logits;  // [V] logits of position pos-1 (empty at pos 0): what greedy continues from
 };
 
-// A live tensor of the state, by stable name (e.g. `layers.3.csa.cmp`): the unit that snapshots,
-// hashes and gates compare. Values are in position order (the window oldest first).
-struct CacheClass {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::vector<float> values;
-};
-
 // Allocates an empty state for `capacity` tokens (throws Error if capacity < 1). CSA carries start
 // as "no previous window": prev_kv 0 and prev_score −inf (softmax weight 0), as in §3.5.
 DecodeState make_decode_state(const ModelConfig& config, int64_t capacity);
@@ -55,11 +50,12 @@ DecodeState make_decode_state(const ModelConfig& config, int64_t capacity);
 // Then `last_logits` [V] when pos > 0. Empty classes (a dimension of 0) are omitted.
 std::vector<CacheClass> cache_classes(const ModelConfig& config, const DecodeState& state);
 
-// The classes that a state at `pos` must have: names and shapes, in cache_classes() order.
-std::vector<CacheClass> expected_cache_classes(const ModelConfig& config, int64_t pos);
+// The classes that a trunk state at `pos` holds: names, dtypes (F32) and shapes, in cache_classes()
+// order. Every realization's trunk component exports exactly these.
+std::vector<ClassLayout> trunk_layout(const ModelConfig& config, int64_t pos);
 
 // Rebuilds a state at `pos` with `capacity` ≥ pos from classes (names and shapes must be exactly
-// expected_cache_classes(config, pos); throws Error naming the first disagreement).
+// trunk_layout(config, pos); throws Error naming the first disagreement).
 DecodeState decode_state_from_classes(const ModelConfig& config, int64_t pos, int64_t capacity,
                                       const std::vector<CacheClass>& classes);
 

@@ -1,4 +1,4 @@
-// Prefill in chunks, one-token decode and greedy generation over any Backend.
+// Prefill in chunks, one-token decode, greedy generation and state rebuilds over any Backend.
 #include "engine/engine.h"
 
 #include <algorithm>
@@ -7,7 +7,7 @@
 
 namespace memra {
 
-void prefill(const Backend& backend, DecodeState& state, std::span<const int32_t> tokens, int64_t chunk,
+void prefill(const Backend& backend, State& state, std::span<const int32_t> tokens, int64_t chunk,
              std::vector<float>* logits, const std::function<void(int64_t, int64_t)>& on_progress) {
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t V = backend.vocab_size();
@@ -15,19 +15,20 @@ void prefill(const Backend& backend, DecodeState& state, std::span<const int32_t
   if (logits) logits->reserve(logits->size() + T * V);
   for (int64_t begin = 0; begin < T; begin += chunk) {
     const int64_t width = std::min(chunk, T - begin);
-    float* out = nullptr;
+    SequenceStep step{&state, tokens.subspan(begin, width), nullptr, nullptr};
     if (logits) {
       logits->resize(logits->size() + width * V);
-      out = logits->data() + logits->size() - width * V;
+      step.logits = logits->data() + logits->size() - width * V;
     }
-    backend.forward(state, tokens.subspan(begin, width), out, nullptr);
+    backend.forward(std::span<const SequenceStep>(&step, 1));
     if (on_progress) on_progress(begin + width, T);
   }
 }
 
-std::vector<float> decode_step(const Backend& backend, DecodeState& state, int32_t token) {
+std::vector<float> decode_step(const Backend& backend, State& state, int32_t token) {
   std::vector<float> row(backend.vocab_size());
-  backend.forward(state, std::span<const int32_t>(&token, 1), row.data(), nullptr);
+  SequenceStep step{&state, std::span<const int32_t>(&token, 1), row.data(), nullptr};
+  backend.forward(std::span<const SequenceStep>(&step, 1));
   return row;
 }
 
@@ -38,18 +39,31 @@ int32_t argmax(std::span<const float> row) {
   return best;
 }
 
-std::vector<int32_t> generate_greedy(const Backend& backend, DecodeState& state, int64_t steps,
+std::vector<int32_t> generate_greedy(const Backend& backend, State& state, int64_t steps,
                                      std::vector<float>* step_logits) {
-  if (steps > 0 && state.last_logits.empty())
-    throw Error("greedy generation needs the logits of a processed position", "prefill at least one token first");
   std::vector<int32_t> out;
+  if (steps <= 0) return out;
+  std::vector<float> last = backend.last_logits(state);
+  if (last.empty())
+    throw Error("greedy generation needs the logits of a processed position", "prefill at least one token first");
   for (int64_t s = 0; s < steps; ++s) {
-    int32_t token = argmax(state.last_logits);
+    const int32_t token = argmax(last);
     out.push_back(token);
-    std::vector<float> row = decode_step(backend, state, token);
-    if (step_logits) step_logits->insert(step_logits->end(), row.begin(), row.end());
+    last = decode_step(backend, state, token);
+    if (step_logits) step_logits->insert(step_logits->end(), last.begin(), last.end());
   }
   return out;
+}
+
+std::unique_ptr<State> state_from_classes(const Backend& backend, int64_t pos, int64_t capacity,
+                                          const std::vector<CacheClass>& classes) {
+  if (capacity < pos)
+    throw negative("capacity " + std::to_string(capacity) + " is smaller than the state's position " +
+                       std::to_string(pos),
+                   "restore with a capacity of at least " + std::to_string(pos));
+  std::unique_ptr<State> state = backend.new_state(capacity);
+  state->import_classes(pos, classes);
+  return state;
 }
 
 }  // namespace memra

@@ -28,7 +28,8 @@ struct DTypeInfo {
 constexpr DTypeInfo kDTypes[] = {
     {DType::kF64, "F64", 8},  {DType::kF32, "F32", 4}, {DType::kF16, "F16", 2}, {DType::kBF16, "BF16", 2},
     {DType::kI64, "I64", 8},  {DType::kI32, "I32", 4}, {DType::kI16, "I16", 2}, {DType::kI8, "I8", 1},
-    {DType::kU8, "U8", 1},    {DType::kBool, "BOOL", 1},
+    {DType::kU8, "U8", 1},    {DType::kBool, "BOOL", 1}, {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kF8E5M2, "F8_E5M2", 1},
+    {DType::kF8E8M0, "F8_E8M0", 1},
 };
 
 uint64_t read_u64_le(const uint8_t* p) {

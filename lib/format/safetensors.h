@@ -15,7 +15,9 @@
 
 namespace memra {
 
-enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool };
+// F8_E4M3 / F8_E5M2 / F8_E8M0: the FP8 codes and ue8m0 scale bytes of quantised checkpoints
+// (decoded in format/quant.h, never widened by tensor_to_f32).
+enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool, kF8E4M3, kF8E5M2, kF8E8M0 };
 
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);                  // safetensors spelling: "F32", "BF16", ...

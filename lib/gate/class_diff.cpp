@@ -11,6 +11,22 @@ bool bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+namespace {
+
+// Element i of a class as a double (F32/BF16 values, I32/I64 ids) for the evidence line.
+double element(const CacheClass& c, uint64_t i) {
+  const uint8_t* p = c.bytes.data() + i * dtype_size(c.dtype);
+  switch (c.dtype) {
+    case DType::kF32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::kBF16: { uint32_t bits = static_cast<uint32_t>(p[0] | (p[1] << 8)) << 16; float v; std::memcpy(&v, &bits, 4); return v; }
+    case DType::kI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::kI64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    default: return 0;
+  }
+}
+
+}  // namespace
+
 std::vector<ClassDiff> diff_classes(const std::vector<CacheClass>& a, const std::vector<CacheClass>& b,
                                     std::string* first_mismatch) {
   std::map<std::string, const CacheClass*> bm;
@@ -21,20 +37,22 @@ std::vector<ClassDiff> diff_classes(const std::vector<CacheClass>& a, const std:
     ClassDiff d;
     d.name = ca.name;
     d.shape = ca.shape;
-    d.elements = static_cast<int64_t>(ca.values.size());
+    d.elements = static_cast<int64_t>(ca.numel());
     auto it = bm.find(ca.name);
-    if (it == bm.end() || it->second->shape != ca.shape) {
+    if (it == bm.end() || it->second->shape != ca.shape || it->second->dtype != ca.dtype ||
+        it->second->bytes.size() != ca.bytes.size()) {
       d.differing = d.elements;
       if (first.empty()) first = ca.name;
     } else {
-      const auto& vb = it->second->values;
-      for (size_t i = 0; i < ca.values.size(); ++i) {
-        if (std::memcmp(&ca.values[i], &vb[i], 4) == 0) continue;
+      const CacheClass& cb = *it->second;
+      const size_t width = dtype_size(ca.dtype);
+      for (uint64_t i = 0; i < ca.numel(); ++i) {
+        if (std::memcmp(ca.bytes.data() + i * width, cb.bytes.data() + i * width, width) == 0) continue;
         if (d.first_index < 0) {
           d.first_index = static_cast<int64_t>(i);
-          d.first_a = ca.values[i];
-          d.first_b = vb[i];
-          d.first_ulp = ulp_distance(ca.values[i], vb[i]);
+          d.first_a = element(ca, i);
+          d.first_b = element(cb, i);
+          if (ca.dtype == DType::kF32) d.first_ulp = ulp_distance(static_cast<float>(d.first_a), static_cast<float>(d.first_b));
         }
         ++d.differing;
       }
@@ -47,7 +65,7 @@ std::vector<ClassDiff> diff_classes(const std::vector<CacheClass>& a, const std:
     ClassDiff d;
     d.name = name;
     d.shape = c->shape;
-    d.elements = static_cast<int64_t>(c->values.size());
+    d.elements = static_cast<int64_t>(c->numel());
     d.differing = d.elements;
     if (first.empty()) first = name;
     out.push_back(d);

@@ -1,10 +1,10 @@
-// Class-by-class comparison of two sets of cache classes (or any named f32 arrays), by bits.
+// Class-by-class comparison of two sets of cache classes (any dtype), by bits.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "engine/decode_state.h"
+#include "engine/state_class.h"
 #include "gate/gate.h"
 #include "state/state_diff.h"  // ulp_distance
 

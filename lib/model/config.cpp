@@ -177,7 +177,52 @@ json rope_json(const RopeParams& p) {
   return j;
 }
 
+// quantization_config (upstream form) and expert_dtype; every unsupported choice is refused by name.
+QuantizationConfig parse_quantization(const json& j) {
+  QuantizationConfig q;
+  q.expert_dtype = get_string(j, {"expert_dtype"}, "");
+  if (!q.expert_dtype.empty() && q.expert_dtype != "fp4" && q.expert_dtype != "fp8")
+    bad("expert_dtype", "'" + printable(q.expert_dtype) + "' is not supported (fp4 or fp8, or absent)");
+  auto it = j.find("quantization_config");
+  if (it == j.end() || it->is_null()) return q;
+  const json& qc = *it;
+  if (!qc.is_object()) bad("quantization_config", "must be an object");
+  const std::string method = get_string(qc, {"quant_method"}, "");
+  if (method != "fp8")
+    bad("quantization_config.quant_method", "'" + printable(method) +
+                                                "' is not supported (memra reads fp8 block quantisation as DeepSeek releases it)");
+  const std::string fmt = get_string(qc, {"fmt"}, "e4m3");
+  if (fmt != "e4m3") bad("quantization_config.fmt", "'" + printable(fmt) + "' is not supported (only e4m3)");
+  const std::string scale_fmt = get_string(qc, {"scale_fmt"}, "");
+  if (scale_fmt != "ue8m0")
+    bad("quantization_config.scale_fmt", (scale_fmt.empty() ? std::string("is missing") : "'" + printable(scale_fmt) + "' is not supported") +
+                                             " (memra reads ue8m0 power-of-two scales, as DeepSeek-V4 releases them)");
+  q.activation_scheme = get_string(qc, {"activation_scheme"}, "");
+  if (qc.contains("weight_block_size") && !qc["weight_block_size"].is_null()) {
+    const json& b = qc["weight_block_size"];
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() ||
+        b[0].get<int64_t>() < 1 || b[1].get<int64_t>() < 1 || b[0].get<int64_t>() > kMaxDim || b[1].get<int64_t>() > kMaxDim)
+      bad("quantization_config.weight_block_size", "must be two positive integers [rows, cols]");
+    q.block_rows = b[0].get<int64_t>();
+    q.block_cols = b[1].get<int64_t>();
+  }
+  q.fp8 = true;
+  return q;
+}
+
 }  // namespace
+
+json QuantizationConfig::to_json() const {
+  json j = {{"quant_method", fp8 ? json("fp8") : json(nullptr)},
+            {"expert_dtype", expert_dtype.empty() ? json(nullptr) : json(expert_dtype)}};
+  if (fp8) {
+    j["fmt"] = "e4m3";
+    j["scale_fmt"] = "ue8m0";
+    j["weight_block_size"] = {block_rows, block_cols};
+    j["activation_scheme"] = activation_scheme;
+  }
+  return j;
+}
 
 const char* layer_kind_name(LayerKind kind) {
   switch (kind) {
@@ -245,6 +290,7 @@ ModelConfig ModelConfig::parse(const json& j) {
   c.max_position_embeddings = get_int(j, {"max_position_embeddings", "max_seq_len"}, 1048576, 1, kMaxPositions);
   c.num_nextn_predict_layers = get_int(j, {"num_nextn_predict_layers", "n_mtp_layers"}, 0, 0, 64);
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", false);
+  c.quantization = parse_quantization(j);
 
   const int64_t L = c.num_hidden_layers;
   const size_t Ls = static_cast<size_t>(L);

@@ -20,6 +20,19 @@ enum class MlpKind { kHash, kLearned };
 const char* layer_kind_name(LayerKind kind);  // transformers names: sliding_attention, ...
 const char* mlp_kind_name(MlpKind kind);      // hash_moe, moe
 
+// How the checkpoint's weights are quantised, from the upstream config.json as DeepSeek releases it:
+// "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "scale_fmt": "ue8m0",
+// "activation_scheme": "dynamic", "weight_block_size": [128, 128]} and "expert_dtype": "fp4".
+// Not part of the geometry (nor the fingerprint's geometry text): the tensors' own dtypes are.
+struct QuantizationConfig {
+  bool fp8 = false;                 // quantization_config present: FP8 e4m3 weights with ue8m0 block scales
+  int64_t block_rows = 128;         // weight_block_size[0]: rows (N) per scale block
+  int64_t block_cols = 128;         // weight_block_size[1]: columns (K) per scale block
+  std::string activation_scheme;    // recorded only: memra keeps activations in f32
+  std::string expert_dtype;         // "" (as the other weights), "fp8", or "fp4" (routed experts FP4 e2m1, 1x32 scales)
+  nlohmann::json to_json() const;   // {"quant_method": "fp8"|null, ..., "expert_dtype": ...}
+};
+
 // One resolved RoPE table (the architecture note §3.3).
 struct RopeParams {
   std::string type = "default";  // "default" or "yarn"
@@ -70,6 +83,7 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   int64_t num_nextn_predict_layers = 0;
   bool tie_word_embeddings = false;
+  QuantizationConfig quantization;
 
   // Compression ratio m of layer l: 0 for sliding, csa_rate for CSA, hca_rate for HCA.
   int64_t compress_ratio(int64_t layer) const;

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "format/json_guard.h"
@@ -11,8 +12,10 @@ namespace memra {
 
 std::string manifest_text(const Model& model) {
   std::string out;
-  for (const auto& w : model.tensors())
-    out += std::string(kManifestAlgo) + "  " + w.hash.hex() + "  " + w.name + "\n";
+  for (size_t i = 0; i < model.tensors().size(); ++i)
+    out += std::string(kManifestAlgo) + "  " + model.hash(i).hex() + "  " + model.tensors()[i].name + "\n";
+  for (size_t i = 0; i < model.unused_tensors().size(); ++i)  // stored names (mtp.*)
+    out += std::string(kManifestAlgo) + "  " + model.unused_hash(i).hex() + "  " + model.unused_tensors()[i].name + "\n";
   out += std::string(kManifestAlgo) + "  " + model.fingerprint().hex() + "  " + kManifestModelName + "\n";
   return out;
 }
@@ -94,9 +97,25 @@ ManifestCheck check_manifest_items(const std::vector<std::pair<std::string, Hash
 
 ManifestCheck check_manifest(const Model& model, const std::vector<ManifestEntry>& entries) {
   std::vector<std::pair<std::string, Hash128>> actual;
-  for (const auto& w : model.tensors()) actual.emplace_back(w.name, w.hash);
+  std::unordered_map<std::string, std::string> where;  // tensor → the shard(s) holding its bytes
+  for (size_t i = 0; i < model.tensors().size(); ++i) {
+    const WeightTensor& w = model.tensors()[i];
+    actual.emplace_back(w.name, model.hash(i));
+    where[w.name] = w.scale_file.empty() || w.scale_file == w.file ? w.file : w.file + " + " + w.scale_file;
+  }
+  for (size_t i = 0; i < model.unused_tensors().size(); ++i) {
+    const UnusedTensor& u = model.unused_tensors()[i];
+    actual.emplace_back(u.name, model.unused_hash(i));
+    where[u.name] = u.file;
+  }
   actual.emplace_back(kManifestModelName, model.fingerprint());
-  return check_manifest_items(actual, entries);
+  ManifestCheck c = check_manifest_items(actual, entries);
+  for (auto& it : c.items) {
+    auto f = where.find(it.name);
+    if (f != where.end()) it.file = f->second;
+    if (it.status == "MISMATCH" && !it.file.empty()) ++c.altered_files[it.file];
+  }
+  return c;
 }
 
 std::string ManifestCheck::text(const std::string& subject, bool show_ok) const {
@@ -105,13 +124,16 @@ std::string ManifestCheck::text(const std::string& subject, bool show_ok) const 
     if (it.status == "OK") {
       if (show_ok) out += "OK        " + it.name + "\n";
     } else if (it.status == "MISMATCH") {
-      out += "MISMATCH  " + it.name + "  manifest " + it.expected.hex() + "  " + subject + " " + it.actual.hex() + "\n";
+      out += "MISMATCH  " + it.name + "  manifest " + it.expected.hex() + "  " + subject + " " + it.actual.hex() +
+             (it.file.empty() ? "" : "  (in " + printable(it.file) + ")") + "\n";
     } else if (it.status == "MISSING") {
       out += "MISSING   " + printable(it.name) + "  (listed in the manifest, not in the " + subject + ")\n";
     } else {
       out += "UNLISTED  " + it.name + "  (in the " + subject + ", not in the manifest)\n";
     }
   }
+  for (const auto& [file, n] : altered_files)
+    out += "ALTERED   " + printable(file) + "  (" + std::to_string(n) + (n == 1 ? " tensor differs" : " tensors differ") + ")\n";
   out += std::string("check ") + (passed() ? "PASS" : "FAIL") + ": " + std::to_string(ok) + " ok, " +
          std::to_string(mismatch) + " mismatch, " + std::to_string(missing) + " missing, " + std::to_string(unlisted) +
          " unlisted\n";
@@ -119,19 +141,20 @@ std::string ManifestCheck::text(const std::string& subject, bool show_ok) const 
 }
 
 nlohmann::json ManifestCheck::to_json() const {
+  nlohmann::json altered = nlohmann::json::object();
+  for (const auto& [file, n] : altered_files) altered[printable(file)] = n;
   nlohmann::json items_json = nlohmann::json::array();
   for (const auto& it : items) {
     nlohmann::json j = {{"status", it.status}, {"name", printable(it.name)}};
     if (it.status != "UNLISTED") j["expected"] = it.expected.hex();
     if (it.status != "MISSING") j["actual"] = it.actual.hex();
+    if (!it.file.empty()) j["file"] = printable(it.file);
     items_json.push_back(std::move(j));
   }
-  return {{"passed", passed()},
-          {"ok", ok},
-          {"mismatch", mismatch},
-          {"missing", missing},
-          {"unlisted", unlisted},
-          {"items", items_json}};
+  nlohmann::json j = {{"passed", passed()},   {"ok", ok},           {"mismatch", mismatch},
+                      {"missing", missing}, {"unlisted", unlisted}, {"items", items_json}};
+  if (!altered_files.empty()) j["altered_files"] = altered;
+  return j;
 }
 
 }  // namespace memra

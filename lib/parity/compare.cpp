@@ -9,14 +9,15 @@
 
 namespace memra {
 
-Tolerance tolerance_for(const std::string& engine_class, const std::string& dump_dtype) {
-  // The exact f32 path against an f32 or f64 transformers forward: measured agreement is ~1e-6
-  // relative-to-max (docs/parity.md); 1e-5 leaves a decade of headroom and still catches any
-  // real mechanism error (those show up at 1e-3 and above).
-  if (engine_class == "cpu-f32-exact" && (dump_dtype == "float32" || dump_dtype == "float64"))
-    return {engine_class + " vs " + dump_dtype, 1e-5, 1e-5};
-  // Anything else (bf16 references, fast paths) gets the bf16 parity class.
-  return {engine_class + " vs " + dump_dtype, 2e-2, 2e-2};
+Tolerance tolerance_for(const RealizationInfo& engine, const std::string& dump_dtype) {
+  const std::string cls = std::string(engine.precision_class) + " vs " + dump_dtype;
+  // Against an f32/f64 transformers forward each realization has its own tolerance (the exact f32
+  // paths agree to ~1e-6 relative-to-max; 1e-5 leaves a decade of headroom and still catches any
+  // real mechanism error, which shows up at 1e-3 and above: docs/parity.md).
+  if (dump_dtype == "float32" || dump_dtype == "float64") return {cls, engine.parity_rel_to_max, engine.parity_rel_to_max};
+  // A bf16 reference is only good to the bf16 class, whatever the engine.
+  const double bf16 = realization("cpu-fast").parity_rel_to_max;
+  return {cls, std::max(bf16, engine.parity_rel_to_max), std::max(bf16, engine.parity_rel_to_max)};
 }
 
 static std::string num(double v) {

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/realization.h"
+
 namespace memra {
 
 // Tolerances per precision class (docs/parity.md): relative-to-max for numeric stages, and the
@@ -17,7 +19,7 @@ struct Tolerance {
   double rel_to_max;
   double decision_band;
 };
-Tolerance tolerance_for(const std::string& engine_class, const std::string& dump_compute_dtype);
+Tolerance tolerance_for(const RealizationInfo& engine, const std::string& dump_compute_dtype);
 
 struct Flip {
   int64_t position;

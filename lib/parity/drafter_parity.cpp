@@ -57,7 +57,7 @@ DrafterParityRun run_drafter_parity(const DrafterWeights& dw, const std::string&
                                          "; the trunk has " + std::to_string(tc.num_hidden_layers) + " layers");
     run.validation.refused = !run.validation.reasons.empty();
   }
-  run.tolerance = tolerance_for("cpu-f32-exact", dump.compute_dtype());
+  run.tolerance = tolerance_for(realization("cpu"), dump.compute_dtype());
   const Tolerance& tol = run.tolerance;
   nlohmann::json& report = run.report;
   report = {{"schema", "memra.report/1"}, {"command", "parity"}, {"name", "parity-drafter"},

@@ -22,7 +22,7 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
   ReferenceDump dump = ReferenceDump::open(dump_dir);
   ParityRun run;
   run.validation = dump.validate(cfg);
-  run.tolerance = tolerance_for(backend.precision_class(), dump.compute_dtype());
+  run.tolerance = tolerance_for(backend.realization(), dump.compute_dtype());
   const Tolerance& tol = run.tolerance;
   nlohmann::json& report = run.report;
   report = {{"schema", "memra.report/1"}, {"command", "parity"}, {"name", "parity"},
@@ -44,10 +44,11 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
     if (ids[t] < 0 || ids[t] >= V)
       throw Error("dump token " + std::to_string(ids[t]) + " at " + std::to_string(t) + " is outside the vocabulary");
   std::vector<int32_t> tokens(ids.begin(), ids.end());
-  DecodeState state = backend.new_state(T);
+  std::unique_ptr<State> state = backend.new_state(T);
   std::vector<float> logits(T * V);
   ForwardTrace trace;
-  backend.forward(state, tokens, logits.data(), &trace);
+  const SequenceStep step{state.get(), tokens, logits.data(), &trace};
+  backend.forward(std::span<const SequenceStep>(&step, 1));
 
   // Decisions first: an in-band flip (a near-tie the two realizations legitimately break
   // differently) changes everything causally downstream of it, so values are compared only before
@@ -78,11 +79,11 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
   values.push_back({"logits", std::move(logits), dump.f32("logits"), V, 0, V});
   if (dump.has("logits_incremental") && dump.incremental_prefix() > 0) {
     const int64_t P = dump.incremental_prefix();
-    DecodeState inc = backend.new_state(T);
-    prefill(backend, inc, std::span<const int32_t>(tokens).first(P), 0, nullptr);
+    std::unique_ptr<State> inc = backend.new_state(T);
+    prefill(backend, *inc, std::span<const int32_t>(tokens).first(P), 0, nullptr);
     std::vector<float> rows;
     for (int64_t t = P; t < T; ++t) {
-      std::vector<float> row = decode_step(backend, inc, tokens[t]);
+      std::vector<float> row = decode_step(backend, *inc, tokens[t]);
       rows.insert(rows.end(), row.begin(), row.end());
     }
     values.push_back({"logits_incremental", std::move(rows), dump.f32("logits_incremental"), V, P, V});

@@ -1,32 +1,29 @@
-// The in-process snapshot of a decode state: its live cache classes copied to host memory, with the
-// geometry needed to rebuild it. restore_decode_state_for() rebuilds a fresh state of any capacity
-// ≥ the position whose classes are bit-identical to the snapshot's. The file layer (state_file.h)
-// writes and reads these.
+// The in-process snapshot of a decode state: every component's live classes copied to the host
+// (Backend-owned states export them; a device-resident state copies device → host). restore_state()
+// rebuilds a fresh state of any capacity ≥ the position on any backend of the same model whose
+// classes are bit-identical to the snapshot's. The file layer (state_file.h) writes and reads these.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
-#include "engine/decode_state.h"
-#include "model/config.h"
+#include "engine/backend.h"
 
 namespace memra {
 
 struct HostSnapshot {
-  ModelConfig config;               // geometry the classes belong to
   int64_t pos = 0;                  // tokens processed
   int64_t capacity = 0;             // capacity of the state it was taken from
-  std::vector<CacheClass> classes;  // cache_classes(config, state): live values only, stable order
+  std::vector<CacheClass> classes;  // State::export_classes(): live values only, stable order
 
-  // Bytes of live values held (f32 elements · 4).
-  size_t bytes() const;
+  size_t bytes() const;  // bytes of live values held
 };
 
-// Copies the live classes of `state` (throws Error when the state does not fit `config`).
-HostSnapshot snapshot_decode_state(const DecodeState& state, const ModelConfig& config);
+HostSnapshot snapshot_state(const State& state);
 
 // A fresh state with `capacity` holding exactly the snapshot's classes. capacity < pos is refused
-// (negative Error, exit 1); classes that disagree with expected_cache_classes() are an Error.
-DecodeState restore_decode_state_for(const HostSnapshot& host, int64_t capacity);
+// (negative Error, exit 1); classes that disagree with the state's layout are an Error naming them.
+std::unique_ptr<State> restore_state(const Backend& backend, const HostSnapshot& host, int64_t capacity);
 
 }  // namespace memra

@@ -31,7 +31,7 @@ const char* const kReservedKeys[] = {"format", "format_version", "writer", "mode
 
 struct HeaderEntry {
   std::string_view name;
-  const char* dtype;
+  std::string_view dtype;
   const std::vector<int64_t>* shape;
   uint64_t begin, end;
 };
@@ -42,7 +42,7 @@ struct HeaderEntry {
 std::string canonical_header(const std::vector<HeaderEntry>& entries, const std::map<std::string, std::string>& metadata) {
   nlohmann::json header = nlohmann::json::object();
   for (const auto& e : entries)
-    header[std::string(e.name)] = {{"dtype", e.dtype}, {"shape", *e.shape}, {"data_offsets", {e.begin, e.end}}};
+    header[std::string(e.name)] = {{"dtype", std::string(e.dtype)}, {"shape", *e.shape}, {"data_offsets", {e.begin, e.end}}};
   header["__metadata__"] = metadata;
   std::string text = header.dump();
   while ((8 + text.size()) % 8 != 0) text.push_back(' ');
@@ -119,11 +119,15 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
       if (d <= 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
         throw Error("class " + c.name + " has shape " + shape_text(c.shape) + " (every dimension must be positive)");
     }
-    if (n != c.values.size())
-      throw Error("class " + c.name + " holds " + std::to_string(c.values.size()) + " values, its shape needs " + std::to_string(n));
+    if (!is_supported_class_dtype(c.dtype))
+      throw Error("class " + c.name + " has dtype " + dtype_name(c.dtype) + " (state classes are F32, BF16, I32 or I64)");
+    if (!is_extension(c.name) && c.dtype != DType::kF32) throw Error("trunk class " + c.name + " must be F32");
+    if (n * dtype_size(c.dtype) != c.bytes.size())
+      throw Error("class " + c.name + " holds " + std::to_string(c.bytes.size()) + " bytes, its shape needs " +
+                  std::to_string(n * dtype_size(c.dtype)));
     if (std::find(seen.begin(), seen.end(), c.name) != seen.end()) throw Error("class " + c.name + " appears twice");
     seen.push_back(c.name);
-    items.push_back({c.name, "F32", &c.shape, c.values.data(), c.values.size() * sizeof(float)});
+    items.push_back({c.name, dtype_name(c.dtype), &c.shape, c.bytes.data(), c.bytes.size()});
   }
 
   Prepared p;
@@ -138,7 +142,11 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
     md[k] = v;
   }
   md["format"] = kStateFormatName;
-  md["format_version"] = std::to_string(kStateFormatMajor) + "." + std::to_string(kStateFormatMinor);
+  // 1.0 byte for byte when the file holds only trunk classes (readers of 1.0 read it as before);
+  // 1.1 when it carries component classes (a drafter's).
+  bool extended = false;
+  for (const auto& c : snap.classes) extended |= is_extension(c.name);
+  md["format_version"] = std::to_string(kStateFormatMajor) + "." + std::to_string(extended ? kStateFormatMinor : 0);
   md["writer"] = std::string("memra ") + MEMRA_VERSION;
   md["model_fingerprint"] = origin.model_fingerprint;
   md["precision_class"] = origin.precision_class;
@@ -151,7 +159,7 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
   std::vector<HeaderEntry> entries;
   uint64_t offset = 0;
   for (const auto& it : items) {
-    entries.push_back({it.name, "F32", it.shape, offset, offset + it.nbytes});
+    entries.push_back({it.name, it.dtype, it.shape, offset, offset + it.nbytes});
     offset += it.nbytes;
   }
   p.header = canonical_header(entries, md);
@@ -174,7 +182,7 @@ StateWriteResult write_state_file(const std::string& path, const HostSnapshot& s
     AtomicWriter out(path);
     out.write(header_length_bytes(p.header.size()));
     out.write(p.header);
-    for (const auto& c : snap.classes) out.write(c.values.data(), c.values.size() * sizeof(float));
+    for (const auto& c : snap.classes) out.write(c.bytes.data(), c.bytes.size());
     out.commit();
     return p.result;
   }
@@ -184,7 +192,7 @@ StateWriteResult write_state_file(const std::string& path, const HostSnapshot& s
   const Prepared placeholder = prepare(snap, origin, options, &zeros);
   AtomicWriter out(path);  // payload first, header rewritten in place last
   std::vector<ClassBytes> items;
-  for (const auto& c : snap.classes) items.push_back({c.name, "F32", &c.shape, c.values.data(), c.values.size() * sizeof(float)});
+  for (const auto& c : snap.classes) items.push_back({c.name, dtype_name(c.dtype), &c.shape, c.bytes.data(), c.bytes.size()});
   std::vector<Hash128> hashes;
   std::exception_ptr hash_error;
   std::thread hasher([&] {
@@ -197,8 +205,8 @@ StateWriteResult write_state_file(const std::string& path, const HostSnapshot& s
   try {
     uint64_t offset = 8 + placeholder.header.size();
     for (const auto& c : snap.classes) {
-      out.write_at(offset, c.values.data(), c.values.size() * sizeof(float));
-      offset += c.values.size() * sizeof(float);
+      out.write_at(offset, c.bytes.data(), c.bytes.size());
+      offset += c.bytes.size();
     }
   } catch (...) {
     hasher.join();
@@ -217,8 +225,7 @@ std::string serialize_state_file(const HostSnapshot& snap, const StateOrigin& or
   Prepared p = prepare(snap, origin, options);
   std::string out = header_length_bytes(p.header.size()) + p.header;
   out.reserve(p.result.file_bytes);
-  for (const auto& c : snap.classes)
-    out.append(reinterpret_cast<const char*>(c.values.data()), c.values.size() * sizeof(float));
+  for (const auto& c : snap.classes) out.append(reinterpret_cast<const char*>(c.bytes.data()), c.bytes.size());
   return out;
 }
 
@@ -270,6 +277,8 @@ StateFile StateFile::parse(InputBytes bytes, StateCheck check, int threads) {
     if (t.data_begin != offset)
       throw bad("class " + t.name + " starts at data offset " + std::to_string(t.data_begin) + ", expected " +
                 std::to_string(offset) + " (classes are contiguous)");
+    if (!is_supported_class_dtype(t.dtype))
+      throw bad("class " + t.name + " has dtype " + dtype_name(t.dtype) + " (state classes are F32, BF16, I32 or I64)");
     if (!is_extension(t.name) && t.dtype != DType::kF32)
       throw bad("class " + t.name + " has dtype " + dtype_name(t.dtype) + ", expected F32");
     StateClassView v;
@@ -336,38 +345,24 @@ const StateClassView* StateFile::find(std::string_view name) const {
   return nullptr;
 }
 
-HostSnapshot StateFile::to_host(const ModelConfig& config) const {
+HostSnapshot StateFile::to_host() const {
   if (!payload_verified_) throw Error("state file " + path() + " was not verified before use");
-  const std::string where = "state file " + path();
-  const std::vector<CacheClass> expected = expected_cache_classes(config, position_);
   HostSnapshot host;
-  host.config = config;
   host.pos = position_;
   host.capacity = capacity_;
-  size_t i = 0;
   for (const auto& c : classes_) {
-    if (is_extension(c.name)) continue;
-    if (i >= expected.size())
-      throw negative(where + ": class " + c.name + " is not a class of this model at position " + std::to_string(position_));
-    if (c.name != expected[i].name)
-      throw negative(where + ": class " + c.name + " found where the model expects " + expected[i].name + " at position " +
-                     std::to_string(position_));
-    if (c.shape != expected[i].shape)
-      throw negative(where + ": class " + c.name + " has shape " + shape_text(c.shape) + ", the model expects " +
-                     shape_text(expected[i].shape));
-    CacheClass cc{c.name, c.shape, std::vector<float>(c.numel)};
-    if (c.nbytes) std::memcpy(cc.values.data(), c.data, c.nbytes);
+    CacheClass cc;
+    cc.name = c.name;
+    cc.dtype = c.dtype;
+    cc.shape = c.shape;
+    cc.bytes.assign(c.data, c.data + c.nbytes);
     host.classes.push_back(std::move(cc));
-    ++i;
   }
-  if (i < expected.size())
-    throw negative(where + ": class " + expected[i].name + " is missing (the model has it at position " +
-                   std::to_string(position_) + ")");
   return host;
 }
 
-DecodeState restore_state_file(const StateFile& file, const ModelConfig& config, const std::string& model_fingerprint,
-                               int64_t capacity) {
+std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& backend, const std::string& model_fingerprint,
+                                          int64_t capacity) {
   const std::string where = "state file " + file.path();
   if (file.model_fingerprint() != model_fingerprint)
     throw negative(where + " belongs to model " + file.model_fingerprint() + ", not to this model (" + model_fingerprint + ")",
@@ -376,22 +371,27 @@ DecodeState restore_state_file(const StateFile& file, const ModelConfig& config,
     throw negative("capacity " + std::to_string(capacity) + " is smaller than the state's position " +
                        std::to_string(file.position()),
                    "restore with --capacity " + std::to_string(file.position()) + " or more");
-  HostSnapshot host = file.to_host(config);
-  DecodeState state = restore_decode_state_for(host, capacity);
+  std::unique_ptr<State> state;
+  try {
+    state = restore_state(backend, file.to_host(), capacity);
+  } catch (const Error& e) {
+    throw negative(where + ": " + e.what(), e.hint());
+  }
   // Verified restore: the restored state's own classes must hash to what the file says.
-  const std::vector<CacheClass> back = cache_classes(config, state);
+  const std::vector<CacheClass> back = state->export_classes();
   std::vector<ClassBytes> items;
-  for (const auto& c : back) items.push_back({c.name, "F32", &c.shape, c.values.data(), c.values.size() * sizeof(float)});
+  for (const auto& c : back) items.push_back({c.name, dtype_name(c.dtype), &c.shape, c.bytes.data(), c.bytes.size()});
   const std::vector<Hash128> hashes = class_hashes(items);
-  size_t i = 0;
-  for (const auto& c : file.classes()) {
-    if (is_extension(c.name)) continue;
-    if (i >= back.size() || back[i].name != c.name || hashes[i] != c.hash)
+  if (back.size() != file.classes().size())
+    throw negative(where + ": restored state has " + std::to_string(back.size()) + " classes, the file " +
+                       std::to_string(file.classes().size()),
+                   "this is a memra bug; please report it");
+  for (size_t i = 0; i < back.size(); ++i) {
+    const auto& c = file.classes()[i];
+    if (back[i].name != c.name || hashes[i] != c.hash)
       throw negative(where + ": restored class " + c.name + " does not hash to the file's " + c.hash.hex(),
                      "this is a memra bug; please report it");
-    ++i;
   }
-  if (i != back.size()) throw negative(where + ": restored state has more classes than the file", "this is a memra bug");
   return state;
 }
 

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,10 +24,9 @@ namespace memra {
 
 inline constexpr const char* kStateFormatName = "memra.state";
 inline constexpr int kStateFormatMajor = 1;  // a reader refuses another major
-inline constexpr int kStateFormatMinor = 0;  // newer minors only add metadata keys and classes
-// Classes under these prefixes are extensions (drafter state, minor ≥ 1): verified, but a reader
-// that does not know them leaves them out of the trunk restore.
-inline constexpr const char* kDrafterClassPrefix = "drafter.";
+inline constexpr int kStateFormatMinor = 1;  // newer minors only add metadata keys and classes
+// 1.1 adds component classes (prefix kDrafterClassPrefix, any of F32/BF16/I32/I64); a file without
+// them is written as 1.0, byte for byte what earlier memra wrote.
 
 // Where a state came from: recorded in the file, checked on restore.
 struct StateOrigin {
@@ -90,9 +90,8 @@ class StateFile {
   const Hash128& state_hash() const { return state_hash_; }
   uint64_t file_bytes() const { return file_.bytes().size(); }
 
-  // The trunk classes (all but extensions) as a host snapshot for `config`. Requires a verified
-  // payload; classes that are not exactly expected_cache_classes(config, position) are a negative Error.
-  HostSnapshot to_host(const ModelConfig& config) const;
+  // Every class (all components) as a host snapshot. Requires a verified payload.
+  HostSnapshot to_host() const;
 
  private:
   SafetensorsFile file_;
@@ -106,10 +105,11 @@ class StateFile {
   bool payload_verified_ = false;
 };
 
-// Verified restore: checks the model fingerprint, rebuilds a state of `capacity` (capacity <
-// position is refused) and re-hashes its classes, which must equal the file's. Negative Error
-// naming the reason otherwise. The file must have been fully verified.
-DecodeState restore_state_file(const StateFile& file, const ModelConfig& config, const std::string& model_fingerprint,
-                               int64_t capacity);
+// Verified restore: checks the model fingerprint, rebuilds a state of `capacity` on `backend`
+// (capacity < position is refused; a class no component of the backend's state holds is refused by
+// name) and re-hashes its classes, which must equal the file's. Negative Error naming the reason
+// otherwise. The file must have been fully verified.
+std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& backend,
+                                          const std::string& model_fingerprint, int64_t capacity);
 
 }  // namespace memra

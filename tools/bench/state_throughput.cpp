@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "engine/host_state_backend.h"
 #include "state/class_hash.h"
 #include "state/snapshot.h"
 #include "state/state_file.h"
@@ -50,7 +51,8 @@ int main(int argc, char** argv) {
   const int64_t pos = static_cast<int64_t>(min_mb * 1e6 / per_token) / 4 * 4 + 4 * 128 + 3;  // pos % m != 0
   const int64_t capacity = pos + 97;
 
-  DecodeState state = make_decode_state(cfg, capacity);
+  CpuState owned(cfg, capacity);  // a CPU backend's state, filled by hand (no weights needed)
+  DecodeState& state = owned.trunk().host;
   state.pos = pos;
   uint32_t x = 12345;
   auto fill = [&](std::vector<float>& v) {
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
   }
   state.last_logits.resize(cfg.vocab_size);
   fill(state.last_logits);
+  owned.import_classes(pos, cache_classes(cfg, state));  // sets the State's position too
+  const HostStateBackend backend(cfg);
 
   const StateOrigin origin{"0123456789abcdef0123456789abcdef", "cpu-f32-exact"};
   const std::string path = dir + "/bench_state.safetensors", plain = dir + "/bench_plain.bin";
@@ -81,13 +85,13 @@ int main(int argc, char** argv) {
   size_t nclasses = 0;
   for (int r = 0; r < reps; ++r) {
     auto t = Clock::now();
-    HostSnapshot host = snapshot_decode_state(state, cfg);
+    HostSnapshot host = snapshot_state(owned);
     best_snap = std::min(best_snap, secs(t));
     payload = host.bytes();
     nclasses = host.classes.size();
 
     std::vector<ClassBytes> items;
-    for (const auto& c : host.classes) items.push_back({c.name, "F32", &c.shape, c.values.data(), c.values.size() * 4});
+    for (const auto& c : host.classes) items.push_back({c.name, "F32", &c.shape, c.bytes.data(), c.bytes.size()});
     t = Clock::now();
     class_hashes(items, 1);
     best_h1 = std::min(best_h1, secs(t));
@@ -105,7 +109,7 @@ int main(int argc, char** argv) {
     {
       AtomicWriter out(plain);  // the same bytes, no hashing: the disk-write floor
       out.write(std::string(8, '\0'));
-      for (const auto& c : host.classes) out.write(c.values.data(), c.values.size() * 4);
+      for (const auto& c : host.classes) out.write(c.bytes.data(), c.bytes.size());
       out.commit();
     }
     best_plain = std::min(best_plain, secs(t));
@@ -115,7 +119,7 @@ int main(int argc, char** argv) {
     {
       AtomicWriter out(plain);  // the same bytes, no hashing: the disk-write floor
       out.write(std::string(8, '\0'));
-      for (const auto& c : host.classes) out.write(c.values.data(), c.values.size() * 4);
+      for (const auto& c : host.classes) out.write(c.bytes.data(), c.bytes.size());
       out.commit();
     }
     best_plain = std::min(best_plain, secs(t));
@@ -139,16 +143,16 @@ int main(int argc, char** argv) {
     StateFile f = StateFile::open(path, StateCheck::kFull);  // mmap + every hash
     best_verify = std::min(best_verify, secs(t));
     t = Clock::now();
-    DecodeState back = restore_state_file(f, cfg, origin.model_fingerprint, capacity + 1000);  // + re-hash
+    auto back = restore_state_file(f, backend, origin.model_fingerprint, capacity + 1000);  // + re-hash
     best_restore = std::min(best_restore, secs(t));
-    if (back.pos != pos) return 1;
+    if (back->position() != pos) return 1;
   }
   std::filesystem::remove(path);
   std::filesystem::remove(plain);
   const double gb = payload / 1e9;
   std::printf("classes: %zu, payload %.1f MB, file %.1f MB\n", nclasses, payload / 1e6, file_bytes / 1e6);
   std::printf("best of %d:\n", reps);
-  std::printf("  snapshot_decode_state (copy live classes)   %7.3f s  %6.2f GB/s\n", best_snap, gb / best_snap);
+  std::printf("  snapshot_state (copy live classes)          %7.3f s  %6.2f GB/s\n", best_snap, gb / best_snap);
   std::printf("  class hashes, 1 thread                       %7.3f s  %6.2f GB/s\n", best_h1, gb / best_h1);
   std::printf("  class hashes, %2u threads                     %7.3f s  %6.2f GB/s\n", std::min(16u, cores), best_hn, gb / best_hn);
   std::printf("  write_state_file (hash+write+fsync+rename)   %7.3f s  %6.2f GB/s\n", best_write, gb / best_write);

@@ -1,0 +1,157 @@
+// Core attention (architecture note §3.7) for one (row, head) per block: the keys are the row's
+// window (positions max(0, pos−W+1) … pos, oldest first: this round's kv rows for positions ≥ the
+// sequence's pos0, the state's ring for older ones) followed by its compressed entries (HCA: every
+// visible entry, ascending; CSA: the indexer's selection, ascending). K = V (MQA, one kv head).
+//
+//   logit_j = (q·key_j) · scale          one warp per key, lane-strided fma chain + warp_sum
+//   mx      = max(sink, logit_j)         exact
+//   p_j     = exp(logit_j − mx)
+//   denom   = exp(sink − mx) + Σ_j p_j   thread-strided chain + block_sum<256>
+//   o[i]    = Σ_j fma(p_j / denom, key_j[i])   j ascending, one thread per i
+//   o       ← inverse RoPE at pos on the last 2·half dims
+// Every step's order depends on the row's own key count only: the row's output is the same in any
+// round, chunk or batch.
+//
+//   grid (rows, H)   block 256   dynamic smem: max_keys·(4 + 8) + d·4 bytes (logits, key pointers, o)
+// window_update: grid rows, block 256: the last min(T, W) rows of each sequence into its ring.
+#include "common.cuh"
+#include "ops.h"
+#include "rope.cuh"
+
+namespace memra::cuda {
+
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int kWarps = kBlock / kWarp;
+
+size_t attention_smem(int max_keys, int d) {
+  return static_cast<size_t>(max_keys) * (sizeof(float) + sizeof(float*)) + static_cast<size_t>(d) * sizeof(float);
+}
+
+__global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const float** keys = reinterpret_cast<const float**>(smem);                     // [max_keys]
+  float* logit = reinterpret_cast<float*>(smem + sizeof(float*) * a.max_keys);    // [max_keys]
+  float* o_s = logit + a.max_keys;                                                // [d]
+  __shared__ float scratch[kWarps];
+  __shared__ int s_ncmp;
+
+  const int row = blockIdx.x, h = blockIdx.y;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int d = a.d;
+  const SeqDesc& s = a.seqs[a.row_seq[row]];
+  const LayerDev& st = s.layers[a.layer];
+  const int64_t pos = a.row_pos[row];
+  const int n_win = static_cast<int>(pos + 1 < a.W ? pos + 1 : a.W);
+  const int64_t first = pos - n_win + 1;
+
+  if (threadIdx.x == 0) {
+    int n = 0;
+    if (a.kind == AttnKind::kHCA) {
+      n = static_cast<int>((pos + 1) / a.m);
+    } else if (a.kind == AttnKind::kCSA) {
+      const int32_t* sel = a.selected + static_cast<int64_t>(row) * a.K;
+      while (n < a.K && sel[n] >= 0) ++n;
+    }
+    s_ncmp = n;
+  }
+  __syncthreads();
+  const int n_keys = n_win + s_ncmp;
+  if (n_keys > a.max_keys) __trap();  // the host sized max_keys from the same rule
+
+  for (int j = threadIdx.x; j < n_keys; j += kBlock) {
+    const float* k;
+    if (j < n_win) {
+      const int64_t p = first + j;
+      k = p >= s.pos0 ? a.kv + (s.row0 + (p - s.pos0)) * d : st.window + (p % a.W) * d;
+    } else {
+      const int64_t e = a.kind == AttnKind::kHCA ? (j - n_win) : a.selected[static_cast<int64_t>(row) * a.K + (j - n_win)];
+      k = st.cmp.entries + e * d;
+    }
+    keys[j] = k;
+  }
+  __syncthreads();
+
+  const float* q = a.q + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h) * d;
+  for (int j = warp; j < n_keys; j += kWarps) {
+    const float* k = keys[j];
+    float acc = 0.0f;
+    for (int i = lane; i < d; i += kWarp) acc = __fmaf_rn(q[i], k[i], acc);
+    acc = warp_sum(acc);
+    if (lane == 0) logit[j] = acc * a.scale;
+  }
+  __syncthreads();
+
+  const float sink = a.sink[h];
+  float mx = sink;
+  for (int j = threadIdx.x; j < n_keys; j += kBlock) mx = fmaxf(mx, logit[j]);
+  mx = block_max<kBlock>(mx, scratch);
+  float part = 0.0f;
+  for (int j = threadIdx.x; j < n_keys; j += kBlock) {
+    const float p = expf(logit[j] - mx);
+    logit[j] = p;
+    part += p;
+  }
+  const float denom = expf(sink - mx) + block_sum<kBlock>(part, scratch);
+  for (int j = threadIdx.x; j < n_keys; j += kBlock) logit[j] = logit[j] / denom;
+  __syncthreads();
+
+  for (int i = threadIdx.x; i < d; i += kBlock) {
+    float acc = 0.0f;
+    for (int j = 0; j < n_keys; ++j) acc = __fmaf_rn(logit[j], keys[j][i], acc);
+    o_s[i] = acc;
+  }
+  __syncthreads();
+  float* tail = o_s + (d - 2 * a.half);
+  for (int i = threadIdx.x; i < a.half; i += kBlock) rope_pair(tail + 2 * i, a.inv_freq[i], static_cast<int32_t>(pos), -1.0f);
+  __syncthreads();
+  float* o = a.o + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h) * d;
+  for (int i = threadIdx.x; i < d; i += kBlock) o[i] = o_s[i];
+}
+
+__global__ void __launch_bounds__(kBlock) window_update_kernel(const SeqDesc* seqs, const int32_t* row_seq,
+                                                               const int32_t* row_pos, int layer, const float* kv,
+                                                               int d, int W) {
+  const int row = blockIdx.x;
+  const SeqDesc& s = seqs[row_seq[row]];
+  const int64_t pos = row_pos[row];
+  if (pos - s.pos0 < static_cast<int64_t>(s.T) - W) return;  // overwritten later in this round
+  float* dst = s.layers[layer].window + (pos % W) * d;
+  const float* src = kv + static_cast<int64_t>(row) * d;
+  for (int i = threadIdx.x; i < d; i += kBlock) dst[i] = src[i];
+}
+
+}  // namespace
+
+int attention_max_keys(int d, int device) {
+  int optin = 0;
+  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) return 0;
+  const int64_t room = static_cast<int64_t>(optin) - static_cast<int64_t>(d) * 4 - 1024;  // static smem margin
+  return room > 0 ? static_cast<int>(room / static_cast<int64_t>(sizeof(float) + sizeof(float*))) : 0;
+}
+
+cudaError_t attention(const AttentionArgs& a, cudaStream_t stream) {
+  if (a.rows == 0) return cudaSuccess;
+  if (!a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o || a.rows < 0 || a.H < 1 ||
+      a.H > 65535 || a.d <= 0 || a.W < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d ||
+      (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
+      (a.kind != AttnKind::kSliding && a.m < 1))
+    return cudaErrorInvalidValue;
+  const size_t smem = attention_smem(a.max_keys, a.d);
+  cudaError_t err = cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  attention_kernel<<<dim3(a.rows, a.H), kBlock, smem, stream>>>(a);
+  return cudaGetLastError();
+}
+
+cudaError_t window_update(const SeqDesc* seqs, const int32_t* row_seq, const int32_t* row_pos, int layer, int rows,
+                          const float* kv, int d, int W, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (!seqs || !row_seq || !row_pos || !kv || rows < 0 || d <= 0 || W < 1) return cudaErrorInvalidValue;
+  window_update_kernel<<<rows, kBlock, 0, stream>>>(seqs, row_seq, row_pos, layer, kv, d, W);
+  return cudaGetLastError();
+}
+
+}  // namespace memra::cuda

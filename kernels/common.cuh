@@ -1,0 +1,91 @@
+// Device-side building blocks shared by every kernel file: weight element types, the fixed-order
+// warp and block reductions that make the exact realization's results independent of how many rows
+// run together, and the scalar functions (sigmoid, silu, softplus) written as the CPU reference
+// writes them.
+//
+// Exactness rules every kernel follows (kernels/README.md):
+//  - the library is compiled with --fmad=false: `a * b + c` is a rounded product and a rounded sum,
+//    exactly as on the CPU; a fused multiply-add appears only where written (__fmaf_rn);
+//  - a reduction's order depends only on compile-time constants (block size, lane count, vector
+//    width) and on the reduced length, never on the number of rows, sequences or chunks;
+//  - block sizes are constants, never derived from a launch's shape.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace memra::cuda {
+
+inline constexpr int kWarp = 32;
+inline constexpr unsigned kFullMask = 0xffffffffu;
+
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+
+// Butterfly sum over the 32 lanes. Every lane ends with the same bits: at each level a lane adds
+// the same two operands as its partner, in swapped order, and f32 addition is commutative.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(kFullMask, v, off);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, off));
+  return v;
+}
+
+// Sum of one value per thread over a block of BLOCK threads (a multiple of 32): each warp's
+// butterfly, then warp 0 adds the per-warp sums in a butterfly. Fixed order for a fixed BLOCK.
+// `scratch` holds at least BLOCK/32 floats; the result is returned to every thread.
+template <int BLOCK>
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  static_assert(BLOCK % kWarp == 0 && BLOCK <= 1024, "block size");
+  constexpr int kWarps = BLOCK / kWarp;
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  v = warp_sum(v);
+  __syncthreads();  // scratch may still be read by a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float t = lane < kWarps ? scratch[lane] : 0.0f;
+  t = warp_sum(t);
+  return t;
+}
+
+template <int BLOCK>
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  constexpr int kWarps = BLOCK / kWarp;
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float t = lane < kWarps ? scratch[lane] : -INFINITY;
+  return warp_max(t);
+}
+
+// The CPU reference's scalar functions (lib/engine/cpu_ops.h), in f32.
+__device__ __forceinline__ float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float softplus_f(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+// SwiGLU with the clamp (architecture note §3.8): g ≤ L, |u| ≤ L, h = silu(g)·u. limit ≤ 0: none.
+__device__ __forceinline__ float swiglu_f(float g, float u, float limit) {
+  if (limit > 0.0f) {
+    g = fminf(g, limit);
+    u = fminf(fmaxf(u, -limit), limit);
+  }
+  return silu_f(g) * u;
+}
+
+// Grid-stride loop bound for elementwise kernels.
+__device__ __forceinline__ int64_t global_thread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t global_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+}  // namespace memra::cuda

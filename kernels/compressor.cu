@@ -1,0 +1,158 @@
+// The CSA/HCA compressors (architecture note §3.5) on the GPU, for a round of rows that may span
+// several windows and any number of sequences. Every value a window needs is found by absolute
+// position: a row of this round (its projection, score + ape[p % m] added here exactly as the CPU
+// adds it when it writes PEND), or a row of the state's open window (PEND, positions before the
+// round), or the state's PREV (the Ca half of the window closed just before the round). So an
+// entry's inputs, and therefore its bits, are the same however the positions were split into
+// rounds, chunks or batches.
+//
+// compressor_close   grid n_closings   block 256   dynamic smem w floats
+//   per channel (thread-strided): max over the c·m rows, p_j = exp(s_j − max), sum (j ascending),
+//   entry = Σ_j fma(kv_j, p_j / sum) (j ascending); then RMSNorm over w (block_sum<256>) and RoPE
+//   of the last 2·half dims at the window's start position e·m.
+// compressor_update  grid n_seqs       block 256
+//   PREV ← Ca half of the last window closed in the round (CSA); barrier; PEND ← the round's rows of
+//   the open window. The barrier orders PREV's reads of old PEND rows before PEND is overwritten.
+#include "common.cuh"
+#include "ops.h"
+#include "rope.cuh"
+
+namespace memra::cuda {
+
+namespace {
+
+constexpr int kBlock = 256;
+
+__device__ __forceinline__ const CompressorDev& state_of(const CompressorArgs& a, const SeqDesc& s) {
+  const LayerDev& l = s.layers[a.layer];
+  return a.indexer ? l.idx : l.cmp;
+}
+
+// kv and score (ape included) of column `col` at absolute position p: this round's row when
+// p ≥ pos0, else the state's PEND row (p lies in the window open when the round started).
+__device__ __forceinline__ void fetch(const CompressorArgs& a, const SeqDesc& s, const CompressorDev& st, int64_t p,
+                                      int col, float& kv, float& sc) {
+  const int cw = a.c * a.w;
+  const int slot = static_cast<int>(p % a.m);
+  if (p >= s.pos0) {
+    const int64_t row = s.row0 + (p - s.pos0);
+    kv = a.kv[row * cw + col];
+    sc = a.score[row * cw + col] + a.ape[static_cast<int64_t>(slot) * cw + col];
+  } else {
+    kv = st.pend_kv[static_cast<int64_t>(slot) * cw + col];
+    sc = st.pend_score[static_cast<int64_t>(slot) * cw + col];
+  }
+}
+
+// Row j (0 … c·m−1) of the pooling of entry e, channel ch.
+__device__ __forceinline__ void pool_row(const CompressorArgs& a, const SeqDesc& s, const CompressorDev& st, int64_t e,
+                                         int j, int ch, float& kv, float& sc) {
+  const int m = a.m;
+  if (a.c == 2 && j < m) {  // Ca half of window e−1
+    if (e == 0) {
+      kv = 0.0f;
+      sc = -INFINITY;
+    } else if (e * m <= s.pos0) {  // window e−1 closed before the round: PREV holds it
+      kv = st.prev_kv[static_cast<int64_t>(j) * a.w + ch];
+      sc = st.prev_score[static_cast<int64_t>(j) * a.w + ch];
+    } else {
+      fetch(a, s, st, (e - 1) * m + j, ch, kv, sc);
+    }
+    return;
+  }
+  const int r = a.c == 2 ? j - m : j;
+  fetch(a, s, st, e * m + r, (a.c == 2 ? a.w : 0) + ch, kv, sc);
+}
+
+__global__ void __launch_bounds__(kBlock) compressor_close_kernel(CompressorArgs a, const Closing* closings) {
+  extern __shared__ float entry[];  // [w]
+  __shared__ float scratch[kBlock / kWarp];
+  const Closing cl = closings[blockIdx.x];
+  const SeqDesc& s = a.seqs[cl.seq];
+  const CompressorDev& st = state_of(a, s);
+  const int64_t e = cl.entry;
+  const int rows = a.c * a.m;
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) {
+    float kv, sc, mx = -INFINITY;
+    for (int j = 0; j < rows; ++j) {
+      pool_row(a, s, st, e, j, ch, kv, sc);
+      mx = fmaxf(mx, sc);
+    }
+    float sum = 0.0f;
+    for (int j = 0; j < rows; ++j) {
+      pool_row(a, s, st, e, j, ch, kv, sc);
+      sum += expf(sc - mx);
+    }
+    float acc = 0.0f;
+    for (int j = 0; j < rows; ++j) {
+      pool_row(a, s, st, e, j, ch, kv, sc);
+      acc = __fmaf_rn(kv, expf(sc - mx) / sum, acc);
+    }
+    entry[ch] = acc;
+  }
+  float ss = 0.0f;
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) ss = __fmaf_rn(entry[ch], entry[ch], ss);
+  ss = block_sum<kBlock>(ss, scratch);  // its barriers also publish entry[]
+  const float r = 1.0f / sqrtf(ss / static_cast<float>(a.w) + a.eps);
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) entry[ch] = a.norm[ch] * (entry[ch] * r);
+  __syncthreads();
+  float* tail = entry + (a.w - 2 * a.half);
+  for (int i = threadIdx.x; i < a.half; i += kBlock)
+    rope_pair(tail + 2 * i, a.inv_freq[i], static_cast<int32_t>(e * a.m), 1.0f);
+  __syncthreads();
+  float* out = st.entries + e * a.w;
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) out[ch] = entry[ch];
+}
+
+__global__ void __launch_bounds__(kBlock) compressor_update_kernel(CompressorArgs a) {
+  const SeqDesc& s = a.seqs[blockIdx.x];
+  const CompressorDev& st = state_of(a, s);
+  const int m = a.m, w = a.w, cw = a.c * a.w;
+  const int64_t pos0 = s.pos0, pos1 = pos0 + s.T;
+  if (a.c == 2 && pos1 / m > pos0 / m) {
+    const int64_t base = (pos1 / m - 1) * m;  // first position of the last window closed
+    for (int64_t id = threadIdx.x; id < static_cast<int64_t>(m) * w; id += kBlock) {
+      const int j = static_cast<int>(id / w), ch = static_cast<int>(id % w);
+      float kv, sc;
+      fetch(a, s, st, base + j, ch, kv, sc);
+      st.prev_kv[static_cast<int64_t>(j) * w + ch] = kv;
+      st.prev_score[static_cast<int64_t>(j) * w + ch] = sc;
+    }
+  }
+  __syncthreads();
+  const int64_t open = pos1 - pos1 % m;
+  const int64_t first = open > pos0 ? open : pos0;
+  for (int64_t id = threadIdx.x; id < (pos1 - first) * cw; id += kBlock) {
+    const int64_t p = first + id / cw;
+    const int col = static_cast<int>(id % cw);
+    const int64_t row = s.row0 + (p - pos0);
+    const int64_t slot = p % m;
+    st.pend_kv[slot * cw + col] = a.kv[row * cw + col];
+    st.pend_score[slot * cw + col] = a.score[row * cw + col] + a.ape[slot * cw + col];
+  }
+}
+
+bool valid(const CompressorArgs& a) {
+  return a.seqs && a.kv && a.score && a.ape && a.m > 0 && (a.c == 1 || a.c == 2) && a.w > 0 && a.half >= 0 &&
+         2 * a.half <= a.w && (a.half == 0 || a.inv_freq);
+}
+
+}  // namespace
+
+cudaError_t compressor_close(const CompressorArgs& a, const Closing* closings, int n_closings, cudaStream_t stream) {
+  if (n_closings == 0) return cudaSuccess;
+  if (!valid(a) || !a.norm || !closings || n_closings < 0) return cudaErrorInvalidValue;
+  const size_t smem = sizeof(float) * static_cast<size_t>(a.w);
+  if (smem > 48 * 1024) return cudaErrorInvalidValue;
+  compressor_close_kernel<<<n_closings, kBlock, smem, stream>>>(a, closings);
+  return cudaGetLastError();
+}
+
+cudaError_t compressor_update(const CompressorArgs& a, int n_seqs, cudaStream_t stream) {
+  if (n_seqs == 0) return cudaSuccess;
+  if (!valid(a) || n_seqs < 0) return cudaErrorInvalidValue;
+  compressor_update_kernel<<<n_seqs, kBlock, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace memra::cuda

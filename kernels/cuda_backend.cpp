@@ -1,0 +1,296 @@
+// The CUDA backend (cuda_backend.h): validation, rounds, the layer pipeline over the devices,
+// logits and traces.
+#include "cuda_backend.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "core/error.h"
+#include "cuda_check.h"
+#include "model/model.h"
+
+namespace memra::cuda {
+
+namespace {
+
+class CudaState final : public State {
+ public:
+  explicit CudaState(int64_t capacity) : State(capacity) {}
+  void advance_by(int64_t tokens) { advance(tokens); }
+};
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  const int n = std::atoi(v);
+  return n > 0 ? n : fallback;
+}
+
+}  // namespace
+
+void check_supported(const ModelConfig& c) {
+  auto refuse = [](const std::string& what) {
+    throw Error("the CUDA backend does not support this model: " + what, "run it with --backend cpu");
+  };
+  if (c.hc_mult < 1 || c.hc_mult > kMaxHc) refuse("hc_mult " + std::to_string(c.hc_mult) + " (at most 8)");
+  if (c.num_experts_per_tok > 16) refuse("num_experts_per_tok " + std::to_string(c.num_experts_per_tok) + " (at most 16)");
+  if (c.n_routed_experts > 6144) refuse("n_routed_experts " + std::to_string(c.n_routed_experts) + " (at most 6144)");
+  if (c.n_shared_experts != 1) refuse("n_shared_experts " + std::to_string(c.n_shared_experts) + " (exactly 1)");
+  if (c.head_dim > 12288 || c.index_head_dim > 12288) refuse("head_dim above 12288");
+  if ((c.num_attention_heads * c.head_dim) % std::max<int64_t>(c.o_groups, 1) != 0)
+    refuse("num_attention_heads·head_dim not divisible by o_groups");
+  if (c.scoring_func != "sqrtsoftplus" && c.scoring_func != "sigmoid" && c.scoring_func != "softmax")
+    refuse("scoring_func " + c.scoring_func);
+}
+
+struct CudaBackend::Item {
+  const SequenceStep* step = nullptr;
+  CudaTrunkComponent* trunk = nullptr;
+  int64_t pos0 = 0, T = 0, done = 0;
+};
+
+CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model, const BackendOptions& options)
+    : realization_(realization), model_(model), cfg_(model.config()) {
+  if (realization.device != Device::kCuda)
+    throw Error("realization " + std::string(realization.name) + " does not run on CUDA");
+  check_supported(cfg_);
+  int count = 0;
+  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  std::vector<int> devices = options.devices.empty() ? std::vector<int>{0} : options.devices;
+  std::set<int> distinct;
+  for (int d : devices) {
+    if (d < 0 || d >= count)
+      throw Error("CUDA device " + std::to_string(d) + " does not exist (" + std::to_string(count) + " visible)",
+                  "list them with memra devices");
+    if (!distinct.insert(d).second) throw Error("CUDA device " + std::to_string(d) + " is listed twice in --devices");
+  }
+  if (static_cast<int64_t>(devices.size()) > cfg_.num_hidden_layers)
+    throw Error("--devices lists " + std::to_string(devices.size()) + " GPUs for a model of " +
+                    std::to_string(cfg_.num_hidden_layers) + " layers",
+                "use at most one GPU per layer");
+  placement_ = split_layers(devices, cfg_.num_hidden_layers);
+  for (size_t s = 0; s + 1 < devices.size(); ++s) {  // peer access both ways where the topology allows
+    for (auto [a, b] : {std::pair{devices[s], devices[s + 1]}, std::pair{devices[s + 1], devices[s]}}) {
+      int can = 0;
+      check(cudaDeviceCanAccessPeer(&can, a, b), "cudaDeviceCanAccessPeer");
+      if (!can) continue;  // cudaMemcpyPeerAsync then stages through the host
+      DeviceGuard guard(a);
+      const cudaError_t err = cudaDeviceEnablePeerAccess(b, 0);
+      if (err == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
+      else check(err, "cudaDeviceEnablePeerAccess");
+    }
+  }
+  const bool fast = !realization.exact;
+  const int S = placement_.shards();
+  for (int s = 0; s < S; ++s) {
+    int first = -1, last = -1;
+    for (int l = 0; l < cfg_.num_hidden_layers; ++l)
+      if (placement_.layer_shard[l] == s) {
+        if (first < 0) first = l;
+        last = l + 1;
+      }
+    if (first < 0) first = last = 0;
+    weights_.push_back(upload_weights(model, placement_.devices[s], first, last, s == 0, s == S - 1));
+    shards_.push_back(std::make_unique<Shard>(cfg_, placement_.devices[s], fast));
+  }
+  handoff_.assign(S, nullptr);
+  for (int s = 1; s < S; ++s) {
+    DeviceGuard guard(placement_.devices[s - 1]);
+    check(cudaEventCreateWithFlags(&handoff_[s], cudaEventDisableTiming), "cudaEventCreate");
+  }
+  round_rows_ = env_int("MEMRA_CUDA_ROUND_ROWS", fast ? 2048 : 256);
+}
+
+CudaBackend::~CudaBackend() {
+  for (int s = 1; s < static_cast<int>(handoff_.size()); ++s)
+    if (handoff_[s]) {
+      int prev = -1;
+      cudaGetDevice(&prev);
+      cudaSetDevice(placement_.devices[s - 1]);
+      cudaEventDestroy(handoff_[s]);
+      if (prev >= 0) cudaSetDevice(prev);
+    }
+}
+
+void CudaBackend::set_moe_path(MoePath path) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& s : shards_) s->set_moe_path(path);
+}
+
+std::unique_ptr<State> CudaBackend::new_state(int64_t capacity) const {
+  auto state = std::make_unique<CudaState>(capacity);
+  state->attach(std::make_unique<CudaTrunkComponent>(this, cfg_, placement_, capacity));
+  return state;
+}
+
+CudaTrunkComponent& CudaBackend::trunk_of(const State& state) const {
+  auto* trunk = dynamic_cast<CudaTrunkComponent*>(state.component("trunk"));
+  if (!trunk || trunk->owner() != this)
+    throw Error("the state was not made by this " + name() + " backend",
+                "make states with the backend that runs them (new_state, or restore into one)");
+  return *trunk;
+}
+
+std::vector<float> CudaBackend::last_logits(const State& state) const {
+  CudaTrunkComponent& trunk = trunk_of(state);
+  if (state.position() == 0) return {};
+  std::vector<float> out(cfg_.vocab_size);
+  DeviceGuard guard(placement_.devices[placement_.last()]);
+  trunk.trunk().sync();
+  check(cudaMemcpy(out.data(), trunk.trunk().last_logits(), out.size() * sizeof(float), cudaMemcpyDeviceToHost),
+        "last logits copy");
+  return out;
+}
+
+void CudaBackend::sync() const {
+  for (const auto& s : shards_) s->sync();
+}
+
+void CudaBackend::forward(std::span<const SequenceStep> batch) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  validate_batch(cfg_, batch);  // states present and distinct, capacity, token ids: before any state moves
+  std::vector<Item> items;
+  for (const SequenceStep& step : batch) {
+    Item it;
+    it.step = &step;
+    it.trunk = &trunk_of(*step.state);
+    if (!dynamic_cast<CudaState*>(step.state))
+      throw Error("internal: a CUDA trunk component in a state the CUDA backend did not make");
+    it.pos0 = step.state->position();
+    it.T = static_cast<int64_t>(step.tokens.size());
+    if (it.T > 0) items.push_back(it);
+  }
+  for (;;) {
+    std::vector<int> in_round;
+    std::vector<int64_t> take;
+    int64_t budget = round_rows_;
+    for (int i = 0; i < static_cast<int>(items.size()) && budget > 0; ++i) {
+      const int64_t left = items[i].T - items[i].done;
+      if (left == 0) continue;
+      in_round.push_back(i);
+      take.push_back(std::min(left, budget));
+      budget -= take.back();
+    }
+    if (in_round.empty()) break;
+    run_round(items, in_round, take);
+    for (size_t j = 0; j < in_round.size(); ++j) items[in_round[j]].done += take[j];
+  }
+  for (const Item& it : items) {
+    static_cast<CudaState*>(it.step->state)->advance_by(it.T);
+    if (ForwardTrace* tr = it.step->trace) {  // shapes of the arrays run_round appended
+      const int64_t n = cfg_.hc_mult, D = cfg_.hidden_size, k = cfg_.num_experts_per_tok, K = cfg_.index_topk;
+      for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l) {
+        const std::string L = std::to_string(l);
+        tr->shapes["hidden." + L] = {it.T, n, D};
+        tr->shapes["router." + L + ".experts"] = {it.T, k};
+        if (cfg_.mlp_layer_types[l] == MlpKind::kLearned) tr->shapes["router." + L + ".margin"] = {it.T};
+        if (cfg_.layer_types[l] == LayerKind::kCSA) {
+          tr->shapes["indexer." + L + ".selected"] = {it.T, K};
+          tr->shapes["indexer." + L + ".margin"] = {it.T};
+        }
+      }
+    }
+  }
+}
+
+void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in_round,
+                            const std::vector<int64_t>& take) const {
+  const int S = placement_.shards();
+  const int64_t V = cfg_.vocab_size;
+  RoundPlan plan;
+  struct Out {
+    int seq = 0;
+    int64_t logit_begin = 0, logit_count = 0;  // in the round's logit rows
+    bool last = false;                         // this round holds the sequence's final token
+  };
+  std::vector<Out> outs;
+  bool tracing = false;
+  for (size_t j = 0; j < in_round.size(); ++j) {
+    const Item& it = items[in_round[j]];
+    const int s = plan_add_sequence(plan, cfg_, static_cast<int32_t>(it.pos0 + it.done),
+                                    it.step->tokens.subspan(it.done, take[j]));
+    Out o;
+    o.seq = s;
+    o.last = it.done + take[j] == it.T;
+    o.logit_begin = static_cast<int64_t>(plan.logit_rows.size());
+    const int32_t row0 = plan.seqs[s].row0;
+    if (it.step->logits) {
+      for (int64_t t = 0; t < take[j]; ++t) plan.logit_rows.push_back(row0 + static_cast<int32_t>(t));
+    } else if (o.last) {
+      plan.logit_rows.push_back(row0 + static_cast<int32_t>(take[j] - 1));
+    }
+    o.logit_count = static_cast<int64_t>(plan.logit_rows.size()) - o.logit_begin;
+    outs.push_back(o);
+    tracing = tracing || it.step->trace;
+  }
+  for (int s = 0; s < S; ++s) {
+    std::vector<const LayerDev*> tables;
+    for (int i : in_round) tables.push_back(items[i].trunk->trunk().table(s));
+    shards_[s]->upload_plan(plan, tables);
+  }
+  shards_[0]->embed(weights_[0]->ends);
+  const int R = plan.rows();
+  const size_t x_bytes = static_cast<size_t>(R) * cfg_.hc_mult * cfg_.hidden_size * sizeof(float);
+  for (int s = 0; s < S; ++s) {
+    Shard& sh = *shards_[s];
+    if (s > 0) {
+      Shard& prev = *shards_[s - 1];
+      DeviceGuard guard(prev.device());
+      check(cudaMemcpyPeerAsync(sh.X(), sh.device(), prev.X(), prev.device(), x_bytes, prev.stream()),
+            "peer copy of the hc streams");
+      check(cudaEventRecord(handoff_[s], prev.stream()), "cudaEventRecord (handoff)");
+      DeviceGuard guard2(sh.device());
+      check(cudaStreamWaitEvent(sh.stream(), handoff_[s], 0), "cudaStreamWaitEvent (handoff)");
+    }
+    const DeviceWeights& dw = *weights_[s];
+    for (size_t li = 0; li < dw.layers.size(); ++li) {
+      const int l = dw.first + static_cast<int>(li);
+      LayerTrace lt;
+      sh.layer(dw.layers[li], l, tracing ? &lt : nullptr);
+      if (!tracing) continue;
+      const std::string L = std::to_string(l);
+      const int64_t nD = cfg_.hc_mult * cfg_.hidden_size, k = cfg_.num_experts_per_tok, K = cfg_.index_topk;
+      for (size_t j = 0; j < in_round.size(); ++j) {
+        ForwardTrace* tr = items[in_round[j]].step->trace;
+        if (!tr) continue;
+        const int64_t r0 = plan.seqs[outs[j].seq].row0, T = take[j];
+        auto& hid = tr->arrays["hidden." + L];
+        hid.insert(hid.end(), lt.hidden.begin() + r0 * nD, lt.hidden.begin() + (r0 + T) * nD);
+        auto& ex = tr->arrays["router." + L + ".experts"];
+        for (int64_t i = r0 * k; i < (r0 + T) * k; ++i) ex.push_back(static_cast<float>(lt.experts[i]));
+        if (cfg_.mlp_layer_types[l] == MlpKind::kLearned) {
+          auto& mg = tr->arrays["router." + L + ".margin"];
+          mg.insert(mg.end(), lt.router_margin.begin() + r0, lt.router_margin.begin() + r0 + T);
+        }
+        if (cfg_.layer_types[l] == LayerKind::kCSA) {
+          auto& se = tr->arrays["indexer." + L + ".selected"];
+          for (int64_t i = r0 * K; i < (r0 + T) * K; ++i) se.push_back(static_cast<float>(lt.selected[i]));
+          auto& im = tr->arrays["indexer." + L + ".margin"];
+          im.insert(im.end(), lt.indexer_margin.begin() + r0, lt.indexer_margin.begin() + r0 + T);
+        }
+      }
+    }
+  }
+  Shard& last = *shards_[S - 1];
+  const float* logits = last.head(weights_[S - 1]->ends);
+  DeviceGuard guard(last.device());
+  for (size_t j = 0; j < in_round.size(); ++j) {
+    const Item& it = items[in_round[j]];
+    const Out& o = outs[j];
+    if (o.last)
+      check(cudaMemcpyAsync(it.trunk->trunk().last_logits(), logits + (o.logit_begin + o.logit_count - 1) * V,
+                            V * sizeof(float), cudaMemcpyDeviceToDevice, last.stream()),
+            "last logits copy");
+    if (it.step->logits && o.logit_count > 0)
+      check(cudaMemcpyAsync(it.step->logits + it.done * V, logits + o.logit_begin * V, o.logit_count * V * sizeof(float),
+                            cudaMemcpyDeviceToHost, last.stream()),
+            "logits copy");
+  }
+  for (const auto& sh : shards_) sh->sync();
+}
+
+}  // namespace memra::cuda

@@ -1,0 +1,59 @@
+// The CUDA backend: realizations `cuda` (exact) and `cuda-fast` (realization.h) of the DeepSeek-V4
+// forward on one or more GPUs. The model is split by layers over the devices of --devices (the
+// embedding on the first, the hc head and LM head on the last); a round's [rows, n, D] hc streams
+// move between devices by peer copy. Every kernel is the same on every device, so two GPUs give the
+// bits of one (docs/scaling.md).
+//
+// A forward call runs in rounds of at most round_rows() rows taken from the batch's sequences in
+// order; a sequence longer than a round continues in the next one, which on the exact realization
+// is the same as chunked prefill and so changes nothing.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "device_state.h"
+#include "engine/backend.h"
+#include "shard.h"
+#include "weights.h"
+
+namespace memra::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const RealizationInfo& realization, const Model& model, const BackendOptions& options);
+  ~CudaBackend() override;
+
+  const RealizationInfo& realization() const override { return realization_; }
+  const ModelConfig& config() const override { return cfg_; }
+  std::unique_ptr<State> new_state(int64_t capacity) const override;
+  void forward(std::span<const SequenceStep> batch) const override;
+  std::vector<float> last_logits(const State& state) const override;
+  void sync() const override;
+
+  // The MoE path of every layer (memra gate fused-moe compares them).
+  void set_moe_path(MoePath path) const;
+  const Placement& placement() const { return placement_; }
+  int round_rows() const { return round_rows_; }
+  // The trunk component of a state made by this backend (throws Error otherwise).
+  CudaTrunkComponent& trunk_of(const State& state) const;
+
+ private:
+  struct Item;
+  void run_round(std::vector<Item>& items, const std::vector<int>& in_round, const std::vector<int64_t>& take) const;
+
+  const RealizationInfo& realization_;
+  const Model& model_;
+  ModelConfig cfg_;
+  Placement placement_;
+  int round_rows_ = 256;
+  std::vector<std::unique_ptr<DeviceWeights>> weights_;  // per shard
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<cudaEvent_t> handoff_;  // [s]: shard s−1's streams are ready for shard s
+  mutable std::mutex mutex_;
+};
+
+// Checks that `config` is within what the kernels support (throws Error naming the limit).
+void check_supported(const ModelConfig& config);
+
+}  // namespace memra::cuda

@@ -1,0 +1,496 @@
+// The trunk's device-resident decode state (device_state.h).
+#include "device_state.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "core/error.h"
+#include "cuda_check.h"
+#include "engine/decode_state.h"
+
+namespace memra::cuda {
+
+namespace {
+
+constexpr size_t kAlign = 256;
+constexpr size_t kChunk = size_t(32) << 20;  // transfer chunk: large enough for full PCIe rate
+
+size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+int64_t ratio_of(const ModelConfig& c, int64_t l) { return c.compress_ratio(l); }
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Pieces of the flat range [begin, end) over `segs`, in order.
+template <typename F>
+void for_pieces(const std::vector<Segment>& segs, size_t begin, size_t end, F&& f) {
+  for (const Segment& s : segs) {
+    const size_t a = std::max(begin, s.offset), b = std::min(end, s.offset + s.bytes);
+    if (a < b) f(s, a, b - a);
+  }
+}
+
+}  // namespace
+
+Placement split_layers(const std::vector<int>& devices, int64_t layers) {
+  Placement p;
+  p.devices = devices.empty() ? std::vector<int>{0} : devices;
+  const int64_t S = p.shards();
+  for (int64_t l = 0; l < layers; ++l) p.layer_shard.push_back(static_cast<int>(l * S / std::max<int64_t>(layers, 1)));
+  return p;
+}
+
+std::vector<ClassSpec> trunk_specs(const ModelConfig& config, int64_t pos) {
+  std::vector<ClassSpec> out;
+  auto add = [&](std::string name, std::vector<int64_t> shape, int layer, bool indexer, Part part) {
+    for (int64_t d : shape)
+      if (d == 0) return;  // empty classes are omitted
+    ClassSpec s;
+    s.layout.name = std::move(name);
+    s.layout.dtype = DType::kF32;
+    s.layout.shape = std::move(shape);
+    s.layer = layer;
+    s.indexer = indexer;
+    s.part = part;
+    out.push_back(std::move(s));
+  };
+  const int64_t d = config.head_dim;
+  for (int l = 0; l < static_cast<int>(config.num_hidden_layers); ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    add(p + "window", {std::min(pos, config.sliding_window), d}, l, false, Part::kWindow);
+    const int64_t m = ratio_of(config, l);
+    if (config.layer_types[l] == LayerKind::kCSA) {
+      const int64_t di = config.index_head_dim;
+      const std::string c = p + "csa.";
+      add(c + "cmp", {pos / m, d}, l, false, Part::kEntries);
+      add(c + "pend_kv", {pos % m, 2 * d}, l, false, Part::kPendKv);
+      add(c + "pend_score", {pos % m, 2 * d}, l, false, Part::kPendScore);
+      if (pos >= m) {
+        add(c + "prev_kv", {m, d}, l, false, Part::kPrevKv);
+        add(c + "prev_score", {m, d}, l, false, Part::kPrevScore);
+      }
+      add(c + "idxk", {pos / m, di}, l, true, Part::kEntries);
+      add(c + "idx_pend_kv", {pos % m, 2 * di}, l, true, Part::kPendKv);
+      add(c + "idx_pend_score", {pos % m, 2 * di}, l, true, Part::kPendScore);
+      if (pos >= m) {
+        add(c + "idx_prev_kv", {m, di}, l, true, Part::kPrevKv);
+        add(c + "idx_prev_score", {m, di}, l, true, Part::kPrevScore);
+      }
+    } else if (config.layer_types[l] == LayerKind::kHCA) {
+      const std::string c = p + "hca.";
+      add(c + "cmp", {pos / m, d}, l, false, Part::kEntries);
+      add(c + "pend_kv", {pos % m, d}, l, false, Part::kPendKv);
+      add(c + "pend_score", {pos % m, d}, l, false, Part::kPendScore);
+    }
+  }
+  if (pos > 0) add("last_logits", {config.vocab_size}, -1, false, Part::kLastLogits);
+  // The CPU trunk's table is the authority: the same names, dtypes and shapes, in its order.
+  const std::vector<ClassLayout> cpu = trunk_layout(config, pos);
+  bool same = cpu.size() == out.size();
+  for (size_t i = 0; same && i < out.size(); ++i)
+    same = cpu[i].name == out[i].layout.name && cpu[i].dtype == out[i].layout.dtype && cpu[i].shape == out[i].layout.shape;
+  if (!same)
+    throw Error("internal: the CUDA trunk's classes at position " + std::to_string(pos) +
+                    " disagree with the CPU trunk's (trunk_layout)",
+                "rebuild libmemra_cuda.so from the same source tree as the memra binary");
+  return out;
+}
+
+DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, int64_t capacity)
+    : cfg_(config), placement_(placement), capacity_(capacity) {
+  if (capacity < 1) throw Error("decode state capacity " + std::to_string(capacity) + " is less than 1");
+  if (capacity >= std::numeric_limits<int32_t>::max())
+    throw Error("decode state capacity " + std::to_string(capacity) + " is too large for the CUDA backend (< 2^31)");
+  const int S = placement.shards(), L = static_cast<int>(cfg_.num_hidden_layers);
+  const int64_t d = cfg_.head_dim, W = cfg_.sliding_window, di = cfg_.index_head_dim;
+  host_layers_.assign(L, LayerDev{});
+  tables_.assign(S, nullptr);
+  minus_inf_.assign(S, {});
+  streams_.assign(S, nullptr);
+  // Plan each shard's allocation: [table][layer buffers…][last_logits].
+  std::vector<size_t> size(S, align_up(sizeof(LayerDev) * std::max(L, 1)));
+  struct Plan {
+    float** ptr;
+    size_t floats;
+    int shard;
+    bool minus_inf;
+  };
+  std::vector<Plan> plans;
+  auto want = [&](float** ptr, size_t floats, int shard, bool minus_inf = false) { plans.push_back({ptr, floats, shard, minus_inf}); };
+  for (int l = 0; l < L; ++l) {
+    const int s = placement.layer_shard[l];
+    LayerDev& ld = host_layers_[l];
+    want(&ld.window, static_cast<size_t>(W * d), s);
+    const int64_t m = ratio_of(cfg_, l);
+    auto comp = [&](CompressorDev& c, int64_t cc, int64_t w) {
+      want(&c.pend_kv, static_cast<size_t>(m * cc * w), s);
+      want(&c.pend_score, static_cast<size_t>(m * cc * w), s);
+      if (cc == 2) {
+        want(&c.prev_kv, static_cast<size_t>(m * w), s);
+        want(&c.prev_score, static_cast<size_t>(m * w), s, true);
+      }
+      want(&c.entries, static_cast<size_t>((capacity / m) * w), s);
+    };
+    if (cfg_.layer_types[l] == LayerKind::kCSA) {
+      comp(ld.cmp, 2, d);
+      comp(ld.idx, 2, di);
+    } else if (cfg_.layer_types[l] == LayerKind::kHCA) {
+      comp(ld.cmp, 1, d);
+    }
+  }
+  want(&last_logits_, static_cast<size_t>(cfg_.vocab_size), placement.last());
+  std::vector<size_t> offsets(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    offsets[i] = size[plans[i].shard];
+    size[plans[i].shard] += align_up(plans[i].floats * sizeof(float));
+  }
+  for (int s = 0; s < S; ++s) {
+    memory_.emplace_back(placement.devices[s], size[s], "decode state");
+    DeviceGuard guard(placement.devices[s]);
+    check(cudaStreamCreateWithFlags(&streams_[s], cudaStreamNonBlocking), "cudaStreamCreate (state copies)");
+  }
+  for (size_t i = 0; i < plans.size(); ++i) {
+    uint8_t* base = memory_[plans[i].shard].as<uint8_t>();
+    *plans[i].ptr = reinterpret_cast<float*>(base + offsets[i]);
+    if (plans[i].minus_inf) minus_inf_[plans[i].shard].push_back({*plans[i].ptr, plans[i].floats});
+  }
+  for (int s = 0; s < S; ++s) {
+    std::vector<LayerDev> table(std::max(L, 1));
+    for (int l = 0; l < L; ++l)
+      if (placement.layer_shard[l] == s) table[l] = host_layers_[l];
+    tables_[s] = memory_[s].as<LayerDev>();
+    DeviceGuard guard(placement.devices[s]);
+    check(cudaMemcpyAsync(tables_[s], table.data(), sizeof(LayerDev) * table.size(), cudaMemcpyHostToDevice, streams_[s]),
+          "upload of the state's layer table");
+    check(cudaStreamSynchronize(streams_[s]), "upload of the state's layer table");
+  }
+  reset();
+  sync();
+}
+
+DeviceTrunk::~DeviceTrunk() {
+  for (int s = 0; s < static_cast<int>(streams_.size()); ++s) {
+    if (!streams_[s]) continue;
+    int prev = -1;
+    cudaGetDevice(&prev);
+    cudaSetDevice(placement_.devices[s]);
+    cudaStreamSynchronize(streams_[s]);
+    cudaStreamDestroy(streams_[s]);
+    if (prev >= 0) cudaSetDevice(prev);
+  }
+}
+
+size_t DeviceTrunk::device_bytes() const {
+  size_t b = 0;
+  for (const auto& m : memory_) b += m.bytes();
+  return b;
+}
+
+void DeviceTrunk::reset() {
+  const size_t table = align_up(sizeof(LayerDev) * std::max<int64_t>(cfg_.num_hidden_layers, 1));
+  for (int s = 0; s < placement_.shards(); ++s) {
+    DeviceGuard guard(placement_.devices[s]);
+    check(cudaMemsetAsync(memory_[s].as<uint8_t>() + table, 0, memory_[s].bytes() - table, streams_[s]),
+          "reset of the decode state");
+    for (const auto& [ptr, n] : minus_inf_[s])
+      check_launch(fill_f32(ptr, static_cast<int64_t>(n), -std::numeric_limits<float>::infinity(), streams_[s]),
+                   "fill_f32 (state reset)");
+  }
+}
+
+void DeviceTrunk::sync() const {
+  for (int s = 0; s < placement_.shards(); ++s) {
+    DeviceGuard guard(placement_.devices[s]);
+    check(cudaStreamSynchronize(streams_[s]), "decode state copy");
+  }
+}
+
+std::vector<Segment> DeviceTrunk::segments(const std::vector<ClassSpec>& specs, int64_t pos) const {
+  std::vector<Segment> out;
+  size_t offset = 0;
+  const int64_t d = cfg_.head_dim, W = cfg_.sliding_window;
+  for (const ClassSpec& spec : specs) {
+    const size_t bytes = spec.layout.nbytes();
+    if (spec.part == Part::kLastLogits) {
+      out.push_back({placement_.last(), reinterpret_cast<const uint8_t*>(last_logits_), bytes, offset});
+      offset += bytes;
+      continue;
+    }
+    const int shard = placement_.layer_shard[spec.layer];
+    const LayerDev& ld = host_layers_[spec.layer];
+    const CompressorDev& c = spec.indexer ? ld.idx : ld.cmp;
+    if (spec.part == Part::kWindow) {
+      // rows oldest first: position pos − rows + i lives in slot (pos − rows + i) % W: ≤ 2 runs.
+      const int64_t rows = spec.layout.shape[0], s0 = (pos - rows) % W;
+      const int64_t first = std::min(rows, W - s0);
+      const size_t row_bytes = static_cast<size_t>(d) * sizeof(float);
+      out.push_back({shard, reinterpret_cast<const uint8_t*>(ld.window + s0 * d), first * row_bytes, offset});
+      if (rows > first)
+        out.push_back({shard, reinterpret_cast<const uint8_t*>(ld.window), (rows - first) * row_bytes, offset + first * row_bytes});
+      offset += bytes;
+      continue;
+    }
+    const float* src = nullptr;
+    switch (spec.part) {
+      case Part::kEntries: src = c.entries; break;
+      case Part::kPendKv: src = c.pend_kv; break;
+      case Part::kPendScore: src = c.pend_score; break;
+      case Part::kPrevKv: src = c.prev_kv; break;
+      case Part::kPrevScore: src = c.prev_score; break;
+      default: break;
+    }
+    out.push_back({shard, reinterpret_cast<const uint8_t*>(src), bytes, offset});
+    offset += bytes;
+  }
+  return out;
+}
+
+CudaTrunkComponent::CudaTrunkComponent(const void* owner, const ModelConfig& config, const Placement& placement,
+                                       int64_t capacity)
+    : owner_(owner), cfg_(config), trunk_(config, placement, capacity) {}
+
+std::vector<ClassLayout> CudaTrunkComponent::layout(int64_t pos) const {
+  std::vector<ClassLayout> out;
+  for (auto& s : trunk_specs(cfg_, pos)) out.push_back(std::move(s.layout));
+  return out;
+}
+
+size_t CudaTrunkComponent::live_bytes(int64_t pos) const {
+  size_t b = 0;
+  for (const auto& s : trunk_specs(cfg_, pos)) b += s.layout.nbytes();
+  return b;
+}
+
+std::vector<CacheClass> CudaTrunkComponent::export_classes(int64_t pos) const {
+  if (pos < 0 || pos > trunk_.capacity())
+    throw Error("cannot export a state at position " + std::to_string(pos) + " (capacity " +
+                std::to_string(trunk_.capacity()) + ")");
+  const std::vector<ClassSpec> specs = trunk_specs(cfg_, pos);
+  const std::vector<Segment> segs = trunk_.segments(specs, pos);
+  std::vector<CacheClass> out;
+  std::vector<size_t> class_off;
+  size_t total = 0;
+  for (const auto& s : specs) {
+    class_off.push_back(total);
+    total += s.layout.nbytes();
+    out.emplace_back(s.layout, std::vector<uint8_t>(s.layout.nbytes()));
+  }
+  class_off.push_back(total);
+  trunk_.sync();
+  // Chunk c: D2H into staging[c % 2]; while it flies, the host copies chunk c−1 out of the other one.
+  const size_t chunk = std::min(kChunk, std::max<size_t>(total, 1));
+  staging_[0].ensure(chunk, "state export staging");
+  staging_[1].ensure(chunk, "state export staging");
+  const size_t n_chunks = (total + chunk - 1) / chunk;
+  std::vector<cudaEvent_t> events(trunk_.placement().shards() * 2, nullptr);
+  auto event_of = [&](int shard, int buf) -> cudaEvent_t& { return events[shard * 2 + buf]; };
+  auto enqueue = [&](size_t c) {
+    const size_t begin = c * chunk, end = std::min(total, begin + chunk);
+    uint8_t* dst = staging_[c % 2].get();
+    std::vector<bool> touched(trunk_.placement().shards(), false);
+    for_pieces(segs, begin, end, [&](const Segment& s, size_t at, size_t n) {
+      DeviceGuard guard(trunk_.device(s.shard));
+      check(cudaMemcpyAsync(dst + (at - begin), s.ptr + (at - s.offset), n, cudaMemcpyDeviceToHost,
+                            trunk_.copy_stream(s.shard)),
+            "state export (D2H)");
+      touched[s.shard] = true;
+    });
+    for (int sh = 0; sh < trunk_.placement().shards(); ++sh) {
+      if (!touched[sh]) continue;
+      DeviceGuard guard(trunk_.device(sh));
+      cudaEvent_t& ev = event_of(sh, static_cast<int>(c % 2));
+      if (!ev) check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate");
+      check(cudaEventRecord(ev, trunk_.copy_stream(sh)), "cudaEventRecord");
+    }
+    return touched;
+  };
+  auto finish = [&](size_t c, const std::vector<bool>& touched) {
+    for (int sh = 0; sh < trunk_.placement().shards(); ++sh)
+      if (touched[sh]) check(cudaEventSynchronize(event_of(sh, static_cast<int>(c % 2))), "state export (D2H)");
+    const size_t begin = c * chunk, end = std::min(total, begin + chunk);
+    const uint8_t* src = staging_[c % 2].get();
+    for (size_t k = 0; k + 1 < class_off.size(); ++k) {
+      const size_t a = std::max(begin, class_off[k]), b = std::min(end, class_off[k + 1]);
+      if (a < b) std::memcpy(out[k].bytes.data() + (a - class_off[k]), src + (a - begin), b - a);
+    }
+  };
+  std::vector<bool> pending;
+  try {
+    for (size_t c = 0; c < n_chunks; ++c) {
+      std::vector<bool> touched = enqueue(c);
+      if (c > 0) finish(c - 1, pending);
+      pending = std::move(touched);
+    }
+    if (n_chunks > 0) finish(n_chunks - 1, pending);
+  } catch (...) {
+    trunk_.sync();
+    for (cudaEvent_t e : events)
+      if (e) cudaEventDestroy(e);
+    throw;
+  }
+  for (cudaEvent_t e : events)
+    if (e) cudaEventDestroy(e);
+  return out;
+}
+
+void CudaTrunkComponent::check_classes(int64_t pos, const std::vector<CacheClass>& classes,
+                                       std::vector<ClassSpec>& specs) const {
+  if (pos < 0) throw Error("decode state position " + std::to_string(pos) + " is negative");
+  if (pos > trunk_.capacity())
+    throw negative("capacity " + std::to_string(trunk_.capacity()) + " is smaller than the state's position " +
+                       std::to_string(pos),
+                   "restore with a capacity of at least " + std::to_string(pos));
+  specs = trunk_specs(cfg_, pos);
+  for (size_t i = 0; i < std::max(specs.size(), classes.size()); ++i) {
+    if (i >= classes.size())
+      throw Error("cache class " + specs[i].layout.name + " is missing (a state at position " + std::to_string(pos) +
+                  " has it)");
+    if (i >= specs.size())
+      throw Error("cache class " + classes[i].name + " is not expected at position " + std::to_string(pos));
+    const ClassLayout& want = specs[i].layout;
+    const CacheClass& have = classes[i];
+    if (have.name != want.name)
+      throw Error("cache class " + std::to_string(i) + " is " + have.name + ", expected " + want.name);
+    if (have.dtype != want.dtype)
+      throw Error("cache class " + have.name + " is " + dtype_name(have.dtype) + ", expected " + dtype_name(want.dtype));
+    if (have.shape != want.shape)
+      throw Error("cache class " + have.name + " has shape " + shape_text(have.shape) + ", expected " +
+                  shape_text(want.shape));
+    if (have.bytes.size() != want.nbytes())
+      throw Error("cache class " + have.name + " holds " + std::to_string(have.bytes.size()) + " bytes, its shape needs " +
+                  std::to_string(want.nbytes()));
+  }
+}
+
+void CudaTrunkComponent::import_classes(int64_t pos, const std::vector<CacheClass>& classes) {
+  std::vector<ClassSpec> specs;
+  check_classes(pos, classes, specs);
+  const std::vector<Segment> segs = trunk_.segments(specs, pos);
+  std::vector<size_t> class_off;
+  size_t total = 0;
+  for (const auto& s : specs) {
+    class_off.push_back(total);
+    total += s.layout.nbytes();
+  }
+  class_off.push_back(total);
+  trunk_.sync();
+  trunk_.reset();
+  // Chunk c: host copy into staging[c % 2] (after that buffer's previous H2D finished), then H2D.
+  const size_t chunk = std::min(kChunk, std::max<size_t>(total, 1));
+  staging_[0].ensure(chunk, "state import staging");
+  staging_[1].ensure(chunk, "state import staging");
+  const int S = trunk_.placement().shards();
+  std::vector<cudaEvent_t> events(S * 2, nullptr);
+  std::vector<bool> in_flight(S * 2, false);
+  try {
+    for (size_t c = 0; c * chunk < total; ++c) {
+      const int b = static_cast<int>(c % 2);
+      for (int sh = 0; sh < S; ++sh)
+        if (in_flight[sh * 2 + b]) check(cudaEventSynchronize(events[sh * 2 + b]), "state import (H2D)");
+      const size_t begin = c * chunk, end = std::min(total, begin + chunk);
+      uint8_t* stage = staging_[b].get();
+      for (size_t k = 0; k + 1 < class_off.size(); ++k) {
+        const size_t a = std::max(begin, class_off[k]), e = std::min(end, class_off[k + 1]);
+        if (a < e) std::memcpy(stage + (a - begin), classes[k].bytes.data() + (a - class_off[k]), e - a);
+      }
+      std::vector<bool> touched(S, false);
+      for_pieces(segs, begin, end, [&](const Segment& s, size_t at, size_t n) {
+        DeviceGuard guard(trunk_.device(s.shard));
+        check(cudaMemcpyAsync(const_cast<uint8_t*>(s.ptr) + (at - s.offset), stage + (at - begin), n,
+                              cudaMemcpyHostToDevice, trunk_.copy_stream(s.shard)),
+              "state import (H2D)");
+        touched[s.shard] = true;
+      });
+      for (int sh = 0; sh < S; ++sh) {
+        in_flight[sh * 2 + b] = touched[sh];
+        if (!touched[sh]) continue;
+        DeviceGuard guard(trunk_.device(sh));
+        if (!events[sh * 2 + b]) check(cudaEventCreateWithFlags(&events[sh * 2 + b], cudaEventDisableTiming), "cudaEventCreate");
+        check(cudaEventRecord(events[sh * 2 + b], trunk_.copy_stream(sh)), "cudaEventRecord");
+      }
+    }
+    trunk_.sync();
+  } catch (...) {
+    trunk_.sync();
+    for (cudaEvent_t e : events)
+      if (e) cudaEventDestroy(e);
+    throw;
+  }
+  for (cudaEvent_t e : events)
+    if (e) cudaEventDestroy(e);
+}
+
+void CudaTrunkComponent::export_to(int64_t pos, uint8_t* dst, size_t size,
+                                   const std::function<void(size_t, size_t)>& on_chunk) const {
+  const std::vector<ClassSpec> specs = trunk_specs(cfg_, pos);
+  const std::vector<Segment> segs = trunk_.segments(specs, pos);
+  size_t total = 0;
+  for (const auto& s : specs) total += s.layout.nbytes();
+  if (size < total) throw Error("export buffer of " + std::to_string(size) + " bytes is smaller than the state's " +
+                                std::to_string(total));
+  trunk_.sync();
+  const int S = trunk_.placement().shards();
+  const size_t n_chunks = (total + kChunk - 1) / kChunk;
+  std::vector<cudaEvent_t> events(n_chunks * S, nullptr);
+  std::vector<bool> touched(n_chunks * S, false);
+  try {
+    for (size_t c = 0; c < n_chunks; ++c) {  // enqueue everything: the copy engines stay busy
+      const size_t begin = c * kChunk, end = std::min(total, begin + kChunk);
+      for_pieces(segs, begin, end, [&](const Segment& s, size_t at, size_t n) {
+        DeviceGuard guard(trunk_.device(s.shard));
+        check(cudaMemcpyAsync(dst + at, s.ptr + (at - s.offset), n, cudaMemcpyDeviceToHost, trunk_.copy_stream(s.shard)),
+              "state export (D2H)");
+        touched[c * S + s.shard] = true;
+      });
+      for (int sh = 0; sh < S; ++sh) {
+        if (!touched[c * S + sh]) continue;
+        DeviceGuard guard(trunk_.device(sh));
+        check(cudaEventCreateWithFlags(&events[c * S + sh], cudaEventDisableTiming), "cudaEventCreate");
+        check(cudaEventRecord(events[c * S + sh], trunk_.copy_stream(sh)), "cudaEventRecord");
+      }
+    }
+    for (size_t c = 0; c < n_chunks; ++c) {  // … while the host consumes the chunks in order
+      for (int sh = 0; sh < S; ++sh)
+        if (touched[c * S + sh]) check(cudaEventSynchronize(events[c * S + sh]), "state export (D2H)");
+      const size_t begin = c * kChunk, end = std::min(total, begin + kChunk);
+      if (on_chunk) on_chunk(begin, end - begin);
+    }
+  } catch (...) {
+    trunk_.sync();
+    for (cudaEvent_t e : events)
+      if (e) cudaEventDestroy(e);
+    throw;
+  }
+  for (cudaEvent_t e : events)
+    if (e) cudaEventDestroy(e);
+}
+
+void CudaTrunkComponent::import_from(int64_t pos, const uint8_t* src, size_t size) {
+  if (pos < 0 || pos > trunk_.capacity())
+    throw negative("capacity " + std::to_string(trunk_.capacity()) + " is smaller than the state's position " +
+                   std::to_string(pos));
+  const std::vector<ClassSpec> specs = trunk_specs(cfg_, pos);
+  const std::vector<Segment> segs = trunk_.segments(specs, pos);
+  size_t total = 0;
+  for (const auto& s : specs) total += s.layout.nbytes();
+  if (size < total) throw Error("import buffer of " + std::to_string(size) + " bytes is smaller than the state's " +
+                                std::to_string(total));
+  trunk_.sync();
+  trunk_.reset();
+  for_pieces(segs, 0, total, [&](const Segment& s, size_t at, size_t n) {
+    DeviceGuard guard(trunk_.device(s.shard));
+    check(cudaMemcpyAsync(const_cast<uint8_t*>(s.ptr) + (at - s.offset), src + at, n, cudaMemcpyHostToDevice,
+                          trunk_.copy_stream(s.shard)),
+          "state import (H2D)");
+  });
+  trunk_.sync();
+}
+
+}  // namespace memra::cuda

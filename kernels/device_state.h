@@ -1,0 +1,121 @@
+// The trunk's decode state on the GPU(s): the same buffers as the CPU state (lib/engine/
+// decode_state.h: window ring, per compressor PEND/PREV/entries, last_logits), f32, in device memory
+// on the device that runs each layer. Its classes (names, F32, shapes, order) are exactly the CPU
+// trunk's (trunk_layout), so state files move freely between cpu and cuda.
+//
+// Export is D2H, import is H2D into a state of equal or larger capacity, both bit-exact: a class is
+// a verbatim copy of the live rows (the window ring re-ordered oldest first, in at most two runs).
+// Two paths: export_classes()/import_classes() (the StateComponent interface: pageable vectors,
+// staged through two pinned buffers so the D2H of one chunk overlaps the host copy of the previous
+// one), and export_to()/import_from() straight into caller-owned pinned memory with a callback per
+// finished chunk, so hashing can run while the next chunk is in flight (the bandwidth path).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "device_buffer.h"
+#include "engine/backend.h"
+#include "model/config.h"
+#include "ops.h"
+
+namespace memra::cuda {
+
+// Which layers run where: layer l on devices[layer_shard[l]]; the last shard also holds the head
+// and last_logits, the first the embedding.
+struct Placement {
+  std::vector<int> devices;      // CUDA device ids in pipeline order
+  std::vector<int> layer_shard;  // [L]
+  int shards() const { return static_cast<int>(devices.size()); }
+  int last() const { return shards() - 1; }
+};
+// Contiguous, balanced: shard s runs layers [s·L/S, (s+1)·L/S).
+Placement split_layers(const std::vector<int>& devices, int64_t layers);
+
+enum class Part { kWindow, kEntries, kPendKv, kPendScore, kPrevKv, kPrevScore, kLastLogits };
+
+struct ClassSpec {
+  ClassLayout layout;
+  int layer = -1;
+  bool indexer = false;
+  Part part = Part::kWindow;
+};
+// The trunk's classes at `pos`, in the CPU trunk's order (decode_state.cpp class_layout).
+std::vector<ClassSpec> trunk_specs(const ModelConfig& config, int64_t pos);
+
+// A contiguous device range that maps to [offset, offset + bytes) of the classes laid end to end.
+struct Segment {
+  int shard = 0;
+  const uint8_t* ptr = nullptr;
+  size_t bytes = 0;
+  size_t offset = 0;
+};
+
+class DeviceTrunk {
+ public:
+  DeviceTrunk(const ModelConfig& config, const Placement& placement, int64_t capacity);
+  ~DeviceTrunk();
+  DeviceTrunk(const DeviceTrunk&) = delete;
+  DeviceTrunk& operator=(const DeviceTrunk&) = delete;
+
+  int64_t capacity() const { return capacity_; }
+  const Placement& placement() const { return placement_; }
+  const LayerDev* table(int shard) const { return tables_[shard]; }  // device [L]
+  const LayerDev& layer(int l) const { return host_layers_[l]; }     // device pointers, on the host
+  float* last_logits() const { return last_logits_; }                // [V] on the last shard
+  size_t device_bytes() const;
+
+  // Class bytes end to end, in `specs` order, as device ranges.
+  std::vector<Segment> segments(const std::vector<ClassSpec>& specs, int64_t pos) const;
+  // Back to the state of a fresh sequence (zeros; CSA PREV scores −inf). Asynchronous on the copy streams.
+  void reset();
+  cudaStream_t copy_stream(int shard) const { return streams_[shard]; }
+  int device(int shard) const { return placement_.devices[shard]; }
+  void sync() const;
+
+ private:
+  ModelConfig cfg_;
+  Placement placement_;
+  int64_t capacity_;
+  std::vector<DeviceBuffer> memory_;    // one allocation per shard
+  std::vector<LayerDev*> tables_;       // per shard, device pointer
+  std::vector<LayerDev> host_layers_;   // [L]
+  std::vector<std::vector<std::pair<float*, size_t>>> minus_inf_;  // per shard: CSA PREV score ranges
+  float* last_logits_ = nullptr;
+  std::vector<cudaStream_t> streams_;
+};
+
+// The trunk as a StateComponent of a cuda/cuda-fast state.
+class CudaTrunkComponent final : public StateComponent {
+ public:
+  CudaTrunkComponent(const void* owner, const ModelConfig& config, const Placement& placement, int64_t capacity);
+
+  std::string name() const override { return "trunk"; }
+  std::string class_prefix() const override { return ""; }
+  std::vector<ClassLayout> layout(int64_t pos) const override;
+  std::vector<CacheClass> export_classes(int64_t pos) const override;
+  void import_classes(int64_t pos, const std::vector<CacheClass>& classes) override;
+
+  // Bytes of every live class at pos, end to end (what export_to writes).
+  size_t live_bytes(int64_t pos) const;
+  // D2H of every live class end to end into pinned `dst` (≥ live_bytes); on_chunk(offset, bytes) is
+  // called in order as each chunk lands (the caller hashes it while later chunks copy).
+  void export_to(int64_t pos, uint8_t* dst, size_t size, const std::function<void(size_t, size_t)>& on_chunk) const;
+  // H2D from pinned `src` (export_to's layout at pos) after a reset.
+  void import_from(int64_t pos, const uint8_t* src, size_t size);
+
+  const void* owner() const { return owner_; }
+  DeviceTrunk& trunk() { return trunk_; }
+  const DeviceTrunk& trunk() const { return trunk_; }
+
+ private:
+  void check_classes(int64_t pos, const std::vector<CacheClass>& classes, std::vector<ClassSpec>& specs) const;
+
+  const void* owner_;
+  ModelConfig cfg_;
+  DeviceTrunk trunk_;
+  mutable PinnedBuffer staging_[2];
+};
+
+}  // namespace memra::cuda

@@ -1,0 +1,135 @@
+// Data movement around the model's ends and between paths: the embedding gather into the n
+// identical hc streams, row gathers/scatters (the per-expert MoE path, the LM-head rows), fills and
+// the f32 → bf16/f16 conversion in front of cuBLAS (cuda-fast). No arithmetic beyond conversions
+// (bf16/f16 → f32 is exact; f32 → bf16/f16 rounds to nearest even, fast path only).
+//
+// All: grid-stride loops, block 256, grid ≤ 524280 blocks.
+#include "common.cuh"
+#include "ops.h"
+
+namespace memra::cuda {
+
+namespace {
+
+constexpr int kBlock = 256;
+
+int grid_for(int64_t total) {
+  const int64_t b = (total + kBlock - 1) / kBlock;
+  return static_cast<int>(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
+}
+
+template <typename WT>
+__global__ void embed_kernel(const WT* embed, const int32_t* tokens, int rows, int n, int D, float* X) {
+  const int64_t total = static_cast<int64_t>(rows) * n * D;
+  for (int64_t id = global_thread(); id < total; id += global_stride()) {
+    const int64_t t = id / (static_cast<int64_t>(n) * D);
+    const int i = static_cast<int>(id % D);
+    X[id] = to_f32(embed[static_cast<int64_t>(tokens[t]) * D + i]);
+  }
+}
+
+__global__ void gather_kernel(const float* src, int64_t src_stride, const int32_t* rows_idx, int out_rows, int width,
+                              float* out, int64_t out_stride) {
+  const int64_t total = static_cast<int64_t>(out_rows) * width;
+  for (int64_t id = global_thread(); id < total; id += global_stride()) {
+    const int64_t r = id / width;
+    const int i = static_cast<int>(id % width);
+    out[r * out_stride + i] = src[static_cast<int64_t>(rows_idx[r]) * src_stride + i];
+  }
+}
+
+__global__ void scatter_kernel(const float* src, int64_t src_stride, const int32_t* rows_idx, int src_rows, int width,
+                               float* out, int64_t out_stride) {
+  const int64_t total = static_cast<int64_t>(src_rows) * width;
+  for (int64_t id = global_thread(); id < total; id += global_stride()) {
+    const int64_t r = id / width;
+    const int i = static_cast<int>(id % width);
+    out[static_cast<int64_t>(rows_idx[r]) * out_stride + i] = src[r * src_stride + i];
+  }
+}
+
+__global__ void fill_kernel(float* p, int64_t n, float value) {
+  for (int64_t i = global_thread(); i < n; i += global_stride()) p[i] = value;
+}
+
+template <typename T>
+__device__ __forceinline__ T from_f32(float v);
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float v) {
+  return __float2half_rn(v);
+}
+
+template <typename T>
+__global__ void convert_kernel(const float* src, int64_t src_stride, int rows, int cols, T* dst) {
+  const int64_t total = static_cast<int64_t>(rows) * cols;
+  for (int64_t id = global_thread(); id < total; id += global_stride()) {
+    const int64_t r = id / cols;
+    const int c = static_cast<int>(id % cols);
+    dst[id] = from_f32<T>(src[r * src_stride + c]);
+  }
+}
+
+}  // namespace
+
+cudaError_t embed_rows(const void* embed, WType wtype, const int32_t* tokens, int rows, int n, int D, float* X,
+                       cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (!embed || !tokens || !X || rows < 0 || n < 1 || D <= 0) return cudaErrorInvalidValue;
+  const int grid = grid_for(static_cast<int64_t>(rows) * n * D);
+  switch (wtype) {
+    case WType::kF32: embed_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const float*>(embed), tokens, rows, n, D, X); break;
+    case WType::kBF16:
+      embed_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const __nv_bfloat16*>(embed), tokens, rows, n, D, X);
+      break;
+    case WType::kF16: embed_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const __half*>(embed), tokens, rows, n, D, X); break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t gather_rows(const float* src, int64_t src_stride, const int32_t* rows_idx, int out_rows, int width,
+                        float* out, int64_t out_stride, cudaStream_t stream) {
+  if (out_rows == 0) return cudaSuccess;
+  if (!src || !rows_idx || !out || out_rows < 0 || width <= 0 || src_stride < width || out_stride < width)
+    return cudaErrorInvalidValue;
+  gather_kernel<<<grid_for(static_cast<int64_t>(out_rows) * width), kBlock, 0, stream>>>(src, src_stride, rows_idx,
+                                                                                         out_rows, width, out, out_stride);
+  return cudaGetLastError();
+}
+
+cudaError_t scatter_rows(const float* src, int64_t src_stride, const int32_t* rows_idx, int src_rows, int width,
+                         float* out, int64_t out_stride, cudaStream_t stream) {
+  if (src_rows == 0) return cudaSuccess;
+  if (!src || !rows_idx || !out || src_rows < 0 || width <= 0 || src_stride < width || out_stride < width)
+    return cudaErrorInvalidValue;
+  scatter_kernel<<<grid_for(static_cast<int64_t>(src_rows) * width), kBlock, 0, stream>>>(src, src_stride, rows_idx,
+                                                                                          src_rows, width, out, out_stride);
+  return cudaGetLastError();
+}
+
+cudaError_t fill_f32(float* p, int64_t n, float value, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (!p || n < 0) return cudaErrorInvalidValue;
+  fill_kernel<<<grid_for(n), kBlock, 0, stream>>>(p, n, value);
+  return cudaGetLastError();
+}
+
+cudaError_t convert_rows(const float* src, int64_t src_stride, int rows, int cols, void* dst, WType dst_type,
+                         cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (!src || !dst || rows < 0 || cols <= 0 || src_stride < cols) return cudaErrorInvalidValue;
+  const int grid = grid_for(static_cast<int64_t>(rows) * cols);
+  switch (dst_type) {
+    case WType::kBF16:
+      convert_kernel<<<grid, kBlock, 0, stream>>>(src, src_stride, rows, cols, static_cast<__nv_bfloat16*>(dst));
+      break;
+    case WType::kF16: convert_kernel<<<grid, kBlock, 0, stream>>>(src, src_stride, rows, cols, static_cast<__half*>(dst)); break;
+    case WType::kF32: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace memra::cuda

@@ -1,0 +1,81 @@
+// The exact linear y = x·Wᵀ (grouped when groups > 1). One warp owns one output feature o and up to
+// kRows rows; the 8 warps of a block own 8 consecutive outputs. The weight row is loaded once per
+// row group and reused for its rows; each (row, o) element is the fixed-order dot of
+// dot_exact.cuh, so the result is independent of the row count, the row's place in the group and
+// the grid: no split-K, no shape-dependent kernel choice that changes a reduction.
+//
+//   grid  (ceil(out / 8), ceil(rows / RB), groups)   block 256 (8 warps)
+//   RB = 1 for a single row (decode GEMV), else 8 (rows beyond `rows` masked)
+#include "common.cuh"
+#include "dot_exact.cuh"
+#include "ops.h"
+
+namespace memra::cuda {
+
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int kOutsPerBlock = kBlock / kWarp;
+
+template <typename WT, int RB>
+__global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int o = blockIdx.x * kOutsPerBlock + warp;
+  const int r0 = blockIdx.y * RB;
+  const int g = blockIdx.z;
+  if (o >= a.out) return;  // whole warp; no block barrier follows
+  const int nr = min(RB, a.rows - r0);
+  const float* xg = a.x + g * a.x_gstride;
+  const float* xr[RB];
+#pragma unroll
+  for (int r = 0; r < RB; ++r) xr[r] = xg + static_cast<int64_t>(r0 + (r < nr ? r : 0)) * a.x_stride;
+  const WT* w = static_cast<const WT*>(a.w) + g * a.w_gstride + static_cast<int64_t>(o) * a.in;
+  float acc[RB];
+  dot_rows<WT, RB>(xr, nr, w, a.in, acc);
+  if (lane == 0) {
+    float* yg = a.y + g * a.y_gstride;
+#pragma unroll
+    for (int r = 0; r < RB; ++r)
+      if (r < nr) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o] = acc[r];
+  }
+}
+
+template <typename WT>
+cudaError_t launch(const LinearArgs& a, cudaStream_t stream) {
+  const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
+  if (a.rows == 1) {
+    linear_exact_kernel<WT, 1><<<dim3(gx, 1, a.groups), kBlock, 0, stream>>>(a);
+  } else {
+    const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
+    linear_exact_kernel<WT, 8><<<dim3(gx, gy, a.groups), kBlock, 0, stream>>>(a);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+const char* wtype_name(WType t) {
+  switch (t) {
+    case WType::kF32: return "f32";
+    case WType::kBF16: return "bf16";
+    case WType::kF16: return "f16";
+  }
+  return "?";
+}
+
+size_t wtype_size(WType t) { return t == WType::kF32 ? 4 : 2; }
+
+cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream) {
+  if (a.rows == 0 || a.out == 0) return cudaSuccess;
+  if (!a.x || !a.w || !a.y || a.rows < 0 || a.in <= 0 || a.out < 0 || a.groups < 1 || a.groups > 65535 ||
+      (a.rows + 7) / 8 > 65535 || a.x_stride < a.in || a.y_stride < a.out)
+    return cudaErrorInvalidValue;
+  switch (a.wtype) {
+    case WType::kF32: return launch<float>(a, stream);
+    case WType::kBF16: return launch<__nv_bfloat16>(a, stream);
+    case WType::kF16: return launch<__half>(a, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace memra::cuda

@@ -1,0 +1,177 @@
+// mHC (architecture note §3.2) on the GPU: hc_pre (mix, Sinkhorn, pre-weighted collapse), hc_post
+// (the transposed combine) and the hc head. One block per row for the reductions, so a row's
+// result never depends on the launch's row count:
+//  - sum of squares over nD: thread-strided f32 fma chain + block_sum<256>;
+//  - each mix value: one warp, lane-strided (lane l takes l, l+32, …) fma chain of the normalised
+//    stream values (x·r, rounded first, as the CPU does) with fn, then warp_sum;
+//  - Sinkhorn: one thread, in the CPU's order (f32 sums instead of the CPU's double ones);
+//  - the collapse / combine: per element, a fixed j-ascending fma chain.
+//
+//   hc_pre   grid rows                    block 256   (n ≤ kMaxHc)
+//   hc_post  grid ceil(rows·D / 256)      block 256
+//   hc_head  grid out_rows                block 256
+#include "common.cuh"
+#include "ops.h"
+
+namespace memra::cuda {
+
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int kWarps = kBlock / kWarp;
+constexpr int kMaxMix = (2 + kMaxHc) * kMaxHc;
+
+// rsqrt(mean(X²) + eps) of one row's n·D stream values.
+__device__ float stream_rms(const float* Xt, int nD, float eps, float* scratch) {
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < nD; i += kBlock) ss = __fmaf_rn(Xt[i], Xt[i], ss);
+  ss = block_sum<kBlock>(ss, scratch);
+  return 1.0f / sqrtf(ss / static_cast<float>(nD) + eps);
+}
+
+// mix[i] = (X·r)·fn[i] for i < M, one warp per value.
+__device__ void stream_mix(const float* Xt, int nD, float r, const float* fn, int M, float* mix) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  for (int i = warp; i < M; i += kWarps) {
+    const float* f = fn + static_cast<int64_t>(i) * nD;
+    float acc = 0.0f;
+    for (int e = lane; e < nD; e += kWarp) acc = __fmaf_rn(Xt[e] * r, f[e], acc);
+    acc = warp_sum(acc);
+    if (lane == 0) mix[i] = acc;
+  }
+}
+
+__global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a) {
+  __shared__ float scratch[kWarps];
+  __shared__ float mix[kMaxMix];
+  __shared__ float pre[kMaxHc];
+  __shared__ float C[kMaxHc * kMaxHc];
+  const int t = blockIdx.x, n = a.n, D = a.D, nD = n * D, M = (2 + n) * n;
+  const float* Xt = a.X + static_cast<int64_t>(t) * nD;
+  const float r = stream_rms(Xt, nD, a.norm_eps, scratch);
+  stream_mix(Xt, nD, r, a.fn, M, mix);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const float eps = a.hc_eps;
+    for (int j = 0; j < n; ++j) {
+      pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + eps;
+      a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
+    }
+    for (int j = 0; j < n; ++j) {  // row softmax of the mixing logits, then + eps
+      float* row = C + j * n;
+      float mx = -INFINITY;
+      for (int k = 0; k < n; ++k) {
+        row[k] = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
+        mx = fmaxf(mx, row[k]);
+      }
+      float s = 0.0f;
+      for (int k = 0; k < n; ++k) {
+        row[k] = expf(row[k] - mx);
+        s += row[k];
+      }
+      for (int k = 0; k < n; ++k) row[k] = row[k] / s + eps;
+    }
+    for (int it = 0; it < a.iters; ++it) {  // column norm; then (rows, columns) iters-1 times
+      if (it > 0) {
+        for (int j = 0; j < n; ++j) {
+          float s = 0.0f;
+          for (int k = 0; k < n; ++k) s += C[j * n + k];
+          const float div = s + eps;
+          for (int k = 0; k < n; ++k) C[j * n + k] /= div;
+        }
+      }
+      for (int k = 0; k < n; ++k) {
+        float s = 0.0f;
+        for (int j = 0; j < n; ++j) s += C[j * n + k];
+        const float div = s + eps;
+        for (int j = 0; j < n; ++j) C[j * n + k] /= div;
+      }
+    }
+    float* comb = a.comb + static_cast<int64_t>(t) * n * n;
+    for (int i = 0; i < n * n; ++i) comb[i] = C[i];
+  }
+  __syncthreads();
+  float* xt = a.x + static_cast<int64_t>(t) * D;
+  for (int i = threadIdx.x; i < D; i += kBlock) {
+    float s = 0.0f;
+    for (int j = 0; j < n; ++j) s = __fmaf_rn(pre[j], Xt[static_cast<int64_t>(j) * D + i], s);
+    xt[i] = s;
+  }
+}
+
+__global__ void hc_post_kernel(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D) {
+  const int64_t total = static_cast<int64_t>(rows) * D;
+  for (int64_t id = global_thread(); id < total; id += global_stride()) {
+    const int64_t t = id / D;
+    const int i = static_cast<int>(id % D);
+    float* Xt = X + t * n * D;
+    const float* C = comb + t * n * n;
+    float xs[kMaxHc];
+#pragma unroll
+    for (int j = 0; j < kMaxHc; ++j) xs[j] = j < n ? Xt[static_cast<int64_t>(j) * D + i] : 0.0f;
+    const float yv = y[t * D + i];
+    for (int k = 0; k < n; ++k) {
+      float s = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kMaxHc; ++j)
+        if (j < n) s = __fmaf_rn(C[j * n + k], xs[j], s);
+      Xt[static_cast<int64_t>(k) * D + i] = post[t * n + k] * yv + s;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kBlock) hc_head_kernel(const float* X, const int32_t* rows_idx, int n, int D,
+                                                         const float* fn, const float* base, const float* scale,
+                                                         float norm_eps, float hc_eps, float* h) {
+  __shared__ float scratch[kWarps];
+  __shared__ float mix[kMaxHc];
+  const int out_row = blockIdx.x, nD = n * D;
+  const float* Xt = X + static_cast<int64_t>(rows_idx[out_row]) * nD;
+  const float r = stream_rms(Xt, nD, norm_eps, scratch);
+  stream_mix(Xt, nD, r, fn, n, mix);
+  __syncthreads();
+  if (threadIdx.x < n) mix[threadIdx.x] = sigmoid_f(mix[threadIdx.x] * scale[0] + base[threadIdx.x]) + hc_eps;
+  __syncthreads();
+  float* ht = h + static_cast<int64_t>(out_row) * D;
+  for (int i = threadIdx.x; i < D; i += kBlock) {
+    float s = 0.0f;
+    for (int j = 0; j < n; ++j) s = __fmaf_rn(mix[j], Xt[static_cast<int64_t>(j) * D + i], s);
+    ht[i] = s;
+  }
+}
+
+int elementwise_blocks(int64_t total) {
+  const int64_t b = (total + kBlock - 1) / kBlock;
+  return static_cast<int>(b < 65535 * 8 ? b : 65535 * 8);
+}
+
+}  // namespace
+
+cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
+  if (a.rows == 0) return cudaSuccess;
+  if (!a.X || !a.fn || !a.base || !a.scale || !a.x || !a.post || !a.comb || a.rows < 0 || a.n < 1 || a.n > kMaxHc ||
+      a.D <= 0 || a.iters < 1)
+    return cudaErrorInvalidValue;
+  hc_pre_kernel<<<a.rows, kBlock, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,
+                    cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (!X || !y || !post || !comb || rows < 0 || n < 1 || n > kMaxHc || D <= 0) return cudaErrorInvalidValue;
+  hc_post_kernel<<<elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream>>>(X, y, post, comb, rows, n, D);
+  return cudaGetLastError();
+}
+
+cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n, int D, const float* fn,
+                    const float* base, const float* scale, float norm_eps, float hc_eps, float* h,
+                    cudaStream_t stream) {
+  if (out_rows == 0) return cudaSuccess;
+  if (!X || !rows_idx || !fn || !base || !scale || !h || out_rows < 0 || n < 1 || n > kMaxHc || D <= 0)
+    return cudaErrorInvalidValue;
+  hc_head_kernel<<<out_rows, kBlock, 0, stream>>>(X, rows_idx, n, D, fn, base, scale, norm_eps, hc_eps, h);
+  return cudaGetLastError();
+}
+
+}  // namespace memra::cuda

@@ -1,0 +1,268 @@
+// MoE (architecture note §3.8) on the GPU: the router, the fused experts and the combine.
+//
+// route            grid rows, block 256, dynamic smem 2·E floats
+//   scores (sqrtsoftplus / sigmoid / softmax) in f32; hash rows take tid2eid[token] as stored,
+//   learned rows the k best of score + bias by rank (rank_e = #{j: sel_j > sel_e or (== and j < e)}:
+//   ties to the lower index, exactly the CPU's stable top-k); the weights are summed in selection
+//   order and renormalised by one thread as the CPU does; eid/ew are written in ascending expert
+//   id order (the order the experts are summed in).
+// experts_fused    three launches for all (row, expert) pairs of all rows:
+//   group  (1 block)  pairs sorted by (expert, pair), cut into groups of ≤ 8 rows of one expert
+//   up     grid (max_groups, ceil(I/8))  block 256: h = swiglu(x·w1ᵀ, x·w3ᵀ) for the group's rows
+//   down   grid (max_groups, ceil(D/8))  block 256: eo = h·w2ᵀ
+//   Each element is dot_rows (dot_exact.cuh), the same fixed-order dot as linear_exact: a pair's
+//   output does not depend on which other rows share its expert, and equals the per-expert path
+//   (linear_exact on the gathered rows) by bits.
+// moe_combine      out = (Σ_{slot asc} eo·ew) + shared, one thread per element.
+#include "common.cuh"
+#include "dot_exact.cuh"
+#include "ops.h"
+
+namespace memra::cuda {
+
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int kWarps = kBlock / kWarp;
+constexpr int kMaxK = 16;
+constexpr int kGroupRows = 8;
+
+__global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
+  extern __shared__ float sm[];
+  float* score = sm;      // [E]
+  float* sel = sm + a.E;  // [E]
+  __shared__ float scratch[kWarps];
+  __shared__ int idx[kMaxK];
+  __shared__ float kth[2];
+  const int t = blockIdx.x, E = a.E, k = a.k;
+  const float* lt = a.logits + static_cast<int64_t>(t) * E;
+  if (a.scoring == Scoring::kSoftmax) {
+    float mx = -INFINITY;
+    for (int e = threadIdx.x; e < E; e += kBlock) mx = fmaxf(mx, lt[e]);
+    mx = block_max<kBlock>(mx, scratch);
+    float part = 0.0f;
+    for (int e = threadIdx.x; e < E; e += kBlock) {
+      score[e] = expf(lt[e] - mx);
+      part += score[e];
+    }
+    const float s = block_sum<kBlock>(part, scratch);
+    for (int e = threadIdx.x; e < E; e += kBlock) score[e] = score[e] / s;
+  } else {
+    for (int e = threadIdx.x; e < E; e += kBlock)
+      score[e] = a.scoring == Scoring::kSigmoid ? sigmoid_f(lt[e]) : sqrtf(softplus_f(lt[e]));
+  }
+  if (threadIdx.x == 0) kth[0] = kth[1] = INFINITY;
+  __syncthreads();
+  if (a.tid2eid) {
+    if (threadIdx.x < k) idx[threadIdx.x] = a.tid2eid[static_cast<int64_t>(a.tokens[t]) * k + threadIdx.x];
+  } else {
+    for (int e = threadIdx.x; e < E; e += kBlock) sel[e] = score[e] + a.bias[e];
+    __syncthreads();
+    for (int e = threadIdx.x; e < E; e += kBlock) {
+      const float v = sel[e];
+      int rank = 0;
+      for (int j = 0; j < E; ++j) rank += (sel[j] > v) || (sel[j] == v && j < e);
+      if (rank < k) idx[rank] = e;
+      if (rank == k - 1) kth[0] = v;
+      if (rank == k) kth[1] = v;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float wts[kMaxK];
+    int ids[kMaxK];
+    float wsum = 0.0f;
+    for (int i = 0; i < k; ++i) {
+      ids[i] = idx[i];
+      wts[i] = score[ids[i]];
+      wsum += wts[i];
+    }
+    for (int i = 0; i < k; ++i) wts[i] = wts[i] / (wsum + 1e-20f) * a.route_scale;
+    for (int i = 1; i < k; ++i) {  // stable insertion sort by expert id
+      const int id = ids[i];
+      const float wt = wts[i];
+      int j = i - 1;
+      while (j >= 0 && ids[j] > id) {
+        ids[j + 1] = ids[j];
+        wts[j + 1] = wts[j];
+        --j;
+      }
+      ids[j + 1] = id;
+      wts[j + 1] = wt;
+    }
+    for (int i = 0; i < k; ++i) {
+      a.eid[static_cast<int64_t>(t) * k + i] = ids[i];
+      a.ew[static_cast<int64_t>(t) * k + i] = wts[i];
+    }
+    if (a.margin) a.margin[t] = a.tid2eid || E <= k ? INFINITY : kth[0] - kth[1];
+  }
+}
+
+// Counting sort of the pairs by expert (stable: pair order within an expert), then groups of
+// ≤ kGroupRows pairs: groups[3g] = expert, groups[3g+1] = first slot in pair_order, groups[3g+2] = count.
+__global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int P, int E, int32_t* pair_order,
+                                                         int32_t* groups, int32_t* n_groups) {
+  extern __shared__ int cnt[];  // [E] counts, then [E] offsets
+  int* off = cnt + E;
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int c = 0;
+    for (int p = 0; p < P; ++p) c += eid[p] == e;
+    cnt[e] = c;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int o = 0, g = 0;
+    for (int e = 0; e < E; ++e) {
+      off[e] = o;
+      for (int s = 0; s < cnt[e]; s += kGroupRows) {
+        groups[3 * g] = e;
+        groups[3 * g + 1] = o + s;
+        groups[3 * g + 2] = min(kGroupRows, cnt[e] - s);
+        ++g;
+      }
+      o += cnt[e];
+    }
+    *n_groups = g;
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int o = off[e];
+    for (int p = 0; p < P; ++p)
+      if (eid[p] == e) pair_order[o++] = p;
+  }
+}
+
+template <typename WT>
+__global__ void __launch_bounds__(kBlock) moe_up_kernel(ExpertsArgs a) {
+  const int g = blockIdx.x;
+  if (g >= *a.n_groups) return;
+  const int e = a.groups[3 * g], start = a.groups[3 * g + 1], nr = a.groups[3 * g + 2];
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int i = blockIdx.y * kWarps + warp;
+  if (i >= a.I) return;
+  const float* xr[kGroupRows];
+  int pair[kGroupRows];
+#pragma unroll
+  for (int r = 0; r < kGroupRows; ++r) {
+    pair[r] = a.pair_order[start + (r < nr ? r : 0)];
+    xr[r] = a.x + static_cast<int64_t>(pair[r] / a.k) * a.D;
+  }
+  const int64_t woff = (static_cast<int64_t>(e) * a.I + i) * a.D;
+  float g_acc[kGroupRows], u_acc[kGroupRows];
+  dot_rows<WT, kGroupRows>(xr, nr, static_cast<const WT*>(a.w1) + woff, a.D, g_acc);
+  dot_rows<WT, kGroupRows>(xr, nr, static_cast<const WT*>(a.w3) + woff, a.D, u_acc);
+  if (lane == 0) {
+#pragma unroll
+    for (int r = 0; r < kGroupRows; ++r)
+      if (r < nr) a.h[static_cast<int64_t>(pair[r]) * a.I + i] = swiglu_f(g_acc[r], u_acc[r], a.limit);
+  }
+}
+
+template <typename WT>
+__global__ void __launch_bounds__(kBlock) moe_down_kernel(ExpertsArgs a) {
+  const int g = blockIdx.x;
+  if (g >= *a.n_groups) return;
+  const int e = a.groups[3 * g], start = a.groups[3 * g + 1], nr = a.groups[3 * g + 2];
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int o = blockIdx.y * kWarps + warp;
+  if (o >= a.D) return;
+  const float* hr[kGroupRows];
+  int pair[kGroupRows];
+#pragma unroll
+  for (int r = 0; r < kGroupRows; ++r) {
+    pair[r] = a.pair_order[start + (r < nr ? r : 0)];
+    hr[r] = a.h + static_cast<int64_t>(pair[r]) * a.I;
+  }
+  float acc[kGroupRows];
+  dot_rows<WT, kGroupRows>(hr, nr, static_cast<const WT*>(a.w2) + (static_cast<int64_t>(e) * a.D + o) * a.I, a.I, acc);
+  if (lane == 0) {
+#pragma unroll
+    for (int r = 0; r < kGroupRows; ++r)
+      if (r < nr) a.eo[static_cast<int64_t>(pair[r]) * a.D + o] = acc[r];
+  }
+}
+
+__global__ void swiglu_kernel(const float* g, const float* u, float* h, int64_t n, float limit) {
+  for (int64_t i = global_thread(); i < n; i += global_stride()) h[i] = swiglu_f(g[i], u[i], limit);
+}
+
+__global__ void combine_kernel(const float* eo, const float* ew, const float* shared, int rows, int k, int D, float* out) {
+  const int64_t total = static_cast<int64_t>(rows) * D;
+  for (int64_t id = global_thread(); id < total; id += global_stride()) {
+    const int64_t t = id / D, o = id % D;
+    float routed = 0.0f;
+    for (int s = 0; s < k; ++s) routed = routed + eo[(t * k + s) * D + o] * ew[t * k + s];
+    out[id] = routed + shared[id];
+  }
+}
+
+int grid_for(int64_t total) {
+  const int64_t b = (total + kBlock - 1) / kBlock;
+  return static_cast<int>(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
+}
+
+template <typename WT>
+cudaError_t launch_experts(const ExpertsArgs& a, int max_groups, cudaStream_t stream) {
+  moe_up_kernel<WT><<<dim3(max_groups, (a.I + kWarps - 1) / kWarps), kBlock, 0, stream>>>(a);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  moe_down_kernel<WT><<<dim3(max_groups, (a.D + kWarps - 1) / kWarps), kBlock, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t route(const RouteArgs& a, cudaStream_t stream) {
+  if (a.rows == 0) return cudaSuccess;
+  if (!a.logits || !a.eid || !a.ew || a.rows < 0 || a.E < 1 || a.k < 1 || a.k > kMaxK || a.k > a.E ||
+      (!a.tid2eid && !a.bias) || (a.tid2eid && !a.tokens))
+    return cudaErrorInvalidValue;
+  const size_t smem = sizeof(float) * 2 * static_cast<size_t>(a.E);
+  if (smem > 48 * 1024) return cudaErrorInvalidValue;
+  route_kernel<<<a.rows, kBlock, smem, stream>>>(a);
+  return cudaGetLastError();
+}
+
+int experts_max_groups(int rows, int k, int E) {
+  const int P = rows * k;
+  const int bound = P / kGroupRows + (E < P ? E : P);
+  return P < bound ? P : bound;
+}
+
+cudaError_t experts_fused(const ExpertsArgs& a, cudaStream_t stream) {
+  if (a.rows == 0) return cudaSuccess;
+  if (!a.x || !a.eid || !a.w1 || !a.w2 || !a.w3 || !a.pair_order || !a.groups || !a.n_groups || !a.h || !a.eo ||
+      a.rows < 0 || a.D <= 0 || a.I <= 0 || a.E < 1 || a.k < 1)
+    return cudaErrorInvalidValue;
+  const int P = a.rows * a.k, max_groups = experts_max_groups(a.rows, a.k, a.E);
+  const size_t smem = sizeof(int) * 2 * static_cast<size_t>(a.E);
+  if (smem > 48 * 1024 || max_groups > 0x7fffffff || (a.I + kWarps - 1) / kWarps > 65535 ||
+      (a.D + kWarps - 1) / kWarps > 65535)
+    return cudaErrorInvalidValue;
+  moe_group_kernel<<<1, 1024, smem, stream>>>(a.eid, P, a.E, a.pair_order, a.groups, a.n_groups);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  switch (a.wtype) {
+    case WType::kF32: return launch_experts<float>(a, max_groups, stream);
+    case WType::kBF16: return launch_experts<__nv_bfloat16>(a, max_groups, stream);
+    case WType::kF16: return launch_experts<__half>(a, max_groups, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t swiglu(const float* g, const float* u, float* h, int64_t n, float limit, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (!g || !u || !h || n < 0) return cudaErrorInvalidValue;
+  swiglu_kernel<<<grid_for(n), kBlock, 0, stream>>>(g, u, h, n, limit);
+  return cudaGetLastError();
+}
+
+cudaError_t moe_combine(const float* eo, const float* ew, const float* shared, int rows, int k, int D, float* out,
+                        cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (!eo || !ew || !shared || !out || rows < 0 || k < 1 || D <= 0) return cudaErrorInvalidValue;
+  combine_kernel<<<grid_for(static_cast<int64_t>(rows) * D), kBlock, 0, stream>>>(eo, ew, shared, rows, k, D, out);
+  return cudaGetLastError();
+}
+
+}  // namespace memra::cuda

@@ -1,0 +1,258 @@
+// The CUDA kernels' launchers, callable from plain C++ (the backend, the op-parity harness). Each
+// launcher validates its arguments, enqueues one or a few kernels on `stream` and returns the CUDA
+// error of the launch (cudaErrorInvalidValue for bad arguments); it never exits. Callers wrap the
+// result with check(…, "kernel name") (cuda_check.h), which throws memra::Error naming the kernel.
+//
+// Layout conventions: row-major, f32 activations; a weight W [out, in] is contiguous in its stored
+// type (f32, bf16 or f16); positions are int32 (a state's capacity is below 2^31). Shape letters
+// as in lib/engine/cpu_layer.h. kernels/README.md has each kernel's contract and why it is exact.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace memra::cuda {
+
+enum class WType : int32_t { kF32 = 0, kBF16 = 1, kF16 = 2 };
+const char* wtype_name(WType t);
+size_t wtype_size(WType t);
+
+inline constexpr int kMaxHc = 8;  // hc_mult supported by the mHC kernels
+
+// ---- the decode state as the kernels see it ---------------------------------------------------
+
+// One compressor's state of one sequence and layer (m = ratio, c = 1 HCA / 2 CSA, w = width).
+struct CompressorDev {
+  float* pend_kv = nullptr;     // [m, c·w]  rows of the open window
+  float* pend_score = nullptr;  // [m, c·w]  their scores, ape added
+  float* prev_kv = nullptr;     // [m, w]    CSA: Ca half of the last closed window
+  float* prev_score = nullptr;  // [m, w]
+  float* entries = nullptr;     // [capacity/m, w]
+};
+
+struct LayerDev {
+  float* window = nullptr;  // [W, d] ring, slot = position % W
+  CompressorDev cmp;        // CSA/HCA main compressor
+  CompressorDev idx;        // CSA indexer compressor
+};
+
+// One sequence of a round (a contiguous run of its positions).
+struct SeqDesc {
+  int32_t pos0 = 0;                 // position of its first row
+  int32_t T = 0;                    // rows
+  int32_t row0 = 0;                 // its first row in the round's activations
+  int32_t pad = 0;
+  const LayerDev* layers = nullptr; // [L] device table of its state (valid for this device's layers)
+};
+
+// A compressor window that a round closes: entry `entry` of sequence `seq`.
+struct Closing {
+  int32_t seq;
+  int32_t entry;
+};
+
+// ---- linear (linear_exact.cu, linear_fast.cu) -------------------------------------------------
+
+// y[g][t, o] = Σ_i x[g][t, i] · W[g][o, i] for groups g < groups (grouped output projection);
+// x[g] = x + g·x_gstride (row stride x_stride), W[g] = w + g·w_gstride elements, y likewise.
+struct LinearArgs {
+  const float* x = nullptr;
+  int64_t x_stride = 0;
+  const void* w = nullptr;
+  WType wtype = WType::kF32;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+  int rows = 0, in = 0, out = 0;
+  int groups = 1;
+  int64_t x_gstride = 0, w_gstride = 0, y_gstride = 0;
+};
+// Exact: one warp per (output, ≤ 8 rows), fixed lane K-order and butterfly (dot_exact.cuh).
+cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream);
+
+// ---- norms and RoPE (norm.cu, rope.cu) --------------------------------------------------------
+
+// For each row and segment s < segs of x[row·row_stride + s·width + (0..width)]:
+//   norm:  x = weight · (x · rsqrt(mean(x²) + eps))  (weight null: unweighted)
+//   rope:  then rotate the last 2·half dims at position pos[row] (sign −1: the inverse rotation)
+struct NormRopeArgs {
+  float* x = nullptr;
+  int64_t row_stride = 0;
+  int rows = 0, segs = 1, width = 0;
+  bool norm = true;
+  const float* weight = nullptr;  // [width] or null
+  float eps = 1e-6f;
+  const float* inv_freq = nullptr;  // [half]; null: no rotation
+  int half = 0;
+  const int32_t* pos = nullptr;  // [rows]
+  float sign = 1.0f;
+};
+cudaError_t norm_rope(const NormRopeArgs& a, cudaStream_t stream);
+// Rotation only (same arguments, norm ignored): the indexer's query heads.
+cudaError_t rope_only(const NormRopeArgs& a, cudaStream_t stream);
+
+// ---- mHC (mhc.cu) -----------------------------------------------------------------------------
+
+// hc_pre over rows: X [rows, n, D] → x [rows, D], post [rows, n], comb [rows, n, n] (§3.2).
+struct HcPreArgs {
+  const float* X = nullptr;
+  int rows = 0, n = 0, D = 0;
+  const float* fn = nullptr;     // [(2+n)n, nD]
+  const float* base = nullptr;   // [(2+n)n]
+  const float* scale = nullptr;  // [3]
+  float norm_eps = 1e-6f, hc_eps = 1e-6f;
+  int iters = 20;
+  float* x = nullptr;
+  float* post = nullptr;
+  float* comb = nullptr;
+};
+cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream);
+// X[t,k,:] = post[t,k]·y[t,:] + Σ_j comb[t,j,k]·X[t,j,:]  in place.
+cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,
+                    cudaStream_t stream);
+// hc head for the rows listed in `rows_idx` [out_rows]: h [out_rows, D] = Σ_j pre_j X[row, j, :].
+cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n, int D, const float* fn,
+                    const float* base, const float* scale, float norm_eps, float hc_eps, float* h,
+                    cudaStream_t stream);
+
+// ---- embedding (embed_head.cu) ----------------------------------------------------------------
+
+// X[t, j, :] = embed[tokens[t], :] for j < n.
+cudaError_t embed_rows(const void* embed, WType wtype, const int32_t* tokens, int rows, int n, int D, float* X,
+                       cudaStream_t stream);
+// out[i, :] = src[rows_idx[i], :]  (width floats, row strides in floats)
+cudaError_t gather_rows(const float* src, int64_t src_stride, const int32_t* rows_idx, int out_rows, int width,
+                        float* out, int64_t out_stride, cudaStream_t stream);
+// out[rows_idx[i], :] = src[i, :]
+cudaError_t scatter_rows(const float* src, int64_t src_stride, const int32_t* rows_idx, int src_rows, int width,
+                         float* out, int64_t out_stride, cudaStream_t stream);
+
+// ---- compressors (compressor.cu) --------------------------------------------------------------
+
+struct CompressorArgs {
+  const SeqDesc* seqs = nullptr;
+  int layer = 0;
+  bool indexer = false;        // LayerDev::idx instead of LayerDev::cmp
+  const float* kv = nullptr;   // [rows, c·w]  this round's projections x @ wkv^T
+  const float* score = nullptr;// [rows, c·w]  x @ wgate^T (ape not yet added)
+  const float* ape = nullptr;  // [m, c·w]
+  const float* norm = nullptr; // [w]
+  const float* inv_freq = nullptr;
+  int half = 0;
+  int m = 0, c = 1, w = 0;
+  float eps = 1e-6f;
+};
+// Forms every entry the round closes (one block per closing) and writes it to the state's entries.
+cudaError_t compressor_close(const CompressorArgs& a, const Closing* closings, int n_closings, cudaStream_t stream);
+// Then moves the round's rows into the state: PREV (CSA) from the last closed window, PEND from
+// the open one (one block per sequence).
+cudaError_t compressor_update(const CompressorArgs& a, int n_seqs, cudaStream_t stream);
+
+// ---- indexer and top-k (indexer.cu, topk.cu) --------------------------------------------------
+
+// score[t, s] = Σ_h relu(qi[t,h]·IDXK[s]) · softmax_scale · (wi[t,h] · weight_scale), s < (pos+1)/m.
+struct IndexerArgs {
+  const SeqDesc* seqs = nullptr;
+  const int32_t* row_seq = nullptr;
+  const int32_t* row_pos = nullptr;
+  int layer = 0, rows = 0;
+  const float* qi = nullptr;  // [rows, Hi·di] roped
+  const float* wi = nullptr;  // [rows, Hi]
+  int Hi = 0, di = 0, m = 0;
+  float softmax_scale = 1.0f, weight_scale = 1.0f;
+  float* scores = nullptr;  // [rows, score_stride]
+  int64_t score_stride = 0;
+  int max_visible = 0;  // max over rows of (pos+1)/m
+};
+cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream);
+
+// Per row: the k largest of scores[row, 0..N) (N = n_fixed, or (row_pos[row]+1)/m when row_pos is
+// given), ties to the lower index; out [rows, k] holds the chosen indices ascending, -1 padded.
+cudaError_t topk_rows(const float* scores, int64_t stride, int rows, int n_fixed, const int32_t* row_pos, int m,
+                      int k, int32_t* out, cudaStream_t stream);
+
+// ---- attention (attention.cu) -----------------------------------------------------------------
+
+enum class AttnKind : int32_t { kSliding = 0, kCSA = 1, kHCA = 2 };
+
+struct AttentionArgs {
+  const SeqDesc* seqs = nullptr;
+  const int32_t* row_seq = nullptr;
+  const int32_t* row_pos = nullptr;
+  int layer = 0, rows = 0;
+  AttnKind kind = AttnKind::kSliding;
+  const float* q = nullptr;     // [rows, H·d] normed, roped
+  const float* kv = nullptr;    // [rows, d]   this round's kv (normed, roped)
+  const float* sink = nullptr;  // [H]
+  const int32_t* selected = nullptr;  // CSA [rows, K]
+  int K = 0;
+  int H = 0, d = 0, W = 0, m = 0;
+  float scale = 1.0f;
+  const float* inv_freq = nullptr;
+  int half = 0;
+  int max_keys = 0;  // bound on window + compressed keys of any row (shared memory size)
+  float* o = nullptr;  // [rows, H·d]
+};
+cudaError_t attention(const AttentionArgs& a, cudaStream_t stream);
+// Most keys one attention block can hold in shared memory on this device (d = head dim).
+int attention_max_keys(int d, int device);
+// After attention: the last min(T, W) rows of each sequence into its window ring.
+cudaError_t window_update(const SeqDesc* seqs, const int32_t* row_seq, const int32_t* row_pos, int layer, int rows,
+                          const float* kv, int d, int W, cudaStream_t stream);
+
+// ---- MoE (moe.cu) -----------------------------------------------------------------------------
+
+enum class Scoring : int32_t { kSqrtSoftplus = 0, kSigmoid = 1, kSoftmax = 2 };
+
+// Router: scores from logits [rows, E]; hash rows (tid2eid [V, k]) or top-k of score + bias (ties
+// to the lower index); weights renormalised and scaled. eid/ew [rows, k] in ascending expert id
+// order (the order experts are summed in); margin [rows] (k-th minus (k+1)-th selection score,
+// +inf for hash rows) when non-null.
+struct RouteArgs {
+  const float* logits = nullptr;
+  int rows = 0, E = 0, k = 0;
+  Scoring scoring = Scoring::kSqrtSoftplus;
+  const float* bias = nullptr;      // [E] learned routing
+  const int32_t* tid2eid = nullptr; // [V, k] hash routing
+  const int32_t* tokens = nullptr;  // [rows]
+  float route_scale = 1.0f;
+  int32_t* eid = nullptr;
+  float* ew = nullptr;
+  float* margin = nullptr;
+};
+cudaError_t route(const RouteArgs& a, cudaStream_t stream);
+
+// Experts of one layer, stacked: w1/w3 [E, I, D], w2 [E, D, I] in one dtype.
+struct ExpertsArgs {
+  const float* x = nullptr;  // [rows, D]
+  int rows = 0, D = 0, I = 0, E = 0, k = 0;
+  const int32_t* eid = nullptr;  // [rows, k]
+  const void* w1 = nullptr;
+  const void* w3 = nullptr;
+  const void* w2 = nullptr;
+  WType wtype = WType::kF32;
+  float limit = 0.0f;  // swiglu clamp
+  // scratch: pair_order [rows·k], groups [3 · max_groups], n_groups [1], h [rows·k, I]
+  int32_t* pair_order = nullptr;
+  int32_t* groups = nullptr;
+  int32_t* n_groups = nullptr;
+  float* h = nullptr;
+  float* eo = nullptr;  // out: [rows·k, D] expert outputs, pair p = row·k + slot
+};
+int experts_max_groups(int rows, int k, int E);
+// The fused path: every selected (row, expert) pair of every row in one launch per stage
+// (grouping, gate+up+SwiGLU, down); rows sharing an expert share its weight loads.
+cudaError_t experts_fused(const ExpertsArgs& a, cudaStream_t stream);
+// SwiGLU elementwise: h[i] = swiglu(g[i], u[i]) (the per-expert path and the shared expert).
+cudaError_t swiglu(const float* g, const float* u, float* h, int64_t n, float limit, cudaStream_t stream);
+// out[t, o] = (Σ_{slot asc} eo[t·k + slot, o] · ew[t, slot]) + shared[t, o]
+cudaError_t moe_combine(const float* eo, const float* ew, const float* shared, int rows, int k, int D, float* out,
+                        cudaStream_t stream);
+
+// ---- elementwise helpers (embed_head.cu) ------------------------------------------------------
+
+cudaError_t fill_f32(float* p, int64_t n, float value, cudaStream_t stream);
+// Converts f32 [rows, cols] (row stride src_stride) to bf16/f16 contiguous [rows, cols].
+cudaError_t convert_rows(const float* src, int64_t src_stride, int rows, int cols, void* dst, WType dst_type,
+                         cudaStream_t stream);
+
+}  // namespace memra::cuda

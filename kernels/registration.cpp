@@ -1,0 +1,85 @@
+// libmemra_cuda.so's C entry points (backend_registry.h): the versioned registration that
+// make_backend() asks for, the device list for `memra devices` (cuda_loader.cpp), and the MoE path
+// switch `memra gate fused-moe` uses. Nothing here lets an exception cross the C boundary.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "core/error.h"
+#include "cuda_backend.h"
+#include "engine/backend_registry.h"
+
+namespace {
+
+void write_error(char* out, size_t size, const std::string& what, const std::string& hint) {
+  if (!out || size == 0) return;
+  const std::string text = hint.empty() ? what : what + "\n" + hint;
+  std::snprintf(out, size, "%s", text.c_str());
+}
+
+memra::Backend* create(const memra::RealizationInfo& realization, const memra::Model& model,
+                       const memra::BackendOptions& options, char* error, size_t error_size) {
+  try {
+    return new memra::cuda::CudaBackend(realization, model, options);
+  } catch (const memra::Error& e) {
+    write_error(error, error_size, e.what(), e.hint());
+  } catch (const std::exception& e) {
+    write_error(error, error_size, std::string("CUDA backend: ") + e.what(), "");
+  } catch (...) {
+    write_error(error, error_size, "CUDA backend: unknown failure while creating the backend", "");
+  }
+  return nullptr;
+}
+
+const memra::BackendRegistration kRegistration = {memra::kBackendApiVersion, "cuda", &create};
+
+}  // namespace
+
+extern "C" {
+
+const memra::BackendRegistration* memra_backend_registration() { return &kRegistration; }
+
+// Number of visible CUDA devices; 0 when the driver reports none or errors.
+int memra_cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+// One line describing device `index` into buf (name, SM count, memory); returns 0 on success.
+int memra_cuda_device_describe(int index, char* buf, int buf_size) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, index) != cudaSuccess) return 1;
+  std::snprintf(buf, static_cast<size_t>(buf_size), "%s, sm_%d%d, %d SMs, %.1f GiB", prop.name, prop.major, prop.minor,
+                prop.multiProcessorCount, prop.totalGlobalMem / double(1 << 30));
+  return 0;
+}
+
+// Selects the MoE path of a backend made by this library: 0 fused (default), 1 per-expert.
+// Returns 0, or 1 with a one-line reason in error.
+int memra_cuda_set_moe_path(const memra::Backend* backend, int path, char* error, size_t error_size) {
+  const auto* cuda = dynamic_cast<const memra::cuda::CudaBackend*>(backend);
+  if (!cuda) {
+    write_error(error, error_size, "the backend is not a CUDA backend", "run with --backend cuda");
+    return 1;
+  }
+  if (path != 0 && path != 1) {
+    write_error(error, error_size, "unknown MoE path " + std::to_string(path), "");
+    return 1;
+  }
+  try {
+    cuda->set_moe_path(path == 0 ? memra::cuda::MoePath::kFused : memra::cuda::MoePath::kPerExpert);
+  } catch (const std::exception& e) {
+    write_error(error, error_size, e.what(), "");
+    return 1;
+  }
+  return 0;
+}
+
+}  // extern "C"

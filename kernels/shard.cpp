@@ -1,0 +1,503 @@
+// One device's share of a forward (shard.h): plan upload, scratch, and the layer sites in the
+// CPU reference's order (lib/engine/cpu_backend.cpp, cpu_attention.cpp, cpu_moe.cpp, cpu_mhc.cpp).
+#include "shard.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/error.h"
+#include "cuda_check.h"
+#include "linear_fast.h"
+
+namespace memra::cuda {
+
+namespace {
+
+size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
+
+Scoring scoring_of(const std::string& s) {
+  if (s == "sigmoid") return Scoring::kSigmoid;
+  if (s == "softmax") return Scoring::kSoftmax;
+  return Scoring::kSqrtSoftplus;
+}
+
+// k-th largest minus (k+1)-th largest (inf when there is none): the CPU's selection_margin.
+float margin_of(std::vector<float> v, int64_t k) {
+  if (static_cast<int64_t>(v.size()) <= k || k <= 0) return std::numeric_limits<float>::infinity();
+  std::sort(v.begin(), v.end(), std::greater<float>());
+  return v[k - 1] - v[k];
+}
+
+}  // namespace
+
+int plan_add_sequence(RoundPlan& plan, const ModelConfig& cfg, int32_t pos0, std::span<const int32_t> tokens) {
+  const int s = plan.seq_count();
+  SeqDesc d;
+  d.pos0 = pos0;
+  d.T = static_cast<int32_t>(tokens.size());
+  d.row0 = plan.rows();
+  plan.seqs.push_back(d);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const int32_t pos = pos0 + static_cast<int32_t>(t);
+    plan.tokens.push_back(tokens[t]);
+    plan.row_pos.push_back(pos);
+    plan.row_seq.push_back(s);
+    if (cfg.csa_rate > 0) {
+      plan.max_visible_csa = std::max<int>(plan.max_visible_csa, (pos + 1) / cfg.csa_rate);
+      if ((pos + 1) % cfg.csa_rate == 0) plan.closings_csa.push_back({s, static_cast<int32_t>((pos + 1) / cfg.csa_rate - 1)});
+    }
+    if (cfg.hca_rate > 0) {
+      plan.max_visible_hca = std::max<int>(plan.max_visible_hca, (pos + 1) / cfg.hca_rate);
+      if ((pos + 1) % cfg.hca_rate == 0) plan.closings_hca.push_back({s, static_cast<int32_t>((pos + 1) / cfg.hca_rate - 1)});
+    }
+  }
+  return s;
+}
+
+Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), device_(device), fast_(fast) {
+  DeviceGuard guard(device_);
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (fast_) {
+    const cublasStatus_t st = cublasCreate(&cublas_);
+    if (st != CUBLAS_STATUS_SUCCESS) check_text(cublasGetStatusString(st), "cublasCreate");
+  }
+  max_keys_ = attention_max_keys(static_cast<int>(cfg_.head_dim), device_);
+}
+
+Shard::~Shard() {
+  int prev = -1;
+  cudaGetDevice(&prev);
+  cudaSetDevice(device_);
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (cublas_) cublasDestroy(cublas_);
+  if (stream_) cudaStreamDestroy(stream_);
+  if (prev >= 0) cudaSetDevice(prev);
+}
+
+void Shard::sync() const {
+  DeviceGuard guard(device_);
+  check(cudaStreamSynchronize(stream_), "stream synchronisation");
+}
+
+void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables) {
+  DeviceGuard guard(device_);
+  check(cudaStreamSynchronize(stream_), "stream synchronisation");  // the staging buffer is free again
+  plan_ = plan;
+  for (int s = 0; s < plan_.seq_count(); ++s) plan_.seqs[s].layers = tables[s];
+  const size_t R = static_cast<size_t>(plan_.rows());
+  // One block: tokens | row_pos | row_seq | seqs | csa | hca | logit rows.
+  const size_t sizes[] = {R * 4, R * 4, R * 4, plan_.seqs.size() * sizeof(SeqDesc), plan_.closings_csa.size() * sizeof(Closing),
+                          plan_.closings_hca.size() * sizeof(Closing), plan_.logit_rows.size() * 4};
+  const void* srcs[] = {plan_.tokens.data(), plan_.row_pos.data(), plan_.row_seq.data(), plan_.seqs.data(),
+                        plan_.closings_csa.data(), plan_.closings_hca.data(), plan_.logit_rows.data()};
+  size_t offs[7], total = 0;
+  for (int i = 0; i < 7; ++i) {
+    offs[i] = total;
+    total += align_up(sizes[i]);
+  }
+  plan_host_.ensure(total, "round plan staging");
+  for (int i = 0; i < 7; ++i)
+    if (sizes[i]) std::memcpy(plan_host_.get() + offs[i], srcs[i], sizes[i]);
+  uint8_t* dev = plan_dev_.ensure(device_, total, "round plan");
+  check(cudaMemcpyAsync(dev, plan_host_.get(), total, cudaMemcpyHostToDevice, stream_), "round plan upload");
+  d_tokens_ = reinterpret_cast<int32_t*>(dev + offs[0]);
+  d_row_pos_ = reinterpret_cast<int32_t*>(dev + offs[1]);
+  d_row_seq_ = reinterpret_cast<int32_t*>(dev + offs[2]);
+  d_seqs_ = reinterpret_cast<SeqDesc*>(dev + offs[3]);
+  d_csa_ = reinterpret_cast<Closing*>(dev + offs[4]);
+  d_hca_ = reinterpret_cast<Closing*>(dev + offs[5]);
+  d_logit_rows_ = reinterpret_cast<int32_t*>(dev + offs[6]);
+
+  const size_t n = cfg_.hc_mult, D = cfg_.hidden_size, H = cfg_.num_attention_heads, d = cfg_.head_dim;
+  const size_t ql = cfg_.q_lora_rank, GR = cfg_.o_groups * cfg_.o_lora_rank, di = cfg_.index_head_dim;
+  const size_t Hi = cfg_.index_n_heads, K = cfg_.index_topk, E = cfg_.n_routed_experts, k = cfg_.num_experts_per_tok;
+  const size_t I = cfg_.moe_intermediate_size, V = cfg_.vocab_size;
+  const int dv = device_;
+  X_.ensure(dv, R * n * D, "hc streams");
+  x_.ensure(dv, R * D, "activations");
+  y_.ensure(dv, R * D, "activations");
+  post_.ensure(dv, R * n, "hc post");
+  comb_.ensure(dv, R * n * n, "hc comb");
+  qr_.ensure(dv, R * ql, "q_lora activations");
+  q_.ensure(dv, R * H * d, "queries");
+  kv_.ensure(dv, R * d, "kv rows");
+  o_.ensure(dv, R * H * d, "attention output");
+  z_.ensure(dv, R * GR, "grouped output");
+  ckv_.ensure(dv, R * 2 * d, "compressor kv");
+  csc_.ensure(dv, R * 2 * d, "compressor scores");
+  ikv_.ensure(dv, R * 2 * std::max<size_t>(di, 1), "indexer compressor kv");
+  isc_.ensure(dv, R * 2 * std::max<size_t>(di, 1), "indexer compressor scores");
+  qi_.ensure(dv, R * Hi * std::max<size_t>(di, 1), "indexer queries");
+  wi_.ensure(dv, R * std::max<size_t>(Hi, 1), "indexer weights");
+  scores_.ensure(dv, R * std::max<size_t>(plan_.max_visible_csa, 1), "indexer scores");
+  selected_.ensure(dv, R * std::max<size_t>(K, 1), "indexer selection");
+  rlogits_.ensure(dv, R * E, "router logits");
+  eid_.ensure(dv, R * k, "router experts");
+  ew_.ensure(dv, R * k, "router weights");
+  margin_.ensure(dv, R, "router margins");
+  h_.ensure(dv, R * k * I, "expert hidden");
+  eo_.ensure(dv, R * k * D, "expert outputs");
+  pair_order_.ensure(dv, R * k, "expert pair order");
+  groups_.ensure(dv, 3 * static_cast<size_t>(experts_max_groups(static_cast<int>(R), static_cast<int>(k), static_cast<int>(E))),
+                 "expert groups");
+  n_groups_.ensure(dv, 1, "expert group count");
+  sg_.ensure(dv, R * I, "shared expert gate");
+  su_.ensure(dv, R * I, "shared expert up");
+  sh_.ensure(dv, R * I, "shared expert hidden");
+  sy_.ensure(dv, R * D, "shared expert output");
+  const size_t Tl = std::max<size_t>(plan_.logit_rows.size(), 1);
+  hh_.ensure(dv, Tl * D, "head rows");
+  logits_.ensure(dv, Tl * V, "logits");
+  if (fast_) {
+    const size_t max_in = std::max({D, ql, H * d, GR, I, static_cast<size_t>(cfg_.index_head_dim) * 2});
+    conv_.ensure(dv, R * max_in * 2, "bf16 activations");
+  }
+}
+
+void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
+                   const char* what) {
+  LinearArgs a;
+  a.x = x;
+  a.x_stride = x_stride;
+  a.w = w.ptr;
+  a.wtype = w.type;
+  a.y = y;
+  a.y_stride = y_stride;
+  a.rows = rows;
+  a.in = static_cast<int>(w.cols);
+  a.out = static_cast<int>(w.rows);
+  if (fast_) {
+    const size_t need = linear_fast_scratch(a);
+    void* conv = need ? conv_.ensure(device_, need, "bf16 activations") : nullptr;
+    check_text(linear_fast(cublas_, a, conv, need, stream_), what);
+    if (sync_each_launch()) check(cudaDeviceSynchronize(), what);
+  } else {
+    check_launch(linear_exact(a, stream_), what);
+  }
+}
+
+void Shard::norm(float* x, int64_t stride, int rows, int segs, int width, const float* weight, const float* inv_freq,
+                 const char* what) {
+  NormRopeArgs a;
+  a.x = x;
+  a.row_stride = stride;
+  a.rows = rows;
+  a.segs = segs;
+  a.width = width;
+  a.norm = true;
+  a.weight = weight;
+  a.eps = static_cast<float>(cfg_.rms_norm_eps);
+  a.inv_freq = inv_freq;
+  a.half = inv_freq ? static_cast<int>(cfg_.qk_rope_head_dim / 2) : 0;
+  a.pos = d_row_pos_;
+  check_launch(norm_rope(a, stream_), what);
+}
+
+void Shard::embed(const DevEnds& ends) {
+  DeviceGuard guard(device_);
+  check_launch(embed_rows(ends.embed.ptr, ends.embed.type, d_tokens_, rows(), static_cast<int>(cfg_.hc_mult),
+                          static_cast<int>(cfg_.hidden_size), X_.get(), stream_),
+               "embed_rows");
+}
+
+void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
+  DeviceGuard guard(device_);
+  const int R = rows(), n = static_cast<int>(cfg_.hc_mult), D = static_cast<int>(cfg_.hidden_size);
+  HcPreArgs hp;
+  hp.X = X_.get();
+  hp.rows = R;
+  hp.n = n;
+  hp.D = D;
+  hp.norm_eps = static_cast<float>(cfg_.rms_norm_eps);
+  hp.hc_eps = static_cast<float>(cfg_.hc_eps);
+  hp.iters = static_cast<int>(cfg_.hc_sinkhorn_iters);
+  hp.x = x_.get();
+  hp.post = post_.get();
+  hp.comb = comb_.get();
+
+  hp.fn = w.hc_attn_fn, hp.base = w.hc_attn_base, hp.scale = w.hc_attn_scale;
+  check_launch(hc_pre(hp, stream_), "hc_pre (attention)");
+  norm(x_.get(), D, R, 1, D, w.attn_norm, nullptr, "norm_rope (attn_norm)");
+  attention_site(w, l, x_.get(), y_.get(), trace);
+  check_launch(hc_post(X_.get(), y_.get(), post_.get(), comb_.get(), R, n, D, stream_), "hc_post (attention)");
+
+  hp.fn = w.hc_ffn_fn, hp.base = w.hc_ffn_base, hp.scale = w.hc_ffn_scale;
+  check_launch(hc_pre(hp, stream_), "hc_pre (ffn)");
+  norm(x_.get(), D, R, 1, D, w.ffn_norm, nullptr, "norm_rope (ffn_norm)");
+  moe_site(w, x_.get(), y_.get(), trace);
+  check_launch(hc_post(X_.get(), y_.get(), post_.get(), comb_.get(), R, n, D, stream_), "hc_post (ffn)");
+
+  if (trace) {
+    trace->hidden.resize(static_cast<size_t>(R) * n * D);
+    check(cudaMemcpyAsync(trace->hidden.data(), X_.get(), trace->hidden.size() * 4, cudaMemcpyDeviceToHost, stream_),
+          "trace copy (hidden)");
+    check(cudaStreamSynchronize(stream_), "trace copy (hidden)");
+  }
+}
+
+void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, LayerTrace* trace) {
+  DeviceGuard guard(device_);
+  const int R = rows(), D = static_cast<int>(cfg_.hidden_size), H = static_cast<int>(cfg_.num_attention_heads);
+  const int d = static_cast<int>(cfg_.head_dim), ql = static_cast<int>(cfg_.q_lora_rank), Hd = H * d;
+  const int half = static_cast<int>(cfg_.qk_rope_head_dim / 2), W = static_cast<int>(cfg_.sliding_window);
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+
+  linear(w.wq_a, x, D, R, qr_.get(), ql, "linear_exact (wq_a)");
+  norm(qr_.get(), ql, R, 1, ql, w.q_norm, nullptr, "norm_rope (q_norm)");
+  linear(w.wq_b, qr_.get(), ql, R, q_.get(), Hd, "linear_exact (wq_b)");
+  norm(q_.get(), Hd, R, H, d, nullptr, w.inv_freq, "norm_rope (query heads)");
+  linear(w.wkv, x, D, R, kv_.get(), d, "linear_exact (wkv)");
+  norm(kv_.get(), d, R, 1, d, w.kv_norm, w.inv_freq, "norm_rope (kv)");
+
+  auto compress = [&](const DevCompressor& cw, bool indexer, int c, int width, float* kvbuf, float* scbuf) {
+    linear(cw.wkv, x, D, R, kvbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wkv)");
+    linear(cw.wgate, x, D, R, scbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wgate)");
+    CompressorArgs ca;
+    ca.seqs = d_seqs_;
+    ca.layer = l;
+    ca.indexer = indexer;
+    ca.kv = kvbuf;
+    ca.score = scbuf;
+    ca.ape = cw.ape;
+    ca.norm = cw.norm;
+    ca.inv_freq = w.inv_freq;
+    ca.half = half;
+    ca.m = static_cast<int>(w.m);
+    ca.c = c;
+    ca.w = width;
+    ca.eps = eps;
+    const bool csa = w.kind == LayerKind::kCSA;
+    const std::vector<Closing>& cl = csa ? plan_.closings_csa : plan_.closings_hca;
+    check_launch(compressor_close(ca, csa ? d_csa_ : d_hca_, static_cast<int>(cl.size()), stream_), "compressor_close");
+    check_launch(compressor_update(ca, plan_.seq_count(), stream_), "compressor_update");
+  };
+  if (w.kind != LayerKind::kSliding)
+    compress(w.cmp, false, w.kind == LayerKind::kCSA ? 2 : 1, d, ckv_.get(), csc_.get());
+
+  AttentionArgs aa;
+  const int K = static_cast<int>(cfg_.index_topk);
+  if (w.kind == LayerKind::kCSA) {
+    const int Hi = static_cast<int>(cfg_.index_n_heads), di = static_cast<int>(cfg_.index_head_dim);
+    compress(w.idx, true, 2, di, ikv_.get(), isc_.get());
+    linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)");
+    NormRopeArgs ra;
+    ra.x = qi_.get();
+    ra.row_stride = static_cast<int64_t>(Hi) * di;
+    ra.rows = R;
+    ra.segs = Hi;
+    ra.width = di;
+    ra.inv_freq = w.inv_freq;
+    ra.half = half;
+    ra.pos = d_row_pos_;
+    check_launch(rope_only(ra, stream_), "rope_only (indexer queries)");
+    linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)");
+    IndexerArgs ia;
+    ia.seqs = d_seqs_;
+    ia.row_seq = d_row_seq_;
+    ia.row_pos = d_row_pos_;
+    ia.layer = l;
+    ia.rows = R;
+    ia.qi = qi_.get();
+    ia.wi = wi_.get();
+    ia.Hi = Hi;
+    ia.di = di;
+    ia.m = static_cast<int>(w.m);
+    ia.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(di)));
+    ia.weight_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Hi)));
+    ia.scores = scores_.get();
+    ia.score_stride = std::max(plan_.max_visible_csa, 1);
+    ia.max_visible = plan_.max_visible_csa;
+    check_launch(indexer_scores(ia, stream_), "indexer_scores");
+    check_launch(topk_rows(scores_.get(), ia.score_stride, R, 0, d_row_pos_, static_cast<int>(w.m), K, selected_.get(), stream_),
+                 "topk_rows (indexer)");
+    if (trace) {
+      trace->selected.resize(static_cast<size_t>(R) * K);
+      std::vector<float> sc(static_cast<size_t>(R) * ia.score_stride);
+      check(cudaMemcpyAsync(trace->selected.data(), selected_.get(), trace->selected.size() * 4, cudaMemcpyDeviceToHost, stream_),
+            "trace copy (indexer selection)");
+      check(cudaMemcpyAsync(sc.data(), scores_.get(), sc.size() * 4, cudaMemcpyDeviceToHost, stream_),
+            "trace copy (indexer scores)");
+      check(cudaStreamSynchronize(stream_), "trace copy (indexer)");
+      trace->indexer_margin.resize(R);
+      for (int r = 0; r < R; ++r) {
+        const int64_t visible = (static_cast<int64_t>(plan_.row_pos[r]) + 1) / w.m;
+        std::vector<float> row(sc.begin() + static_cast<int64_t>(r) * ia.score_stride,
+                               sc.begin() + static_cast<int64_t>(r) * ia.score_stride + visible);
+        trace->indexer_margin[r] = margin_of(std::move(row), K);
+      }
+    }
+    aa.selected = selected_.get();
+    aa.K = K;
+  }
+
+  aa.seqs = d_seqs_;
+  aa.row_seq = d_row_seq_;
+  aa.row_pos = d_row_pos_;
+  aa.layer = l;
+  aa.rows = R;
+  aa.kind = w.kind == LayerKind::kCSA ? AttnKind::kCSA : w.kind == LayerKind::kHCA ? AttnKind::kHCA : AttnKind::kSliding;
+  aa.q = q_.get();
+  aa.kv = kv_.get();
+  aa.sink = w.sink;
+  aa.H = H;
+  aa.d = d;
+  aa.W = W;
+  aa.m = static_cast<int>(w.m);
+  aa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  aa.inv_freq = w.inv_freq;
+  aa.half = half;
+  aa.max_keys = W + (w.kind == LayerKind::kCSA ? K : w.kind == LayerKind::kHCA ? plan_.max_visible_hca : 0);
+  if (aa.max_keys > max_keys_)
+    throw Error("layer " + std::to_string(l) + " attends to up to " + std::to_string(aa.max_keys) +
+                    " keys per query, more than the " + std::to_string(max_keys_) +
+                    " one CUDA attention block holds in shared memory",
+                "plan a smaller context for this model on the CUDA backend");
+  aa.o = o_.get();
+  check_launch(attention(aa, stream_), "attention");
+  check_launch(window_update(d_seqs_, d_row_seq_, d_row_pos_, l, R, kv_.get(), d, W, stream_), "window_update");
+
+  // Grouped output projection: z[:, g·Ro:(g+1)·Ro] = o[:, g·Hd/G:(g+1)·Hd/G] · wo_a[g]ᵀ, then y = z · wo_bᵀ.
+  const int G = static_cast<int>(cfg_.o_groups), Ro = static_cast<int>(cfg_.o_lora_rank), gin = Hd / G;
+  LinearArgs la;
+  la.x = o_.get();
+  la.x_stride = Hd;
+  la.w = w.wo_a.ptr;
+  la.wtype = w.wo_a.type;
+  la.y = z_.get();
+  la.y_stride = static_cast<int64_t>(G) * Ro;
+  la.rows = R;
+  la.in = gin;
+  la.out = Ro;
+  la.groups = G;
+  la.x_gstride = gin;
+  la.w_gstride = static_cast<int64_t>(Ro) * gin;
+  la.y_gstride = Ro;
+  if (fast_) {
+    const size_t need = linear_fast_scratch(la);
+    void* conv = need ? conv_.ensure(device_, need, "bf16 activations") : nullptr;
+    check_text(linear_fast(cublas_, la, conv, need, stream_), "linear_fast (wo_a)");
+  } else {
+    check_launch(linear_exact(la, stream_), "linear_exact (wo_a, grouped)");
+  }
+  linear(w.wo_b, z_.get(), static_cast<int64_t>(G) * Ro, R, y, D, "linear_exact (wo_b)");
+}
+
+void Shard::per_expert(const DevLayer& w, const float* x) {
+  const int R = rows(), k = static_cast<int>(cfg_.num_experts_per_tok), E = static_cast<int>(cfg_.n_routed_experts);
+  const int D = static_cast<int>(cfg_.hidden_size), I = static_cast<int>(cfg_.moe_intermediate_size), P = R * k;
+  std::vector<int32_t> eid(P);
+  check(cudaMemcpyAsync(eid.data(), eid_.get(), P * 4, cudaMemcpyDeviceToHost, stream_), "routing copy (per-expert MoE)");
+  check(cudaStreamSynchronize(stream_), "routing copy (per-expert MoE)");
+  // order: pairs grouped by expert (pair order within); rows_of: their rows.
+  std::vector<int32_t> order, rows_of, first(E + 1, 0);
+  for (int e = 0; e < E; ++e) {
+    first[e] = static_cast<int32_t>(order.size());
+    for (int p = 0; p < P; ++p)
+      if (eid[p] == e) order.push_back(p);
+  }
+  first[E] = static_cast<int32_t>(order.size());
+  for (int32_t p : order) rows_of.push_back(p / k);
+  order_host_.ensure(2 * static_cast<size_t>(P) * 4, "per-expert order staging");
+  std::memcpy(order_host_.get(), order.data(), order.size() * 4);
+  std::memcpy(order_host_.get() + static_cast<size_t>(P) * 4, rows_of.data(), rows_of.size() * 4);
+  int32_t* d_order = order_.ensure(device_, 2 * static_cast<size_t>(P), "per-expert order");
+  check(cudaMemcpyAsync(d_order, order_host_.get(), 2 * static_cast<size_t>(P) * 4, cudaMemcpyHostToDevice, stream_),
+        "per-expert order upload");
+  const int32_t* d_rows = d_order + P;
+  float* xg = xg_.ensure(device_, static_cast<size_t>(P) * D, "per-expert rows");
+  float* g = eg_.ensure(device_, static_cast<size_t>(P) * I, "per-expert gate");
+  float* u = eu_.ensure(device_, static_cast<size_t>(P) * I, "per-expert up");
+  float* h = eh_.ensure(device_, static_cast<size_t>(P) * I, "per-expert hidden");
+  float* eo = eoe_.ensure(device_, static_cast<size_t>(P) * D, "per-expert outputs");
+  const float limit = static_cast<float>(cfg_.swiglu_limit);
+  for (int e = 0; e < E; ++e) {
+    const int ne = first[e + 1] - first[e];
+    if (ne == 0) continue;
+    check_launch(gather_rows(x, D, d_rows + first[e], ne, D, xg, D, stream_), "gather_rows (per-expert)");
+    const DevMatrix w1{w.w1.at(e), w.w1.type, w.w1.rows, w.w1.cols}, w3{w.w3.at(e), w.w3.type, w.w3.rows, w.w3.cols};
+    const DevMatrix w2{w.w2.at(e), w.w2.type, w.w2.rows, w.w2.cols};
+    linear(w1, xg, D, ne, g, I, "linear_exact (expert w1)");
+    linear(w3, xg, D, ne, u, I, "linear_exact (expert w3)");
+    check_launch(swiglu(g, u, h, static_cast<int64_t>(ne) * I, limit, stream_), "swiglu (per-expert)");
+    linear(w2, h, I, ne, eo, D, "linear_exact (expert w2)");
+    check_launch(scatter_rows(eo, D, d_order + first[e], ne, D, eo_.get(), D, stream_), "scatter_rows (per-expert)");
+  }
+}
+
+void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* trace) {
+  DeviceGuard guard(device_);
+  const int R = rows(), D = static_cast<int>(cfg_.hidden_size), E = static_cast<int>(cfg_.n_routed_experts);
+  const int k = static_cast<int>(cfg_.num_experts_per_tok), I = static_cast<int>(cfg_.moe_intermediate_size);
+  const float limit = static_cast<float>(cfg_.swiglu_limit);
+  linear(w.gate, x, D, R, rlogits_.get(), E, "linear_exact (router)");
+  RouteArgs ra;
+  ra.logits = rlogits_.get();
+  ra.rows = R;
+  ra.E = E;
+  ra.k = k;
+  ra.scoring = scoring_of(cfg_.scoring_func);
+  ra.bias = w.gate_bias;
+  ra.tid2eid = w.tid2eid;
+  ra.tokens = d_tokens_;
+  ra.route_scale = static_cast<float>(cfg_.routed_scaling_factor);
+  ra.eid = eid_.get();
+  ra.ew = ew_.get();
+  ra.margin = margin_.get();
+  check_launch(route(ra, stream_), "route");
+  if (moe_path_ == MoePath::kFused) {
+    ExpertsArgs ea;
+    ea.x = x;
+    ea.rows = R;
+    ea.D = D;
+    ea.I = I;
+    ea.E = E;
+    ea.k = k;
+    ea.eid = eid_.get();
+    ea.w1 = w.w1.ptr;
+    ea.w3 = w.w3.ptr;
+    ea.w2 = w.w2.ptr;
+    ea.wtype = w.w1.type;
+    ea.limit = limit;
+    ea.pair_order = pair_order_.get();
+    ea.groups = groups_.get();
+    ea.n_groups = n_groups_.get();
+    ea.h = h_.get();
+    ea.eo = eo_.get();
+    check_launch(experts_fused(ea, stream_), "experts_fused");
+  } else {
+    per_expert(w, x);
+  }
+  linear(w.shared_w1, x, D, R, sg_.get(), I, "linear_exact (shared w1)");
+  linear(w.shared_w3, x, D, R, su_.get(), I, "linear_exact (shared w3)");
+  check_launch(swiglu(sg_.get(), su_.get(), sh_.get(), static_cast<int64_t>(R) * I, limit, stream_), "swiglu (shared)");
+  linear(w.shared_w2, sh_.get(), I, R, sy_.get(), D, "linear_exact (shared w2)");
+  check_launch(moe_combine(eo_.get(), ew_.get(), sy_.get(), R, k, D, y, stream_), "moe_combine");
+  if (trace) {
+    trace->experts.resize(static_cast<size_t>(R) * k);
+    trace->router_margin.resize(R);
+    check(cudaMemcpyAsync(trace->experts.data(), eid_.get(), trace->experts.size() * 4, cudaMemcpyDeviceToHost, stream_),
+          "trace copy (router)");
+    check(cudaMemcpyAsync(trace->router_margin.data(), margin_.get(), R * 4, cudaMemcpyDeviceToHost, stream_),
+          "trace copy (router)");
+    check(cudaStreamSynchronize(stream_), "trace copy (router)");
+  }
+}
+
+const float* Shard::head(const DevEnds& ends) {
+  DeviceGuard guard(device_);
+  const int Tl = static_cast<int>(plan_.logit_rows.size()), D = static_cast<int>(cfg_.hidden_size);
+  if (Tl == 0) return logits_.get();
+  check_launch(hc_head(X_.get(), d_logit_rows_, Tl, static_cast<int>(cfg_.hc_mult), D, ends.hc_head_fn, ends.hc_head_base,
+                       ends.hc_head_scale, static_cast<float>(cfg_.rms_norm_eps), static_cast<float>(cfg_.hc_eps),
+                       hh_.get(), stream_),
+               "hc_head");
+  norm(hh_.get(), D, Tl, 1, D, ends.final_norm, nullptr, "norm_rope (final norm)");
+  linear(ends.head, hh_.get(), D, Tl, logits_.get(), cfg_.vocab_size, "linear_exact (LM head)");
+  return logits_.get();
+}
+
+}  // namespace memra::cuda

@@ -1,0 +1,111 @@
+// One device's share of a forward: its stream, its scratch, the round's plan on the device, and the
+// sites of a layer (attention, MoE, mHC) in the order the CPU reference runs them (cpu_backend.cpp).
+// The backend runs one Shard per device in pipeline order; the op-parity harness drives the same
+// sites on random inputs against their CPU twins.
+//
+// A round is a set of rows from one or more sequences, each sequence a contiguous run of its
+// positions; every kernel finds a row's sequence, position and state through the plan.
+#pragma once
+#include <cublas_v2.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "device_buffer.h"
+#include "model/config.h"
+#include "ops.h"
+#include "weights.h"
+
+namespace memra::cuda {
+
+enum class MoePath { kFused, kPerExpert };
+
+// Host side of a round's plan.
+struct RoundPlan {
+  std::vector<int32_t> tokens, row_pos, row_seq;  // [rows]
+  std::vector<SeqDesc> seqs;                      // .layers filled per shard at upload
+  std::vector<Closing> closings_csa, closings_hca;
+  int max_visible_csa = 0, max_visible_hca = 0;   // max over rows of (pos+1)/m
+  std::vector<int32_t> logit_rows;                // rows the LM head computes, ascending
+  int rows() const { return static_cast<int>(tokens.size()); }
+  int seq_count() const { return static_cast<int>(seqs.size()); }
+};
+// Appends a sequence's rows at positions pos0 … pos0+|tokens|−1; returns its index in the plan.
+int plan_add_sequence(RoundPlan& plan, const ModelConfig& config, int32_t pos0, std::span<const int32_t> tokens);
+
+// Host copies of a layer's intermediates for all rows of the round (ForwardTrace's sources).
+struct LayerTrace {
+  std::vector<float> hidden;          // [rows, n, D] streams after the layer
+  std::vector<int32_t> experts;       // [rows, k] ascending
+  std::vector<float> router_margin;   // [rows] learned layers
+  std::vector<int32_t> selected;      // [rows, K] CSA, −1 padded
+  std::vector<float> indexer_margin;  // [rows] CSA
+};
+
+class Shard {
+ public:
+  Shard(const ModelConfig& config, int device, bool fast);
+  ~Shard();
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  bool fast() const { return fast_; }
+  void set_moe_path(MoePath path) { moe_path_ = path; }
+  MoePath moe_path() const { return moe_path_; }
+
+  // Uploads the plan (tables[s] = sequence s's state table on this device) and sizes the scratch.
+  void upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables);
+  const RoundPlan& plan() const { return plan_; }
+  int rows() const { return plan_.rows(); }
+  float* X() const { return X_.get(); }  // [rows, n, D]
+
+  void embed(const DevEnds& ends);
+  void layer(const DevLayer& w, int layer, LayerTrace* trace);
+  // hc head, final norm and LM head for plan().logit_rows: device logits [logit rows, V].
+  const float* head(const DevEnds& ends);
+
+  // The sites, on this round's rows: x [rows, D] → y [rows, D] (the attention site advances the
+  // layer's state: compressors, window ring).
+  void attention_site(const DevLayer& w, int layer, const float* x, float* y, LayerTrace* trace);
+  void moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* trace);
+  void linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
+              const char* what);
+
+  void sync() const;
+
+ private:
+  void per_expert(const DevLayer& w, const float* x);
+  void norm(float* x, int64_t stride, int rows, int segs, int width, const float* weight, const float* inv_freq,
+            const char* what);
+
+  ModelConfig cfg_;
+  int device_;
+  bool fast_;
+  MoePath moe_path_ = MoePath::kFused;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  int max_keys_ = 0;
+
+  RoundPlan plan_;
+  PinnedBuffer plan_host_;
+  Scratch<uint8_t> plan_dev_;
+  int32_t* d_tokens_ = nullptr;
+  int32_t* d_row_pos_ = nullptr;
+  int32_t* d_row_seq_ = nullptr;
+  SeqDesc* d_seqs_ = nullptr;
+  Closing* d_csa_ = nullptr;
+  Closing* d_hca_ = nullptr;
+  int32_t* d_logit_rows_ = nullptr;
+
+  Scratch<float> X_, x_, y_, post_, comb_, qr_, q_, kv_, o_, z_, ckv_, csc_, ikv_, isc_, qi_, wi_, scores_;
+  Scratch<int32_t> selected_, eid_, pair_order_, groups_, n_groups_, order_;
+  Scratch<float> rlogits_, ew_, margin_, h_, eo_, sg_, su_, sh_, sy_, xg_, eg_, eu_, eh_, eoe_, hh_, logits_;
+  Scratch<uint8_t> conv_;
+  PinnedBuffer order_host_;
+};
+
+}  // namespace memra::cuda

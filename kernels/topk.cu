@@ -1,0 +1,113 @@
+// Top-k per row with ties to the lower index (architecture note §10), for the lightning indexer.
+// Exact by construction, no floating-point arithmetic: scores map to order-preserving u32 keys
+// (−0 folded onto +0); a 4-pass radix select (8 bits a pass, shared-memory histogram with integer
+// atomics, whose result does not depend on their order) finds the k-th largest key τ and how many
+// of the keys equal to τ belong to the set (`want`); a block scan then emits, in ascending index
+// order, every index with key > τ and the first `want` indices with key == τ. That is exactly the
+// set a stable descending sort would keep, whatever the row count or launch.
+//
+//   grid rows   block 512   (N ≤ k: all N indices; slots past the set are −1)
+#include "common.cuh"
+#include "ops.h"
+
+namespace memra::cuda {
+
+namespace {
+
+constexpr int kBlock = 512;
+constexpr int kWarps = kBlock / kWarp;
+
+__device__ __forceinline__ uint32_t order_key(float v) {
+  if (v == 0.0f) v = 0.0f;  // −0 and +0 tie, as they compare equal on the CPU
+  const uint32_t b = __float_as_uint(v);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+// Exclusive prefix count of `flag` over the block (thread order); *total gets the block's count.
+__device__ int block_exclusive_count(bool flag, int* warp_counts, int* total) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const unsigned ballot = __ballot_sync(kFullMask, flag);
+  const int in_warp = __popc(ballot & ((1u << lane) - 1u));
+  __syncthreads();  // warp_counts may still be read by the previous call
+  if (lane == 0) warp_counts[warp] = __popc(ballot);
+  __syncthreads();
+  int before = 0, all = 0;
+  for (int w = 0; w < kWarps; ++w) {
+    if (w < warp) before += warp_counts[w];
+    all += warp_counts[w];
+  }
+  *total = all;
+  return before + in_warp;
+}
+
+__global__ void __launch_bounds__(kBlock) topk_kernel(const float* scores, int64_t stride, int n_fixed,
+                                                      const int32_t* row_pos, int m, int k, int32_t* out) {
+  __shared__ unsigned hist[256];
+  __shared__ uint32_t s_prefix;
+  __shared__ int s_want;
+  __shared__ int warp_counts[kWarps];
+  const int row = blockIdx.x;
+  const float* sc = scores + static_cast<int64_t>(row) * stride;
+  int32_t* o = out + static_cast<int64_t>(row) * k;
+  const int64_t N = row_pos ? (static_cast<int64_t>(row_pos[row]) + 1) / m : n_fixed;
+  if (N <= k) {
+    for (int i = threadIdx.x; i < k; i += kBlock) o[i] = i < N ? i : -1;
+    return;
+  }
+  uint32_t prefix = 0, mask = 0;
+  int want = k;  // keys still to take among those matching prefix under mask
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += kBlock) hist[b] = 0;
+    __syncthreads();
+    for (int64_t s = threadIdx.x; s < N; s += kBlock) {
+      const uint32_t key = order_key(sc[s]);
+      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int above = 0;
+      for (int b = 255; b >= 0; --b) {
+        const int h = static_cast<int>(hist[b]);
+        if (above + h >= want) {
+          s_prefix = prefix | (static_cast<uint32_t>(b) << shift);
+          s_want = want - above;
+          break;
+        }
+        above += h;
+      }
+    }
+    __syncthreads();
+    prefix = s_prefix;
+    want = s_want;
+    mask |= 255u << shift;
+  }
+  // prefix = τ; take every key > τ and the first `want` keys == τ, in index order.
+  int taken = 0, equal_seen = 0;
+  for (int64_t base = 0; base < N; base += kBlock) {
+    const int64_t s = base + threadIdx.x;
+    const uint32_t key = s < N ? order_key(sc[s]) : 0u;
+    const bool eq = s < N && key == prefix;
+    int eq_total = 0;
+    const int eq_rank = equal_seen + block_exclusive_count(eq, warp_counts, &eq_total);
+    const bool take = s < N && (key > prefix || (eq && eq_rank < want));
+    int take_total = 0;
+    const int slot = taken + block_exclusive_count(take, warp_counts, &take_total);
+    if (take && slot < k) o[slot] = static_cast<int32_t>(s);
+    taken += take_total;
+    equal_seen += eq_total;
+  }
+  for (int i = taken + threadIdx.x; i < k; i += kBlock) o[i] = -1;
+}
+
+}  // namespace
+
+cudaError_t topk_rows(const float* scores, int64_t stride, int rows, int n_fixed, const int32_t* row_pos, int m,
+                      int k, int32_t* out, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (!scores || !out || rows < 0 || k < 1 || (row_pos && m < 1) || (!row_pos && n_fixed < 0))
+    return cudaErrorInvalidValue;
+  topk_kernel<<<rows, kBlock, 0, stream>>>(scores, stride, n_fixed, row_pos, m, k, out);
+  return cudaGetLastError();
+}
+
+}  // namespace memra::cuda

@@ -1,0 +1,102 @@
+// State bookkeeping shared by every backend (components, export/import by prefix) and the batch
+// check (backend.h).
+#include "engine/backend.h"
+
+
+#include "core/error.h"
+
+namespace memra {
+
+namespace {
+
+bool has_prefix(const std::string& name, const std::string& prefix) {
+  return !prefix.empty() && name.compare(0, prefix.size(), prefix) == 0;
+}
+
+}  // namespace
+
+StateComponent* State::component(const std::string& name) const {
+  for (const auto& c : components_)
+    if (c->name() == name) return c.get();
+  return nullptr;
+}
+
+void State::attach(std::unique_ptr<StateComponent> c) {
+  if (!c) throw Error("cannot attach an empty state component");
+  if (component(c->name())) throw Error("the state already has a component named " + c->name());
+  if (!components_.empty() && c->class_prefix().empty())
+    throw Error("state component " + c->name() + " needs a class prefix (only the trunk has none)");
+  components_.push_back(std::move(c));
+}
+
+std::vector<ClassLayout> State::layout() const {
+  std::vector<ClassLayout> out;
+  for (const auto& c : components_) {
+    auto part = c->layout(position_);
+    out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  return out;
+}
+
+std::vector<CacheClass> State::export_classes() const {
+  std::vector<CacheClass> out;
+  for (const auto& c : components_) {
+    auto part = c->export_classes(position_);
+    out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  return out;
+}
+
+void State::import_classes(int64_t pos, const std::vector<CacheClass>& classes) {
+  if (pos < 0) throw negative("state position " + std::to_string(pos) + " is negative");
+  if (pos > capacity_)
+    throw negative("capacity " + std::to_string(capacity_) + " is smaller than the state's position " +
+                       std::to_string(pos),
+                   "restore with a capacity of at least " + std::to_string(pos));
+  // Each class goes to the component whose prefix it carries; the prefix-less rest to the trunk.
+  std::vector<std::vector<CacheClass>> parts(components_.size());
+  for (const auto& cls : classes) {
+    size_t owner = components_.size();
+    for (size_t i = 1; i < components_.size(); ++i)
+      if (has_prefix(cls.name, components_[i]->class_prefix())) owner = i;
+    if (owner == components_.size()) {
+      const auto dot = cls.name.find('.');
+      const std::string head = dot == std::string::npos ? cls.name : cls.name.substr(0, dot + 1);
+      if (head == kDrafterClassPrefix)  // a known component prefix, but this state has no such component
+        throw negative("state class " + cls.name + " belongs to a drafter, and this model has none",
+                       "restore with the drafter the state was written with (--drafter)");
+      owner = 0;
+    }
+    if (components_.empty()) throw Error("the state has no components");
+    parts[owner].push_back(cls);
+  }
+  for (size_t i = 0; i < components_.size(); ++i) {
+    try {
+      components_[i]->import_classes(pos, parts[i]);
+    } catch (const Error& e) {
+      throw negative("state component " + components_[i]->name() + ": " + e.what(), e.hint());
+    }
+  }
+  position_ = pos;
+}
+
+void validate_batch(const ModelConfig& cfg, std::span<const SequenceStep> batch) {
+  const int64_t V = cfg.vocab_size;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const SequenceStep& s = batch[b];
+    if (!s.state) throw Error("batch entry " + std::to_string(b) + " has no state");
+    for (size_t c = 0; c < b; ++c)
+      if (batch[c].state == s.state) throw Error("a state appears twice in one batch");
+    const int64_t T = static_cast<int64_t>(s.tokens.size());
+    if (s.state->position() > s.state->capacity() - T)
+      throw Error("capacity exceeded: position " + std::to_string(s.state->position()) + " + " + std::to_string(T) +
+                      " tokens > capacity " + std::to_string(s.state->capacity()),
+                  "plan a larger --capacity");
+    for (int64_t t = 0; t < T; ++t)
+      if (s.tokens[t] < 0 || s.tokens[t] >= V)
+        throw Error("token id " + std::to_string(s.tokens[t]) + " at index " + std::to_string(t) +
+                    " is outside the vocabulary [0, " + std::to_string(V) + ")");
+  }
+}
+
+}  // namespace memra

@@ -1,0 +1,308 @@
+// Backend-level GPU checks on real checkpoints (models/tiny, models/tiny-bf16), through the same
+// make_backend() the CLI uses:
+//  - cuda vs cpu (exact): prefill and teacher-forced decode logits, rel-to-max ≤ 1e-5, same argmax;
+//  - chunk invariance: every chunk width 1…64 gives the one-call logits and classes by bits;
+//  - round splitting (a sequence and a batch spread over several internal rounds): bits;
+//  - batch invariance: four sequences of different lengths in one forward, and batched decode
+//    steps, give each sequence's solo bits;
+//  - speculative verify: a block of 6 tokens in one forward = 6 single steps, by bits;
+//  - restore round trip into a larger capacity, bits; cpu ⇄ cuda state exchange through classes;
+//  - --devices 0,1 (when two GPUs exist): every logit and class of the one-GPU run, by bits;
+//  - cuda-fast: prefill logits against the exact CPU within the realization table's tolerance;
+//  - timings (indicative only): prefill tokens/s and decode ms/token.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda_backend.h"
+#include "engine/backend.h"
+#include "engine/realization.h"
+#include "harness.h"
+#include "model/model.h"
+
+namespace memra::cuda::test {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<float> run(const Backend& b, State& s, std::span<const int32_t> tokens) {
+  std::vector<float> logits(tokens.size() * b.vocab_size());
+  SequenceStep st;
+  st.state = &s;
+  st.tokens = tokens;
+  st.logits = logits.data();
+  b.forward(std::span<const SequenceStep>(&st, 1));
+  return logits;
+}
+
+std::vector<float> run_chunked(const Backend& b, State& s, std::span<const int32_t> tokens, int64_t width) {
+  std::vector<float> all;
+  for (size_t i = 0; i < tokens.size(); i += width) {
+    auto part = run(b, s, tokens.subspan(i, std::min<size_t>(width, tokens.size() - i)));
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+int32_t argmax(const float* row, int64_t V) {
+  int32_t best = 0;
+  for (int64_t i = 1; i < V; ++i)
+    if (row[i] > row[best]) best = static_cast<int32_t>(i);
+  return best;
+}
+
+int argmax_disagreements(const std::vector<float>& a, const std::vector<float>& b, int64_t V) {
+  int n = 0;
+  for (size_t r = 0; r * V < a.size(); ++r) n += argmax(a.data() + r * V, V) != argmax(b.data() + r * V, V);
+  return n;
+}
+
+std::vector<int32_t> prompt_ids(int64_t V, int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(rng.integer(2, V - 1));
+  return t;
+}
+
+struct DeviceRun {  // what a device set produced, for the two-GPU comparison
+  std::vector<float> prefill, decode, batch;
+  std::vector<CacheClass> classes;
+};
+
+DeviceRun check_exact(const Model& model, const Backend& cpu, const std::vector<int>& devices, Report& rep,
+                      const std::string& tag, bool quick) {
+  const ModelConfig& cfg = model.config();
+  const int64_t V = cfg.vocab_size, P = 100, steps = 20;
+  DeviceRun out;
+  BackendOptions opt;
+  opt.devices = devices;
+  auto gpu = make_backend("cuda", model, opt);
+  const std::vector<int32_t> prompt = prompt_ids(V, P, 7);
+
+  // 1. cuda vs cpu: prefill, then teacher-forced decode (the CPU's argmax fed to both).
+  {
+    auto cs = cpu.new_state(P + steps), gs = gpu->new_state(P + steps);
+    const auto c_pre = run(cpu, *cs, prompt);
+    const auto t0 = Clock::now();
+    const auto g_pre = run(*gpu, *gs, prompt);
+    const double prefill_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::vector<float> c_dec, g_dec;
+    int32_t tok = argmax(c_pre.data() + (P - 1) * V, V);
+    const auto t1 = Clock::now();
+    double gpu_decode_s = 0;
+    for (int64_t s = 0; s < steps; ++s) {
+      auto c = run(cpu, *cs, std::span<const int32_t>(&tok, 1));
+      const auto g0 = Clock::now();
+      auto g = run(*gpu, *gs, std::span<const int32_t>(&tok, 1));
+      gpu_decode_s += std::chrono::duration<double>(Clock::now() - g0).count();
+      c_dec.insert(c_dec.end(), c.begin(), c.end());
+      g_dec.insert(g_dec.end(), g.begin(), g.end());
+      tok = argmax(c.data(), V);
+    }
+    (void)t1;
+    const Diff dp = compare(g_pre, c_pre), dd = compare(g_dec, c_dec);
+    const int ap = argmax_disagreements(g_pre, c_pre, V), ad = argmax_disagreements(g_dec, c_dec, V);
+    rep.add("cuda vs cpu logits" + tag, dp.rel_to_max() <= 1e-5 && dd.rel_to_max() <= 1e-5 && ap == 0 && ad == 0 && dp.unwritten == 0,
+            "prefill rel " + fmt("%.2e", dp.rel_to_max()) + " decode rel " + fmt("%.2e", dd.rel_to_max()) +
+                " argmax diffs " + std::to_string(ap) + "+" + std::to_string(ad) + " | prefill " +
+                fmt("%.0f", P / prefill_s) + " tok/s, decode " + fmt("%.3f", 1e3 * gpu_decode_s / steps) + " ms/token");
+    const Diff dl = compare(gpu->last_logits(*gs), cpu.last_logits(*cs));
+    rep.add("cuda last_logits vs cpu" + tag, dl.rel_to_max() <= 1e-5, "rel " + fmt("%.2e", dl.rel_to_max()));
+    out.prefill = g_pre;
+    out.decode = g_dec;
+    out.classes = gs->export_classes();
+  }
+
+  // 2. chunk invariance: widths 1…64 against one call.
+  {
+    auto ref_state = gpu->new_state(P);
+    const auto ref = run(*gpu, *ref_state, prompt);
+    const auto ref_classes = ref_state->export_classes();
+    int equal = 0, tried = 0;
+    std::string first_bad;
+    const std::vector<int64_t> widths = [&] {
+      std::vector<int64_t> v;
+      for (int64_t w = 1; w <= 64; ++w)
+        if (!quick || w == 1 || w == 7 || w == 64) v.push_back(w);
+      return v;
+    }();
+    for (int64_t w : widths) {
+      ++tried;
+      auto st = gpu->new_state(P);
+      const auto lg = run_chunked(*gpu, *st, prompt, w);
+      const bool ok = bits_equal(lg, ref) && classes_bit_equal(st->export_classes(), ref_classes);
+      equal += ok;
+      if (!ok && first_bad.empty()) first_bad = " first differing width " + std::to_string(w);
+    }
+    rep.add(std::string(quick ? "chunk widths 1,7,64" : "chunk widths 1..64") + " bit-identical" + tag, equal == tried,
+            std::to_string(equal) + "/" + std::to_string(tried) + first_bad);
+  }
+
+  // 3. batch invariance: four sequences in one forward, then batched decode steps.
+  {
+    const std::vector<int64_t> lens = {17, 40, 1, 70};
+    std::vector<std::vector<int32_t>> prompts;
+    for (size_t i = 0; i < lens.size(); ++i) prompts.push_back(prompt_ids(V, lens[i], 100 + i));
+    std::vector<std::unique_ptr<State>> solo, batched;
+    std::vector<std::vector<float>> solo_logits, batch_logits(lens.size());
+    for (size_t i = 0; i < lens.size(); ++i) {
+      solo.push_back(gpu->new_state(lens[i] + 5));
+      batched.push_back(gpu->new_state(lens[i] + 5));
+      solo_logits.push_back(run(*gpu, *solo.back(), prompts[i]));
+    }
+    std::vector<SequenceStep> steps_v(lens.size());
+    for (size_t i = 0; i < lens.size(); ++i) {
+      batch_logits[i].resize(lens[i] * V);
+      steps_v[i].state = batched[i].get();
+      steps_v[i].tokens = prompts[i];
+      steps_v[i].logits = batch_logits[i].data();
+    }
+    gpu->forward(steps_v);
+    int equal = 0;
+    for (size_t i = 0; i < lens.size(); ++i) equal += bits_equal(batch_logits[i], solo_logits[i]);
+    // five batched decode steps, each sequence its own greedy token
+    int dec_equal = 0;
+    for (int s = 0; s < 5; ++s) {
+      std::vector<int32_t> toks(lens.size());
+      std::vector<std::vector<float>> bl(lens.size(), std::vector<float>(V));
+      for (size_t i = 0; i < lens.size(); ++i) {
+        const auto ll = gpu->last_logits(*batched[i]);
+        toks[i] = argmax(ll.data(), V);
+        steps_v[i].tokens = std::span<const int32_t>(&toks[i], 1);
+        steps_v[i].logits = bl[i].data();
+      }
+      gpu->forward(steps_v);
+      for (size_t i = 0; i < lens.size(); ++i) dec_equal += bits_equal(bl[i], run(*gpu, *solo[i], std::span<const int32_t>(&toks[i], 1)));
+    }
+    int classes_equal = 0;
+    for (size_t i = 0; i < lens.size(); ++i) classes_equal += classes_bit_equal(batched[i]->export_classes(), solo[i]->export_classes());
+    rep.add("batch of 4 sequences bit-identical to solo" + tag, equal == 4 && dec_equal == 20 && classes_equal == 4,
+            "prefill " + std::to_string(equal) + "/4, decode steps " + std::to_string(dec_equal) + "/20, classes " +
+                std::to_string(classes_equal) + "/4");
+    out.batch = batch_logits[3];
+  }
+
+  // 4. speculative verify: a block of 6 after the prompt = 6 single steps.
+  {
+    auto a = gpu->new_state(P + 6), b = gpu->new_state(P + 6);
+    run(*gpu, *a, prompt);
+    run(*gpu, *b, prompt);
+    const std::vector<int32_t> block = prompt_ids(V, 6, 55);
+    const auto verify = run(*gpu, *a, block);
+    std::vector<float> single;
+    for (int32_t t : block) {
+      auto r = run(*gpu, *b, std::span<const int32_t>(&t, 1));
+      single.insert(single.end(), r.begin(), r.end());
+    }
+    rep.add("speculative verify block == single steps" + tag,
+            bits_equal(verify, single) && classes_bit_equal(a->export_classes(), b->export_classes()),
+            std::string("logits ") + (bits_equal(verify, single) ? "equal" : "DIFFER"));
+  }
+
+  // 5. restore round trip into a larger capacity; 6. cpu ⇄ cuda through classes.
+  {
+    const int64_t warm = 17, cont = 11, small = P + warm + cont + 1;
+    auto a = gpu->new_state(small);
+    run(*gpu, *a, prompt);
+    for (int64_t s = 0; s < warm; ++s) {
+      const int32_t t = argmax(gpu->last_logits(*a).data(), V);
+      run(*gpu, *a, std::span<const int32_t>(&t, 1));
+    }
+    auto b = gpu->new_state(small + 97);
+    b->import_classes(a->position(), a->export_classes());
+    bool eq = classes_bit_equal(a->export_classes(), b->export_classes());
+    int steps_equal = 0;
+    auto c = cpu.new_state(small);  // the same state on the CPU
+    c->import_classes(a->position(), a->export_classes());
+    std::vector<float> gl, cl;
+    for (int64_t s = 0; s < cont; ++s) {
+      const int32_t t = argmax(gpu->last_logits(*a).data(), V);
+      const auto ra = run(*gpu, *a, std::span<const int32_t>(&t, 1));
+      const auto rb = run(*gpu, *b, std::span<const int32_t>(&t, 1));
+      const auto rc = run(cpu, *c, std::span<const int32_t>(&t, 1));
+      steps_equal += bits_equal(ra, rb);
+      gl.insert(gl.end(), ra.begin(), ra.end());
+      cl.insert(cl.end(), rc.begin(), rc.end());
+    }
+    eq = eq && classes_bit_equal(a->export_classes(), b->export_classes());
+    rep.add("restore round trip (capacity +97)" + tag, eq && steps_equal == cont,
+            "classes " + std::string(eq ? "equal" : "DIFFER") + ", continuation " + std::to_string(steps_equal) + "/" +
+                std::to_string(cont));
+    const Diff d = compare(gl, cl);
+    // and back: the GPU state into the CPU, the CPU's continuation logits against the GPU's
+    auto d_state = cpu.new_state(small + 97);
+    d_state->import_classes(a->position(), a->export_classes());
+    const int32_t t = argmax(gpu->last_logits(*a).data(), V);
+    const Diff d2 = compare(run(cpu, *d_state, std::span<const int32_t>(&t, 1)), run(*gpu, *b, std::span<const int32_t>(&t, 1)));
+    rep.add("cpu <-> cuda state exchange" + tag,
+            d.rel_to_max() <= 1e-5 && argmax_disagreements(gl, cl, V) == 0 && d2.rel_to_max() <= 1e-5,
+            "cuda state continued on cpu: rel " + fmt("%.2e", d.rel_to_max()) + ", cuda->cpu rel " + fmt("%.2e", d2.rel_to_max()));
+  }
+  return out;
+}
+
+void check_rounds(const Model& model, Report& rep) {
+  // The same prompt and batch with rounds of 16 rows: a sequence split over rounds, and a batch
+  // whose sequences share rounds, give the default run's bits.
+  const ModelConfig& cfg = model.config();
+  const int64_t V = cfg.vocab_size;
+  auto ref = make_backend("cuda", model);
+  setenv("MEMRA_CUDA_ROUND_ROWS", "16", 1);
+  auto small = make_backend("cuda", model);
+  unsetenv("MEMRA_CUDA_ROUND_ROWS");
+  const auto prompt = prompt_ids(V, 100, 7);
+  auto a = ref->new_state(100), b = small->new_state(100);
+  const bool same = bits_equal(run(*ref, *a, prompt), run(*small, *b, prompt));
+  // classes: export both (states of different backends, same layout)
+  const bool cls = classes_bit_equal(a->export_classes(), b->export_classes());
+  rep.add("rounds of 16 rows == one round", same && cls, std::string("logits ") + (same ? "equal" : "DIFFER") + ", classes " + (cls ? "equal" : "DIFFER"));
+}
+
+void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::string& tag) {
+  const ModelConfig& cfg = model.config();
+  const int64_t V = cfg.vocab_size, P = 100;
+  auto fast = make_backend("cuda-fast", model);
+  const auto prompt = prompt_ids(V, P, 7);
+  auto cs = cpu.new_state(P), fs = fast->new_state(P);
+  const auto c = run(cpu, *cs, prompt);
+  const auto t0 = Clock::now();
+  const auto f = run(*fast, *fs, prompt);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const Diff d = compare(f, c);
+  const double tol = realization("cuda-fast").parity_rel_to_max;
+  rep.add("cuda-fast vs cpu logits" + tag, d.rel_to_max() <= tol && d.unwritten == 0,
+          "rel " + fmt("%.2e", d.rel_to_max()) + " (tolerance " + fmt("%.0e", tol) + "), argmax diffs " +
+              std::to_string(argmax_disagreements(f, c, V)) + "/" + std::to_string(P) + ", prefill " + fmt("%.0f", P / s) + " tok/s");
+}
+
+}  // namespace
+
+int run_backend(const std::vector<std::string>& models, int device_count, bool quick) {
+  Report rep;
+  for (const std::string& dir : models) {
+    try {
+      Model model = Model::load(dir);
+      auto cpu = make_backend("cpu", model);
+      const std::string tag = " [" + dir.substr(dir.find_last_of('/') + 1) + "]";
+      const DeviceRun one = check_exact(model, *cpu, {0}, rep, tag, quick);
+      if (device_count >= 2) {
+        const DeviceRun two = check_exact(model, *cpu, {0, 1}, rep, tag + "[0,1]", quick);
+        const bool eq = bits_equal(one.prefill, two.prefill) && bits_equal(one.decode, two.decode) &&
+                        bits_equal(one.batch, two.batch) && classes_bit_equal(one.classes, two.classes);
+        rep.add("two GPUs == one GPU (bits)" + tag, eq, eq ? "prefill, decode, batch logits and classes equal" : "DIFFER");
+      } else {
+        std::printf("skip two-GPU checks%s: %d device visible\n", tag.c_str(), device_count);
+      }
+      check_rounds(model, rep);
+      check_fast(model, *cpu, rep, tag);
+    } catch (const std::exception& e) {
+      rep.add("backend checks [" + dir + "]", false, std::string("threw: ") + e.what());
+    }
+  }
+  rep.table("backend (cuda, cuda-fast) on checkpoints");
+  return rep.all_pass() ? 0 : 1;
+}
+
+}  // namespace memra::cuda::test

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# tools/gpu-check.sh: every GPU check of the CUDA backend in one device call, in under 9 minutes.
+#
+#   here (dev machine):  tools/gpu-check.sh --pack
+#       builds build-cuda (Release, sm_90a) and packs what the GPU machine needs into build-gpu-pack/:
+#       bin/{memra, libmemra_cuda.so, memra_cuda_test} and deps/ (the header-only libraries and their
+#       CMake files, for a rebuild there). Carry build-gpu-pack (or build-cuda itself).
+#   on the GPU machine:  bash tools/gpu-check.sh
+#       uses build-gpu-pack/bin, else build-cuda/; when those binaries do not run there it builds
+#       build-gpu/ with cmake + ninja (deps from build-gpu-pack/deps). Writes every log under $OUT
+#       (≤ 8 files, each ≤ 16 MB) and prints a summary table last.
+#
+# Steps, in order of value (each bounded by `timeout`, later steps skipped when time runs short):
+#   env        nvidia-smi, driver, runtime (Firecracker / gVisor), ldd, compute-sanitizer presence
+#   ops        memra_cuda_test ops: op parity of every site against its CPU twin (poisoned outputs)
+#   backend    memra_cuda_test backend: cuda vs cpu logits, chunk widths 1..64, batches, verify,
+#              restore, cpu<->cuda state exchange, two GPUs == one GPU, cuda-fast vs cpu
+#   gates      memra gate all --backend cuda (restore, chunk, semantics, parity, fused-moe) on
+#              models/tiny and models/tiny-bf16, one GPU and --devices 0,1 when two are present
+#   bandwidth  snapshot/restore of a ≥ 1 GiB state vs pinned-copy bandwidth
+#   sanitizer  compute-sanitizer memcheck (ops, backend) and racecheck (ops), --quick inputs
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0): memra does not use NCCL, the variable guards anyway.
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root" || exit 2
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+if [[ "${1:-}" == "--pack" ]]; then
+  set -e
+  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a >/dev/null
+  nice cmake --build build-cuda --target memra memra_cuda memra_cuda_test
+  rm -rf build-gpu-pack
+  mkdir -p build-gpu-pack/bin build-gpu-pack/deps/include build-gpu-pack/deps/share/cmake build-gpu-pack/deps/lib/cmake
+  cp build-cuda/memra build-cuda/libmemra_cuda.so build-cuda/test/memra_cuda_test build-gpu-pack/bin/
+  strip --strip-debug build-gpu-pack/bin/*
+  cp -r /usr/include/CLI /usr/include/nlohmann /usr/include/catch2 /usr/include/xxhash.h build-gpu-pack/deps/include/
+  cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json build-gpu-pack/deps/share/cmake/
+  cp -r /usr/lib/cmake/Catch2 build-gpu-pack/deps/lib/cmake/
+  du -sh build-gpu-pack
+  echo "carry build-gpu-pack; on the GPU machine run: bash tools/gpu-check.sh"
+  exit 0
+fi
+
+OUT=${OUT:-$root/gpu-check-out}
+mkdir -p "$OUT"
+start=$(date +%s)
+budget=${GPU_CHECK_BUDGET_S:-530}  # the whole script stays under 9 minutes
+elapsed() { echo $(( $(date +%s) - start )); }
+left() { echo $(( budget - $(elapsed) )); }
+declare -a summary=()
+note() { summary+=("$(printf '%-34s %-8s %s' "$1" "$2" "$3")"); }
+
+# run NAME LOGFILE SECONDS CMD...: runs with a timeout (never past the budget), appends to LOGFILE,
+# records PASS/FAIL/SKIP/TIMEOUT with the last line that says why.
+run() {
+  local name=$1 log=$2 secs=$3; shift 3
+  local rem; rem=$(left)
+  if [[ -n "${no_gpu:-}" && "$name" != host* ]]; then note "$name" SKIP "no CUDA device"; return 0; fi
+  if (( rem < 20 )); then note "$name" SKIP "out of time budget"; return 0; fi
+  (( secs > rem - 10 )) && secs=$(( rem - 10 ))
+  echo "=== $name: $* (timeout ${secs}s, t=$(elapsed)s)" >> "$OUT/$log"
+  local t0 rc; t0=$(date +%s)
+  timeout --kill-after=5 "$secs" "$@" >> "$OUT/$log" 2>&1; rc=$?
+  local dt=$(( $(date +%s) - t0 ))
+  local why; why=$(grep -E '^(== |\[|FAIL|SKIPPED|memra: error|memra_cuda_test: error|========= ERROR SUMMARY)' "$OUT/$log" | tail -1 | cut -c1-90)
+  case $rc in
+    0) note "$name" PASS "${dt}s ${why}" ;;
+    77) note "$name" SKIP "${dt}s ${why}" ;;
+    124|137) note "$name" TIMEOUT "after ${secs}s" ;;
+    *) note "$name" FAIL "rc=$rc ${dt}s ${why}" ;;
+  esac
+  echo "=== $name: rc=$rc in ${dt}s" >> "$OUT/$log"
+  return $rc
+}
+
+# ---- env -----------------------------------------------------------------------------------
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "host: $(uname -a)"
+  if uname -r | grep -q -- '-fc'; then echo "runtime: firecracker (uname -r $(uname -r))"
+  elif dmesg 2>/dev/null | grep -qi gvisor || uname -r | grep -q '^4\.4\.0'; then echo "runtime: gvisor (uname -r $(uname -r))"
+  else echo "runtime: unknown (uname -r $(uname -r))"; fi
+  nvidia-smi 2>&1 || echo "nvidia-smi failed"
+  nvidia-smi topo -m 2>&1 | head -20
+  echo "nvcc: $(nvcc --version 2>/dev/null | tail -1)"
+  echo "cmake: $(cmake --version 2>/dev/null | head -1), ninja: $(ninja --version 2>/dev/null)"
+  echo "compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || echo none)"
+  echo "nproc: $(nproc), memory: $(grep MemTotal /proc/meminfo)"
+} > "$OUT/env.txt" 2>&1
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+runtime=$(grep '^runtime:' "$OUT/env.txt" | cut -d' ' -f2)
+
+# ---- binaries ------------------------------------------------------------------------------
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib"
+bin=""
+for cand in build-gpu-pack/bin build-cuda; do
+  if [[ -x "$cand/memra" && -f "$cand/libmemra_cuda.so" ]]; then bin=$cand; break; fi
+done
+test_bin() { [[ -x "$bin/memra_cuda_test" ]] && echo "$bin/memra_cuda_test" || echo "$bin/test/memra_cuda_test"; }
+# The binaries work here when they start and the CUDA library loads (a machine without a GPU gets
+# as far as "no CUDA device", which is an answer, not a load failure).
+works() {
+  [[ -n "$bin" ]] || return 1
+  LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" "$bin/memra" --version >> "$OUT/env.txt" 2>&1 || return 1
+  LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" "$bin/memra" devices >> "$OUT/env.txt" 2>&1 || return 1
+  ! grep -q 'cannot be loaded' <(LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" "$bin/memra" devices 2>&1) || return 1
+  LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" ldd "$bin/libmemra_cuda.so" "$(test_bin)" >> "$OUT/env.txt" 2>&1
+  ! LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" ldd "$bin/libmemra_cuda.so" "$(test_bin)" 2>&1 | grep -q 'not found'
+}
+if works; then
+  note "binaries" PASS "carried $bin ($(LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH" "$bin/memra" --version 2>&1 | head -1))"
+else
+  echo "carried binaries (${bin:-none}) do not run here: building build-gpu" >> "$OUT/env.txt"
+  deps=""
+  [[ -d build-gpu-pack/deps ]] && deps="-DCMAKE_PREFIX_PATH=$root/build-gpu-pack/deps"
+  run "build (fallback)" build.txt 300 bash -c "cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMRA_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90a $deps && cmake --build build-gpu --target memra memra_cuda memra_cuda_test -j $(nproc)"
+  bin=build-gpu
+  works || { note "binaries" FAIL "neither the carried nor a local build runs (env.txt, build.txt)"; }
+fi
+export LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH"
+memra="$bin/memra"
+ctest_bin=$(test_bin)
+version=$("$memra" --version 2>&1 | head -1)
+"$memra" devices >> "$OUT/env.txt" 2>&1
+if ! "$memra" devices 2>/dev/null | grep -q '^cuda:0'; then
+  note "devices" SKIP "memra sees no CUDA device: $("$memra" devices 2>&1 | head -1 | cut -c1-70)"
+  gpus=0
+fi
+
+# ---- tests ---------------------------------------------------------------------------------
+seed=$(date +%s)
+run "host logic (no GPU needed)" ops.txt 60 "$ctest_bin" host models/tiny models/tiny-bf16
+(( gpus == 0 )) && no_gpu=1  # nothing below can run
+# one process per op group: a sticky CUDA fault in one group cannot hide the others
+for group in linear norm mhc topk compressor attention moe; do
+  run "ops $group (seed $seed)" ops.txt 60 "$ctest_bin" ops --only "$group" --seed "$seed"
+done
+for model in models/tiny models/tiny-bf16; do
+  if ! run "backend $(basename $model)" backend.txt 120 "$ctest_bin" backend "$model"; then
+    # localise a CUDA fault: every launch synchronised, so the error names its kernel
+    run "backend $(basename $model) --quick SYNC=1" backend.txt 60 env MEMRA_CUDA_SYNC=1 "$ctest_bin" backend "$model" --quick
+  fi
+done
+for model in models/tiny models/tiny-bf16; do
+  # gate all on an exact CUDA backend: restore, chunk, semantics (cuda-fast vs cuda), parity, fused-moe
+  run "gate all $(basename $model) cuda" gates.txt 90 "$memra" -q gate all "$model" --backend cuda
+  if (( gpus >= 2 )); then
+    run "gate all $(basename $model) cuda 0,1" gates.txt 90 "$memra" -q gate all "$model" --backend cuda --devices 0,1
+  fi
+done
+(( gpus >= 2 )) || note "gates --devices 0,1" SKIP "$gpus GPU visible"
+run "bandwidth (>= 1 GiB state)" bandwidth.txt 90 "$ctest_bin" bandwidth models/tiny --gib 1.0
+
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [[ "$runtime" == gvisor ]]; then
+  note "compute-sanitizer" SKIP "gVisor runtime: no memory checker"
+elif [[ -x "$sanitizer" ]]; then
+  run "memcheck ops --quick" sanitizer.txt 100 "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 30 \
+    "$ctest_bin" ops --quick --seed "$seed"
+  run "racecheck ops --quick" sanitizer.txt 100 "$sanitizer" --tool racecheck --error-exitcode 9 --print-limit 30 \
+    "$ctest_bin" ops --quick --seed "$seed"
+  run "memcheck backend tiny --quick" sanitizer.txt 100 "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 30 \
+    "$ctest_bin" backend models/tiny --quick
+else
+  note "compute-sanitizer" SKIP "not installed"
+fi
+
+# ---- summary -------------------------------------------------------------------------------
+{
+  echo "memra gpu-check: ${version}"
+  echo "machine: ${gpus}x $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1), runtime ${runtime}, $(nproc) cores"
+  echo "binaries: $bin; total $(elapsed)s"
+  echo
+  printf '%-34s %-8s %s\n' "step" "result" "detail"
+  printf '%s\n' "${summary[@]}"
+} > "$OUT/summary.txt"
+for f in "$OUT"/*.txt; do  # keep every file under the 16 MB return limit
+  (( $(stat -c %s "$f") > 15000000 )) && { tail -c 15000000 "$f" > "$f.tmp" && mv "$f.tmp" "$f"; }
+done
+grep -h -E '^(ok|FAIL) ' "$OUT/ops.txt" "$OUT/backend.txt" 2>/dev/null | grep '^FAIL' | head -20
+grep -h -E '^\[' "$OUT/gates.txt" 2>/dev/null | cut -c1-160
+grep -A12 '^path' "$OUT/bandwidth.txt" 2>/dev/null
+echo
+cat "$OUT/summary.txt"
+grep -q -E ' (FAIL|TIMEOUT) ' "$OUT/summary.txt" && exit 1
+exit 0
