@@ -19,8 +19,9 @@ HostSnapshot snapshot_state(const State& state) {
   return host;
 }
 
-std::unique_ptr<State> restore_state(const Backend& backend, const HostSnapshot& host, int64_t capacity) {
-  return state_from_classes(backend, host.pos, capacity, host.classes);
+std::unique_ptr<State> restore_state(const Backend& backend, const HostSnapshot& host, int64_t capacity,
+                                     const std::function<void(State&)>& attach) {
+  return state_from_classes(backend, host.pos, capacity, host.classes, attach);
 }
 
 }  // namespace memra

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -24,6 +25,8 @@ HostSnapshot snapshot_state(const State& state);
 
 // A fresh state with `capacity` holding exactly the snapshot's classes. capacity < pos is refused
 // (negative Error, exit 1); classes that disagree with the state's layout are an Error naming them.
-std::unique_ptr<State> restore_state(const Backend& backend, const HostSnapshot& host, int64_t capacity);
+// `attach` adds components beyond the backend's (a drafter) to the empty state before the import.
+std::unique_ptr<State> restore_state(const Backend& backend, const HostSnapshot& host, int64_t capacity,
+                                     const std::function<void(State&)>& attach = {});
 
 }  // namespace memra

@@ -362,7 +362,7 @@ HostSnapshot StateFile::to_host() const {
 }
 
 std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& backend, const std::string& model_fingerprint,
-                                          int64_t capacity) {
+                                          int64_t capacity, const std::function<void(State&)>& attach) {
   const std::string where = "state file " + file.path();
   if (file.model_fingerprint() != model_fingerprint)
     throw negative(where + " belongs to model " + file.model_fingerprint() + ", not to this model (" + model_fingerprint + ")",
@@ -373,7 +373,7 @@ std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& 
                    "restore with --capacity " + std::to_string(file.position()) + " or more");
   std::unique_ptr<State> state;
   try {
-    state = restore_state(backend, file.to_host(), capacity);
+    state = restore_state(backend, file.to_host(), capacity, attach);
   } catch (const Error& e) {
     throw negative(where + ": " + e.what(), e.hint());
   }
