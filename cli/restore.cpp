@@ -11,6 +11,8 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "drafter/drafter_file.h"
+#include "drafter/speculative.h"
 #include "engine/engine.h"
 #include "format/token_list.h"
 #include "model/model.h"
@@ -30,6 +32,7 @@ struct RestoreOptions {
   int64_t steps = 0;
   std::string logits_out;
   std::string state_out;
+  std::string drafter_dir;
   bool json = false;
   BackendChoice backend;
 };
@@ -55,8 +58,17 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   if (backend->precision_class() != file.precision_class())
     note(ctx, "state was written by precision class " + file.precision_class() + ", continuing on " +
                   backend->precision_class());
+  // With --drafter the state's drafter classes come back too, and every continued token feeds it.
+  std::unique_ptr<DrafterWeights> drafter_weights;
+  std::unique_ptr<Drafter> drafter;
+  if (!opt.drafter_dir.empty()) {
+    drafter_weights = std::make_unique<DrafterWeights>(DrafterWeights::load(opt.drafter_dir));
+    drafter = std::make_unique<Drafter>(*drafter_weights, model);
+  }
   auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<State> state = restore_state_file(file, *backend, model.fingerprint().hex(), capacity);
+  std::unique_ptr<State> state =
+      drafter ? restore_state_file_with_drafter(file, *backend, model.fingerprint().hex(), capacity, *drafter)
+              : restore_state_file(file, *backend, model.fingerprint().hex(), capacity);
   const double restore_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const int64_t restored_pos = state->position();
 
@@ -65,19 +77,26 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   std::vector<float> logits;  // [T + steps, V]
   if (T > 0) {
     Progress progress("teacher-forcing", ctx.quiet);
-    prefill(*backend, *state, tokens, opt.chunk, want_logits ? &logits : nullptr,
-            [&](int64_t done, int64_t total) { progress.update(done, total); });
+    if (drafter)
+      drafter->prefill(*backend, *state, tokens, opt.chunk, want_logits ? &logits : nullptr);
+    else
+      prefill(*backend, *state, tokens, opt.chunk, want_logits ? &logits : nullptr,
+              [&](int64_t done, int64_t total) { progress.update(done, total); });
   }
   std::vector<int32_t> generated;
   if (opt.steps > 0) {
     if (state->position() == 0) throw Error("greedy steps need a processed position", "give --tokens, or restore a state past position 0");
     std::vector<float> step_logits;
-    generated = generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr);
+    generated = drafter ? generate_greedy_primed(*backend, *drafter, *state, opt.steps, want_logits ? &step_logits : nullptr)
+                        : generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr);
     logits.insert(logits.end(), step_logits.begin(), step_logits.end());
   }
   if (want_logits) write_logits(opt.logits_out, logits, T + opt.steps, V);
-  if (!opt.state_out.empty())
-    write_state_file(opt.state_out, snapshot_state(*state), StateOrigin{model.fingerprint().hex(), backend->precision_class()});
+  if (!opt.state_out.empty()) {
+    StateWriteOptions wo;
+    if (drafter_weights) wo.extra_metadata = drafter_metadata(*drafter_weights);
+    write_state_file(opt.state_out, snapshot_state(*state), StateOrigin{model.fingerprint().hex(), backend->precision_class()}, wo);
+  }
 
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
   const std::vector<float> last = backend->last_logits(*state);
@@ -135,6 +154,8 @@ void setup_restore(CLI::App& app, Context& ctx) {
   sub->add_option("--steps", opt->steps, "Then decode K tokens greedily and print them")->check(CLI::NonNegativeNumber);
   sub->add_option("--logits", opt->logits_out, "Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)");
   sub->add_option("-o,--output", opt->state_out, "Write the final state as a state file (- = stdout)");
+  sub->add_option("--drafter", opt->drafter_dir, "Drafter folder the state was written with (brings its drafter state back)")
+      ->check(CLI::ExistingDirectory);
   add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON");
   sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_restore(*opt, ctx); }; });

@@ -34,7 +34,8 @@ _memra() {
       "memra load --check"|"memra load --write-manifest"|"memra load --threads") skip=1 ;;
       "memra prefill --tokens"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate"|"memra prefill --backend"|"memra prefill --devices") skip=1 ;;
       "memra snapshot --diff"|"memra snapshot --write-manifest"|"memra snapshot --check") skip=1 ;;
-      "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output"|"memra restore --backend"|"memra restore --devices") skip=1 ;;
+      "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output"|"memra restore --drafter"|"memra restore --backend"|"memra restore --devices") skip=1 ;;
+      "memra draft --drafter"|"memra draft --tokens"|"memra draft --state"|"memra draft --steps"|"memra draft --block-size"|"memra draft --harvest"|"memra draft --runs"|"memra draft --chunk"|"memra draft --capacity"|"memra draft -o"|"memra draft --output"|"memra draft --backend"|"memra draft --devices") skip=1 ;;
       "memra parity --drafter"|"memra parity --backend"|"memra parity --devices") skip=1 ;;
       "memra gate all") cmd="memra gate all"; npos=0 ;;
       "memra gate restore") cmd="memra gate restore"; npos=0 ;;
@@ -80,8 +81,21 @@ _memra() {
     "memra restore --steps") :; return 0 ;;
     "memra restore --logits") _memra_files "$cur"; return 0 ;;
     "memra restore -o"|"memra restore --output") _memra_files "$cur"; return 0 ;;
+    "memra restore --drafter") _memra_dirs "$cur"; return 0 ;;
     "memra restore --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
     "memra restore --devices") _memra_files "$cur"; return 0 ;;
+    "memra draft --drafter") _memra_dirs "$cur"; return 0 ;;
+    "memra draft --tokens") _memra_files "$cur"; return 0 ;;
+    "memra draft --state") _memra_files "$cur"; return 0 ;;
+    "memra draft --steps") :; return 0 ;;
+    "memra draft --block-size") :; return 0 ;;
+    "memra draft --harvest") _memra_words "dflash dspark" "$cur"; return 0 ;;
+    "memra draft --runs") :; return 0 ;;
+    "memra draft --chunk") :; return 0 ;;
+    "memra draft --capacity") :; return 0 ;;
+    "memra draft -o"|"memra draft --output") _memra_files "$cur"; return 0 ;;
+    "memra draft --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
+    "memra draft --devices") _memra_files "$cur"; return 0 ;;
     "memra parity --drafter") _memra_dirs "$cur"; return 0 ;;
     "memra parity --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
     "memra parity --devices") _memra_files "$cur"; return 0 ;;
@@ -174,7 +188,7 @@ _memra() {
       fi ;;
     "memra restore")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --model --capacity --tokens --chunk --steps --logits -o --output --backend --devices --json" "$cur"
+        _memra_words "-h --help --model --capacity --tokens --chunk --steps --logits -o --output --drafter --backend --devices --json" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -182,7 +196,11 @@ _memra() {
       fi ;;
     "memra draft")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help" "$cur"
+        _memra_words "-h --help --drafter --tokens --state --steps --propose --block-size --harvest --runs --chunk --capacity -o --output --backend --devices --json" "$cur"
+      else
+        case $npos in
+          0) _memra_dirs "$cur" ;;
+        esac
       fi ;;
     "memra parity")
       if [[ $cur == -* ]]; then

@@ -37,7 +37,9 @@ function __memra_command
                 set skip 1
             case 'memra_snapshot --diff' 'memra_snapshot --write-manifest' 'memra_snapshot --check'
                 set skip 1
-            case 'memra_restore --model' 'memra_restore --capacity' 'memra_restore --tokens' 'memra_restore --chunk' 'memra_restore --steps' 'memra_restore --logits' 'memra_restore -o' 'memra_restore --output' 'memra_restore --backend' 'memra_restore --devices'
+            case 'memra_restore --model' 'memra_restore --capacity' 'memra_restore --tokens' 'memra_restore --chunk' 'memra_restore --steps' 'memra_restore --logits' 'memra_restore -o' 'memra_restore --output' 'memra_restore --drafter' 'memra_restore --backend' 'memra_restore --devices'
+                set skip 1
+            case 'memra_draft --drafter' 'memra_draft --tokens' 'memra_draft --state' 'memra_draft --steps' 'memra_draft --block-size' 'memra_draft --harvest' 'memra_draft --runs' 'memra_draft --chunk' 'memra_draft --capacity' 'memra_draft -o' 'memra_draft --output' 'memra_draft --backend' 'memra_draft --devices'
                 set skip 1
             case 'memra_parity --drafter' 'memra_parity --backend' 'memra_parity --devices'
                 set skip 1
@@ -93,7 +95,7 @@ complete -c memra -n '__memra_in memra' -a load -d 'Load and verify a checkpoint
 complete -c memra -n '__memra_in memra' -a prefill -d 'Run a prompt through the model (chunked prefill), optionally continue greedily'
 complete -c memra -n '__memra_in memra' -a snapshot -d 'Inspect, verify, compare or hash-manifest a state file'
 complete -c memra -n '__memra_in memra' -a restore -d 'Verify a state file, restore it (any capacity >= its position) and continue it'
-complete -c memra -n '__memra_in memra' -a draft -d 'draft (not built yet)'
+complete -c memra -n '__memra_in memra' -a draft -d 'Speculative decoding with a drafter: propose a block, or generate and compare with plain greedy'
 complete -c memra -n '__memra_in memra' -a parity -d 'Compare the engine with an oracle dump, manifest first (REFUSED on geometry mismatch)'
 complete -c memra -n '__memra_in memra' -a gate -d 'Correctness gates: restore round trip, chunk invariance, chunk semantics, parity, artifact checks'
 complete -c memra -n '__memra_in memra' -a devices -d 'List the CUDA devices memra can use (loads the CUDA backend)'
@@ -141,6 +143,7 @@ complete -c memra -n '__memra_in memra_restore' -l chunk -x -d 'Tokens per forwa
 complete -c memra -n '__memra_in memra_restore' -l steps -x -d 'Then decode K tokens greedily and print them'
 complete -c memra -n '__memra_in memra_restore' -l logits -r -F -d 'Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)'
 complete -c memra -n '__memra_in memra_restore' -s o -l output -r -F -d 'Write the final state as a state file (- = stdout)'
+complete -c memra -n '__memra_in memra_restore' -l drafter -x -a '(__fish_complete_directories)' -d 'Drafter folder the state was written with (brings its drafter state back)'
 complete -c memra -n '__memra_in memra_restore' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
 complete -c memra -n '__memra_in memra_restore' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
 complete -c memra -n '__memra_in memra_restore' -l json -d 'Print the report as JSON'
@@ -148,6 +151,21 @@ complete -c memra -n '__memra_in memra_restore' -F
 
 # memra draft
 complete -c memra -n '__memra_in memra_draft' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_draft' -l drafter -x -a '(__fish_complete_directories)' -d 'Drafter folder (config.json + model.safetensors)'
+complete -c memra -n '__memra_in memra_draft' -l tokens -r -F -d 'Prompt token ids: text (whitespace/comma separated) or .npy; - = stdin'
+complete -c memra -n '__memra_in memra_draft' -l state -r -F -d 'Start from this state file (written with the drafter: memra draft -o); - = stdin'
+complete -c memra -n '__memra_in memra_draft' -l steps -x -d 'Tokens to generate speculatively (default 64)'
+complete -c memra -n '__memra_in memra_draft' -l propose -d 'Propose one block from the state and print it (no generation)'
+complete -c memra -n '__memra_in memra_draft' -l block-size -x -d 'Block size b (default: the drafter\'s)'
+complete -c memra -n '__memra_in memra_draft' -l harvest -x -a 'dflash dspark' -d 'Harvest convention when the drafter config names none, or to override it'
+complete -c memra -n '__memra_in memra_draft' -l runs -x -d 'Interleaved timing runs of both decodings (median reported)'
+complete -c memra -n '__memra_in memra_draft' -l chunk -x -d 'Tokens per forward call when priming (default: all in one call)'
+complete -c memra -n '__memra_in memra_draft' -l capacity -x -d 'Tokens the state can hold (default: start + --steps)'
+complete -c memra -n '__memra_in memra_draft' -s o -l output -r -F -d 'Write the final state, drafter included, as a state file (- = stdout)'
+complete -c memra -n '__memra_in memra_draft' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_draft' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_draft' -l json -d 'Print the report as JSON'
+complete -c memra -n '__memra_in memra_draft' -a '(__fish_complete_directories)'
 
 # memra parity
 complete -c memra -n '__memra_in memra_parity' -s h -l help -d 'Print this help message and exit'

@@ -108,7 +108,8 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
   return out;
 }
 
-std::vector<int32_t> generate_greedy_primed(const Backend& backend, const Drafter& drafter, State& state, int64_t steps) {
+std::vector<int32_t> generate_greedy_primed(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
+                                            std::vector<float>* step_logits) {
   std::vector<int32_t> out;
   if (steps <= 0) return out;
   std::vector<float> last = backend.last_logits(state);
@@ -120,6 +121,7 @@ std::vector<int32_t> generate_greedy_primed(const Backend& backend, const Drafte
     out.push_back(token);
     row.clear();
     drafter.prefill(backend, state, std::span<const int32_t>(&token, 1), 1, &row);
+    if (step_logits) step_logits->insert(step_logits->end(), row.begin(), row.end());
     last.swap(row);
   }
   return out;

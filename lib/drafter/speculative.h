@@ -37,7 +37,9 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
                                           const DraftShape& shape, SpeculativeStats* stats = nullptr);
 
 // Plain greedy decoding of `steps` tokens that keeps the drafter primed (one token per trunk call,
-// each fed to the drafter): the reference speculative decoding must reproduce.
-std::vector<int32_t> generate_greedy_primed(const Backend& backend, const Drafter& drafter, State& state, int64_t steps);
+// each fed to the drafter): the reference speculative decoding must reproduce. Optionally collects
+// the logits each fed token produced [steps, V].
+std::vector<int32_t> generate_greedy_primed(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
+                                            std::vector<float>* step_logits = nullptr);
 
 }  // namespace memra
