@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "format/token_list.h"
 #include "gate/artifact_gates.h"
+#include "gate/drafter_gates.h"
 #include "gate/html_report.h"
 #include "gate/fused_moe_gate.h"
 #include "gate/trunk_gates.h"
@@ -35,6 +36,9 @@ struct GateOptions {
   std::string widths = "1,64";
   std::string realization_a = "f32", realization_b = "f32";
   int64_t depth = 0;
+  std::string drafter_dir;      // drafter gates (and `all` with --drafter)
+  std::string harvest;
+  DrafterGateOptions drafter;
 };
 
 // Chunk semantics compares two realizations: by default the fast twin of the gate's backend
@@ -109,6 +113,15 @@ static int run_gate(GateOptions opt, const Context& ctx) {
   if (k == "semantics") return emit(opt, k, {semantics()});
   if (k == "parity") return emit(opt, k, {gate_parity(model, *backend, opt.model_dir, opt.dump_dir)});
   if (k == "fused-moe") return emit(opt, k, {gate_fused_moe(model, *backend, opt.trunk, opt.moe)});
+  std::unique_ptr<DrafterWeights> drafter_weights;
+  std::unique_ptr<Drafter> drafter;
+  if (!opt.drafter_dir.empty()) {
+    drafter_weights = std::make_unique<DrafterWeights>(DrafterWeights::load(opt.drafter_dir));
+    drafter = std::make_unique<Drafter>(*drafter_weights, model);
+    if (!opt.harvest.empty()) opt.drafter.harvest = parse_harvest(opt.harvest);
+  }
+  if (k == "speculative") return emit(opt, k, {gate_speculative(model, *backend, *drafter, opt.trunk, opt.drafter)});
+  if (k == "drafter-restore") return emit(opt, k, {gate_drafter_restore(model, *backend, *drafter, opt.trunk, opt.drafter)});
   // all: every gate that applies to this model and backend.
   std::vector<GateResult> gates;
   gates.push_back(gate_restore_roundtrip(model, *backend, opt.trunk));
@@ -122,6 +135,10 @@ static int run_gate(GateOptions opt, const Context& ctx) {
   if (backend->realization().device == Device::kCuda && backend->realization().exact)
     gates.push_back(gate_fused_moe(model, *backend, opt.trunk, opt.moe));
   else note(ctx, "no dump for " + opt.model_dir + " (MODEL/dump or --dump): the parity gate does not apply");
+  if (drafter) {
+    gates.push_back(gate_speculative(model, *backend, *drafter, opt.trunk, opt.drafter));
+    gates.push_back(gate_drafter_restore(model, *backend, *drafter, opt.trunk, opt.drafter));
+  }
   return emit(opt, k, gates);
 }
 
@@ -129,6 +146,15 @@ static void add_common(CLI::App* sub, GateOptions& o) {
   sub->add_flag("--json", o.common.json, "Print the report as JSON (manifests/report.schema.json)");
   sub->add_option("--report", o.common.report, "Write a self-contained HTML page (inline SVG) with the evidence")
       ->type_name("FILE.html");
+}
+
+static void add_drafter(CLI::App* sub, GateOptions& o, bool required) {
+  auto* d = sub->add_option("--drafter", o.drafter_dir,
+                            required ? "Drafter folder" : "Drafter folder: adds the speculative and drafter-restore gates");
+  d->check(CLI::ExistingDirectory);
+  if (required) d->required();
+  sub->add_option("--block-size", o.drafter.block_size, "Block size (default: the drafter's)")->check(CLI::PositiveNumber);
+  sub->add_option("--harvest", o.harvest, "Harvest convention (default: the drafter's)")->check(CLI::IsMember({"dflash", "dspark"}));
 }
 
 static void add_trunk(CLI::App* sub, GateOptions& o) {
@@ -156,8 +182,28 @@ void setup_gate(CLI::App& app, Context& ctx) {
   all->add_option("--dump", opt->dump_dir, "Oracle dump for the parity gate (default: MODEL/dump when present)");
   all->add_option("--mono", opt->common.mono_backend,
                   "Realization of the chunk-semantics monolithic prefill (default: the fast twin of --backend)");
+  add_drafter(all, *opt, false);
   add_common(all, *opt);
   all->callback(select("all"));
+
+  auto* spec = gate->add_subcommand(
+      "speculative", "Speculative vs plain greedy decoding: identical tokens and state, interleaved timing (median)");
+  add_trunk(spec, *opt);
+  add_drafter(spec, *opt, true);
+  spec->add_option("--steps", opt->drafter.steps, "Tokens to generate (at least 96)")->capture_default_str();
+  spec->add_option("--runs", opt->drafter.runs, "Interleaved timing runs")->check(CLI::Range(1, 100))->capture_default_str();
+  add_common(spec, *opt);
+  spec->callback(select("speculative"));
+
+  auto* drest = gate->add_subcommand(
+      "drafter-restore", "Trunk + drafter state through a state file: identical classes, proposals, captures and continuation");
+  add_trunk(drest, *opt);
+  add_drafter(drest, *opt, true);
+  drest->add_option("--warm", opt->drafter.warm, "Speculative steps before the snapshot")->capture_default_str();
+  drest->add_option("--continuation", opt->drafter.continuation, "Speculative steps after the restore")->capture_default_str();
+  drest->add_option("--grow", opt->drafter.grow, "Capacity added on restore")->capture_default_str();
+  add_common(drest, *opt);
+  drest->callback(select("drafter-restore"));
 
   auto* restore = gate->add_subcommand("restore", "Warm a state, snapshot it through a state file, restore into a grown capacity, continue both: bit-equal");
   add_trunk(restore, *opt);

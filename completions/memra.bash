@@ -38,6 +38,8 @@ _memra() {
       "memra draft --drafter"|"memra draft --tokens"|"memra draft --state"|"memra draft --steps"|"memra draft --block-size"|"memra draft --harvest"|"memra draft --runs"|"memra draft --chunk"|"memra draft --capacity"|"memra draft -o"|"memra draft --output"|"memra draft --backend"|"memra draft --devices") skip=1 ;;
       "memra parity --drafter"|"memra parity --backend"|"memra parity --devices") skip=1 ;;
       "memra gate all") cmd="memra gate all"; npos=0 ;;
+      "memra gate speculative") cmd="memra gate speculative"; npos=0 ;;
+      "memra gate drafter-restore") cmd="memra gate drafter-restore"; npos=0 ;;
       "memra gate restore") cmd="memra gate restore"; npos=0 ;;
       "memra gate chunk") cmd="memra gate chunk"; npos=0 ;;
       "memra gate semantics") cmd="memra gate semantics"; npos=0 ;;
@@ -46,7 +48,9 @@ _memra() {
       "memra gate equal") cmd="memra gate equal"; npos=0 ;;
       "memra gate band") cmd="memra gate band"; npos=0 ;;
       "memra gate hash") cmd="memra gate hash"; npos=0 ;;
-      "memra gate all --backend"|"memra gate all --devices"|"memra gate all --tokens"|"memra gate all --prompt"|"memra gate all --seed"|"memra gate all --dump"|"memra gate all --mono"|"memra gate all --report") skip=1 ;;
+      "memra gate all --backend"|"memra gate all --devices"|"memra gate all --tokens"|"memra gate all --prompt"|"memra gate all --seed"|"memra gate all --dump"|"memra gate all --mono"|"memra gate all --drafter"|"memra gate all --block-size"|"memra gate all --harvest"|"memra gate all --report") skip=1 ;;
+      "memra gate speculative --backend"|"memra gate speculative --devices"|"memra gate speculative --tokens"|"memra gate speculative --prompt"|"memra gate speculative --seed"|"memra gate speculative --drafter"|"memra gate speculative --block-size"|"memra gate speculative --harvest"|"memra gate speculative --steps"|"memra gate speculative --runs"|"memra gate speculative --report") skip=1 ;;
+      "memra gate drafter-restore --backend"|"memra gate drafter-restore --devices"|"memra gate drafter-restore --tokens"|"memra gate drafter-restore --prompt"|"memra gate drafter-restore --seed"|"memra gate drafter-restore --drafter"|"memra gate drafter-restore --block-size"|"memra gate drafter-restore --harvest"|"memra gate drafter-restore --warm"|"memra gate drafter-restore --continuation"|"memra gate drafter-restore --grow"|"memra gate drafter-restore --report") skip=1 ;;
       "memra gate restore --backend"|"memra gate restore --devices"|"memra gate restore --tokens"|"memra gate restore --prompt"|"memra gate restore --seed"|"memra gate restore --warm"|"memra gate restore --continuation"|"memra gate restore --grow"|"memra gate restore --report") skip=1 ;;
       "memra gate chunk --backend"|"memra gate chunk --devices"|"memra gate chunk --tokens"|"memra gate chunk --prompt"|"memra gate chunk --seed"|"memra gate chunk --widths"|"memra gate chunk --report") skip=1 ;;
       "memra gate semantics --backend"|"memra gate semantics --devices"|"memra gate semantics --tokens"|"memra gate semantics --prompt"|"memra gate semantics --seed"|"memra gate semantics --steps"|"memra gate semantics --mono"|"memra gate semantics --report") skip=1 ;;
@@ -106,7 +110,33 @@ _memra() {
     "memra gate all --seed") :; return 0 ;;
     "memra gate all --dump") _memra_files "$cur"; return 0 ;;
     "memra gate all --mono") _memra_files "$cur"; return 0 ;;
+    "memra gate all --drafter") _memra_dirs "$cur"; return 0 ;;
+    "memra gate all --block-size") :; return 0 ;;
+    "memra gate all --harvest") _memra_words "dflash dspark" "$cur"; return 0 ;;
     "memra gate all --report") _memra_files "$cur"; return 0 ;;
+    "memra gate speculative --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
+    "memra gate speculative --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate speculative --tokens") _memra_files "$cur"; return 0 ;;
+    "memra gate speculative --prompt") :; return 0 ;;
+    "memra gate speculative --seed") :; return 0 ;;
+    "memra gate speculative --drafter") _memra_dirs "$cur"; return 0 ;;
+    "memra gate speculative --block-size") :; return 0 ;;
+    "memra gate speculative --harvest") _memra_words "dflash dspark" "$cur"; return 0 ;;
+    "memra gate speculative --steps") :; return 0 ;;
+    "memra gate speculative --runs") :; return 0 ;;
+    "memra gate speculative --report") _memra_files "$cur"; return 0 ;;
+    "memra gate drafter-restore --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
+    "memra gate drafter-restore --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate drafter-restore --tokens") _memra_files "$cur"; return 0 ;;
+    "memra gate drafter-restore --prompt") :; return 0 ;;
+    "memra gate drafter-restore --seed") :; return 0 ;;
+    "memra gate drafter-restore --drafter") _memra_dirs "$cur"; return 0 ;;
+    "memra gate drafter-restore --block-size") :; return 0 ;;
+    "memra gate drafter-restore --harvest") _memra_words "dflash dspark" "$cur"; return 0 ;;
+    "memra gate drafter-restore --warm") :; return 0 ;;
+    "memra gate drafter-restore --continuation") :; return 0 ;;
+    "memra gate drafter-restore --grow") :; return 0 ;;
+    "memra gate drafter-restore --report") _memra_files "$cur"; return 0 ;;
     "memra gate restore --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
     "memra gate restore --devices") _memra_files "$cur"; return 0 ;;
     "memra gate restore --tokens") _memra_files "$cur"; return 0 ;;
@@ -215,11 +245,27 @@ _memra() {
       if [[ $cur == -* ]]; then
         _memra_words "-h --help" "$cur"
       else
-        _memra_words "all restore chunk semantics fused-moe parity equal band hash" "$cur"
+        _memra_words "all speculative drafter-restore restore chunk semantics fused-moe parity equal band hash" "$cur"
       fi ;;
     "memra gate all")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --dump --mono --json --report" "$cur"
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --dump --mono --drafter --block-size --harvest --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_dirs "$cur" ;;
+        esac
+      fi ;;
+    "memra gate speculative")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --drafter --block-size --harvest --steps --runs --json --report" "$cur"
+      else
+        case $npos in
+          0) _memra_dirs "$cur" ;;
+        esac
+      fi ;;
+    "memra gate drafter-restore")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --backend --devices --tokens --prompt --seed --drafter --block-size --harvest --warm --continuation --grow --json --report" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;

@@ -45,6 +45,10 @@ function __memra_command
                 set skip 1
             case 'memra_gate all'
                 set cmd memra_gate_all
+            case 'memra_gate speculative'
+                set cmd memra_gate_speculative
+            case 'memra_gate drafter-restore'
+                set cmd memra_gate_drafter_restore
             case 'memra_gate restore'
                 set cmd memra_gate_restore
             case 'memra_gate chunk'
@@ -61,7 +65,11 @@ function __memra_command
                 set cmd memra_gate_band
             case 'memra_gate hash'
                 set cmd memra_gate_hash
-            case 'memra_gate_all --backend' 'memra_gate_all --devices' 'memra_gate_all --tokens' 'memra_gate_all --prompt' 'memra_gate_all --seed' 'memra_gate_all --dump' 'memra_gate_all --mono' 'memra_gate_all --report'
+            case 'memra_gate_all --backend' 'memra_gate_all --devices' 'memra_gate_all --tokens' 'memra_gate_all --prompt' 'memra_gate_all --seed' 'memra_gate_all --dump' 'memra_gate_all --mono' 'memra_gate_all --drafter' 'memra_gate_all --block-size' 'memra_gate_all --harvest' 'memra_gate_all --report'
+                set skip 1
+            case 'memra_gate_speculative --backend' 'memra_gate_speculative --devices' 'memra_gate_speculative --tokens' 'memra_gate_speculative --prompt' 'memra_gate_speculative --seed' 'memra_gate_speculative --drafter' 'memra_gate_speculative --block-size' 'memra_gate_speculative --harvest' 'memra_gate_speculative --steps' 'memra_gate_speculative --runs' 'memra_gate_speculative --report'
+                set skip 1
+            case 'memra_gate_drafter_restore --backend' 'memra_gate_drafter_restore --devices' 'memra_gate_drafter_restore --tokens' 'memra_gate_drafter_restore --prompt' 'memra_gate_drafter_restore --seed' 'memra_gate_drafter_restore --drafter' 'memra_gate_drafter_restore --block-size' 'memra_gate_drafter_restore --harvest' 'memra_gate_drafter_restore --warm' 'memra_gate_drafter_restore --continuation' 'memra_gate_drafter_restore --grow' 'memra_gate_drafter_restore --report'
                 set skip 1
             case 'memra_gate_restore --backend' 'memra_gate_restore --devices' 'memra_gate_restore --tokens' 'memra_gate_restore --prompt' 'memra_gate_restore --seed' 'memra_gate_restore --warm' 'memra_gate_restore --continuation' 'memra_gate_restore --grow' 'memra_gate_restore --report'
                 set skip 1
@@ -178,6 +186,8 @@ complete -c memra -n '__memra_in memra_parity' -a '(__fish_complete_directories)
 
 # memra gate
 complete -c memra -n '__memra_in memra_gate' -a all -d 'Every gate that applies to the model (and its dump): the main job'
+complete -c memra -n '__memra_in memra_gate' -a speculative -d 'Speculative vs plain greedy decoding: identical tokens and state, interleaved timing (median)'
+complete -c memra -n '__memra_in memra_gate' -a drafter-restore -d 'Trunk + drafter state through a state file: identical classes, proposals, captures and continuation'
 complete -c memra -n '__memra_in memra_gate' -a restore -d 'Warm a state, snapshot it through a state file, restore into a grown capacity, continue both: bit-equal'
 complete -c memra -n '__memra_in memra_gate' -a chunk -d 'Bounded-prefill widths give bit-identical logits and cache classes'
 complete -c memra -n '__memra_in memra_gate' -a semantics -d 'Monolithic vs chunked prefill: teacher-forced argmax disagreements classified against the band'
@@ -197,9 +207,45 @@ complete -c memra -n '__memra_in memra_gate_all' -l prompt -x -d 'Prompt length 
 complete -c memra -n '__memra_in memra_gate_all' -l seed -x -d 'Seed of the prompt ids'
 complete -c memra -n '__memra_in memra_gate_all' -l dump -r -F -d 'Oracle dump for the parity gate (default: MODEL/dump when present)'
 complete -c memra -n '__memra_in memra_gate_all' -l mono -r -F -d 'Realization of the chunk-semantics monolithic prefill (default: the fast twin of --backend)'
+complete -c memra -n '__memra_in memra_gate_all' -l drafter -x -a '(__fish_complete_directories)' -d 'Drafter folder: adds the speculative and drafter-restore gates'
+complete -c memra -n '__memra_in memra_gate_all' -l block-size -x -d 'Block size (default: the drafter\'s)'
+complete -c memra -n '__memra_in memra_gate_all' -l harvest -x -a 'dflash dspark' -d 'Harvest convention (default: the drafter\'s)'
 complete -c memra -n '__memra_in memra_gate_all' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
 complete -c memra -n '__memra_in memra_gate_all' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
 complete -c memra -n '__memra_in memra_gate_all' -a '(__fish_complete_directories)'
+
+# memra gate speculative
+complete -c memra -n '__memra_in memra_gate_speculative' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_speculative' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_speculative' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_gate_speculative' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_speculative' -l prompt -x -d 'Prompt length when no --tokens are given'
+complete -c memra -n '__memra_in memra_gate_speculative' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_speculative' -l drafter -x -a '(__fish_complete_directories)' -d 'Drafter folder'
+complete -c memra -n '__memra_in memra_gate_speculative' -l block-size -x -d 'Block size (default: the drafter\'s)'
+complete -c memra -n '__memra_in memra_gate_speculative' -l harvest -x -a 'dflash dspark' -d 'Harvest convention (default: the drafter\'s)'
+complete -c memra -n '__memra_in memra_gate_speculative' -l steps -x -d 'Tokens to generate (at least 96)'
+complete -c memra -n '__memra_in memra_gate_speculative' -l runs -x -d 'Interleaved timing runs'
+complete -c memra -n '__memra_in memra_gate_speculative' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_speculative' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_speculative' -a '(__fish_complete_directories)'
+
+# memra gate drafter-restore
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l backend -x -a 'cpu cpu-fast cuda cuda-fast' -d 'Realization that runs the model: cpu, cpu-fast, cuda, cuda-fast'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l devices -r -F -d 'GPU indices for a CUDA backend, e.g. 0,1 (default 0)'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l tokens -r -F -d 'Prompt token ids (text or .npy); default: --prompt ids drawn from --seed'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l prompt -x -d 'Prompt length when no --tokens are given'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l seed -x -d 'Seed of the prompt ids'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l drafter -x -a '(__fish_complete_directories)' -d 'Drafter folder'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l block-size -x -d 'Block size (default: the drafter\'s)'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l harvest -x -a 'dflash dspark' -d 'Harvest convention (default: the drafter\'s)'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l warm -x -d 'Speculative steps before the snapshot'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l continuation -x -d 'Speculative steps after the restore'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l grow -x -d 'Capacity added on restore'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l json -d 'Print the report as JSON (manifests/report.schema.json)'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -l report -r -F -d 'Write a self-contained HTML page (inline SVG) with the evidence'
+complete -c memra -n '__memra_in memra_gate_drafter_restore' -a '(__fish_complete_directories)'
 
 # memra gate restore
 complete -c memra -n '__memra_in memra_gate_restore' -s h -l help -d 'Print this help message and exit'
