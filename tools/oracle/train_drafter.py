@@ -147,6 +147,8 @@ def main(argv=None):
     p.add_argument("--eval-new", type=int, default=64)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--data-cache", default=None, help="reuse the generated data in this .pt file (made when absent)")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="stop the training loop after this many minutes (then evaluate and save; oracle.json records the steps run)")
     args = p.parse_args(argv)
 
     t0 = time.time()
@@ -181,7 +183,12 @@ def main(argv=None):
     opt = torch.optim.Adam([q for q in model.parameters() if q.requires_grad], lr=args.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50) * 0.5 * (1 + math.cos(math.pi * s / args.steps)))
     gen = torch.Generator().manual_seed(args.seed + 17)
+    steps_run = 0
     for step in range(args.steps):
+        if args.max_minutes is not None and time.time() - t0 > 60 * args.max_minutes:
+            print(f"train_drafter: --max-minutes {args.max_minutes} reached after {step} steps", file=sys.stderr)
+            break
+        steps_run = step + 1
         rows = torch.randint(0, ids.shape[0], (args.batch,), generator=gen)
         anchors = torch.randint(lo, hi + 1, (args.batch, args.anchors), generator=gen)
         loss, acc = loss_fn(model, trunk, ids[rows], taps[rows], tlogits[rows], anchors, args.gamma, args.kl)
@@ -206,7 +213,7 @@ def main(argv=None):
                      "torch": torch.__version__, "python": sys.version.split()[0]},
         "family": c["family"], "init": init_meta, "options": vars(args),
         "regenerate": "\"$(tools/oracle/setup-venv.sh)\" " + shlex.join(["tools/oracle/train_drafter.py"] + argv),
-        "eval": r, "train_seconds": round(time.time() - t0),
+        "eval": r, "train_seconds": round(time.time() - t0), "steps_run": steps_run,
     }
     drafter_io.save_drafter(model, args.out, meta)
     print(os.path.abspath(args.out))
