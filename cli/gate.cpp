@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "format/token_list.h"
 #include "gate/artifact_gates.h"
+#include "gate/drafter_gates.h"
 #include "gate/html_report.h"
 #include "gate/fused_moe_gate.h"
 #include "gate/trunk_gates.h"
@@ -41,6 +42,9 @@ struct GateOptions {
   std::string widths = "1,64";
   std::string realization_a = "f32", realization_b = "f32";
   int64_t depth = 0;
+  std::string drafter_dir;      // drafter gates (and `all` with --drafter)
+  std::string harvest;
+  DrafterGateOptions drafter;
 };
 
 // Chunk semantics compares two realizations: by default the fast twin of the gate's backend
@@ -137,6 +141,15 @@ static int run_gate(GateOptions opt, const Context& ctx) {
     return gate_fused_moe(model, *backend, *per_expert, opt.trunk, opt.moe);
   };
   if (k == "fused-moe") return emit(opt, k, {fused_moe()});
+  std::unique_ptr<DrafterWeights> drafter_weights;
+  std::unique_ptr<Drafter> drafter;
+  if (!opt.drafter_dir.empty()) {
+    drafter_weights = std::make_unique<DrafterWeights>(DrafterWeights::load(opt.drafter_dir));
+    drafter = std::make_unique<Drafter>(*drafter_weights, model);
+    if (!opt.harvest.empty()) opt.drafter.harvest = parse_harvest(opt.harvest);
+  }
+  if (k == "speculative") return emit(opt, k, {gate_speculative(model, *backend, *drafter, opt.trunk, opt.drafter)});
+  if (k == "drafter-restore") return emit(opt, k, {gate_drafter_restore(model, *backend, *drafter, opt.trunk, opt.drafter)});
   // all: every gate that applies to this model and backend.
   std::vector<GateResult> gates;
   gates.push_back(gate_restore_roundtrip(model, *backend, opt.trunk));
@@ -149,6 +162,10 @@ static int run_gate(GateOptions opt, const Context& ctx) {
   else note(ctx, "no dump for " + opt.model_dir + " (MODEL/dump or --dump): the parity gate does not apply");
   // A CUDA backend has two MoE paths; they must agree by bits (the seed's fused-vs-per-expert gate).
   if (backend->realization().device == Device::kCuda && backend->realization().exact) gates.push_back(fused_moe());
+  if (drafter) {
+    gates.push_back(gate_speculative(model, *backend, *drafter, opt.trunk, opt.drafter));
+    gates.push_back(gate_drafter_restore(model, *backend, *drafter, opt.trunk, opt.drafter));
+  }
   return emit(opt, k, gates);
 }
 
@@ -157,6 +174,15 @@ static void add_common(CLI::App* sub, GateOptions& o) {
   sub->add_option("--report", o.common.report, "Write a self-contained HTML page (inline SVG) with the evidence")
       ->type_name("FILE.html");
   add_max_memory(sub, o.trunk.max_memory);
+}
+
+static void add_drafter(CLI::App* sub, GateOptions& o, bool required) {
+  auto* d = sub->add_option("--drafter", o.drafter_dir,
+                            required ? "Drafter folder" : "Drafter folder: adds the speculative and drafter-restore gates");
+  d->check(CLI::ExistingDirectory);
+  if (required) d->required();
+  add_count(sub, "--block-size", o.drafter.block_size, "Block size (default: the drafter's)", 1, 4096);
+  sub->add_option("--harvest", o.harvest, "Harvest convention (default: the drafter's)")->check(CLI::IsMember({"dflash", "dspark"}));
 }
 
 static void add_trunk(CLI::App* sub, GateOptions& o, bool model_optional = false) {
@@ -203,8 +229,28 @@ void setup_gate(CLI::App& app, Context& ctx) {
   all->add_option("--dump", opt->dump_dir, "Oracle dump for the parity gate (default: MODEL/dump when present)");
   all->add_option("--mono", opt->common.mono_backend,
                   "Realization of the chunk-semantics monolithic prefill (default: the fast twin of --backend)");
+  add_drafter(all, *opt, false);
   add_common(all, *opt);
   all->callback(select("all"));
+
+  auto* spec = gate->add_subcommand(
+      "speculative", "Speculative vs plain greedy decoding: identical tokens and state, interleaved timing (median)");
+  add_trunk(spec, *opt);
+  add_drafter(spec, *opt, true);
+  add_count(spec, "--steps", opt->drafter.steps, "Tokens to generate (at least 96)", 96, 1 << 20)->capture_default_str();
+  spec->add_option("--runs", opt->drafter.runs, "Interleaved timing runs")->check(CLI::Range(1, 100))->capture_default_str();
+  add_common(spec, *opt);
+  spec->callback(select("speculative"));
+
+  auto* drest = gate->add_subcommand(
+      "drafter-restore", "Trunk + drafter state through a state file: identical classes, proposals, captures and continuation");
+  add_trunk(drest, *opt);
+  add_drafter(drest, *opt, true);
+  add_count(drest, "--warm", opt->drafter.warm, "Speculative steps before the snapshot", 0, 1 << 20)->capture_default_str();
+  add_count(drest, "--continuation", opt->drafter.continuation, "Speculative steps after the restore", 1, 1 << 20)->capture_default_str();
+  add_count(drest, "--grow", opt->drafter.grow, "Capacity added on restore", 0, 1 << 20)->capture_default_str();
+  add_common(drest, *opt);
+  drest->callback(select("drafter-restore"));
 
   auto* restore = gate->add_subcommand("restore", "Warm a state, snapshot it through a state file, restore into a grown capacity, continue both: bit-equal");
   add_trunk(restore, *opt);

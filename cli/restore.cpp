@@ -11,6 +11,8 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "drafter/drafter_file.h"
+#include "drafter/speculative.h"
 #include "engine/engine.h"
 #include "engine/memory_plan.h"
 #include "format/token_list.h"
@@ -36,6 +38,7 @@ struct RestoreOptions {
   int64_t steps = 0;
   std::string logits_out;
   std::string state_out;
+  std::string drafter_dir;
   bool json = false;
   uint64_t max_memory = 0;  // 0: the default share of this machine's memory
   std::string key;          // --key: check STATE's keyed tag, tag the output
@@ -85,8 +88,17 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   if (backend->precision_class() != file.precision_class())
     note(ctx, "state was written by precision class " + file.precision_class() + ", continuing on " +
                   backend->precision_class());
+  // With --drafter the state's drafter classes come back too, and every continued token feeds it.
+  std::unique_ptr<DrafterWeights> drafter_weights;
+  std::unique_ptr<Drafter> drafter;
+  if (!opt.drafter_dir.empty()) {
+    drafter_weights = std::make_unique<DrafterWeights>(DrafterWeights::load(opt.drafter_dir));
+    drafter = std::make_unique<Drafter>(*drafter_weights, model);
+  }
   auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<State> state = restore_state_file(file, *backend, model.fingerprint().hex(), capacity);
+  std::unique_ptr<State> state =
+      drafter ? restore_state_file_with_drafter(file, *backend, model.fingerprint().hex(), capacity, *drafter)
+              : restore_state_file(file, *backend, model.fingerprint().hex(), capacity);
   const double restore_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const int64_t restored_pos = state->position();
 
@@ -95,8 +107,11 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   std::vector<float> logits;  // [T + steps, V]
   if (T > 0) {
     Progress progress("teacher-forcing", ctx.quiet);
-    prefill(*backend, *state, tokens, opt.chunk, want_logits ? &logits : nullptr,
-            [&](int64_t done, int64_t total) { progress.update(done, total); });
+    if (drafter)
+      drafter->prefill(*backend, *state, tokens, opt.chunk, want_logits ? &logits : nullptr);
+    else
+      prefill(*backend, *state, tokens, opt.chunk, want_logits ? &logits : nullptr,
+              [&](int64_t done, int64_t total) { progress.update(done, total); });
   }
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
   GeneratedText text(opt.prompt, opt.model_dir, opt.json, out);
@@ -104,7 +119,8 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   if (opt.steps > 0) {
     if (state->position() == 0) throw Error("greedy steps need a processed position", "give --tokens, or restore a state past position 0");
     std::vector<float> step_logits;
-    generated = generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr, text.on_token());
+    generated = drafter ? generate_greedy_primed(*backend, *drafter, *state, opt.steps, want_logits ? &step_logits : nullptr)
+                        : generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr, text.on_token());
     text.finish();
     logits.insert(logits.end(), step_logits.begin(), step_logits.end());
   }
@@ -112,6 +128,7 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   if (!opt.state_out.empty()) {
     StateWriteOptions options;
     if (key) options.key = &*key;
+    if (drafter_weights) options.extra_metadata = drafter_metadata(*drafter_weights);
     write_state_file(opt.state_out, stream_snapshot(*backend, *state),
                      StateOrigin{model.fingerprint().hex(), backend->precision_class(), backend->qat()}, options);
   }
@@ -176,6 +193,8 @@ void setup_restore(CLI::App& app, Context& ctx) {
   sub->add_option("-o,--output", opt->state_out, "Write the final state as a state file (- = stdout)");
   add_max_memory(sub, opt->max_memory);
   add_key_option(sub, opt->key, "Refuse STATE unless its keyed tag matches this key; tag the -o state");
+  sub->add_option("--drafter", opt->drafter_dir, "Drafter folder the state was written with (brings its drafter state back)")
+      ->check(CLI::ExistingDirectory);
   add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON");
   sub->callback([opt, &ctx] {

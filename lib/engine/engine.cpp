@@ -61,12 +61,14 @@ std::vector<int32_t> generate_greedy(const Backend& backend, State& state, int64
 }
 
 std::unique_ptr<State> state_from_classes(const Backend& backend, int64_t pos, int64_t capacity,
-                                          const std::vector<CacheClass>& classes) {
+                                          const std::vector<CacheClass>& classes,
+                                          const std::function<void(State&)>& attach) {
   if (capacity < pos)
     throw negative("capacity " + std::to_string(capacity) + " is smaller than the state's position " +
                        std::to_string(pos),
                    "restore with a capacity of at least " + std::to_string(pos));
   std::unique_ptr<State> state = backend.new_state(capacity);
+  if (attach) attach(*state);
   state->import_classes(pos, classes);
   return state;
 }

@@ -31,9 +31,11 @@ std::vector<int32_t> generate_greedy(const Backend& backend, State& state, int64
                                      std::vector<float>* step_logits = nullptr,
                                      const std::function<void(int32_t)>& on_token = {});
 
-// A new state of `capacity` holding `classes` at `pos` (all components of the backend's states);
-// throws Error naming the first class that disagrees with the layout.
+// A new state of `capacity` holding `classes` at `pos` (all components of the backend's states, plus
+// those `attach` adds to the empty state first, e.g. a drafter); throws Error naming the first class
+// that disagrees with the layout.
 std::unique_ptr<State> state_from_classes(const Backend& backend, int64_t pos, int64_t capacity,
-                                          const std::vector<CacheClass>& classes);
+                                          const std::vector<CacheClass>& classes,
+                                          const std::function<void(State&)>& attach = {});
 
 }  // namespace memra

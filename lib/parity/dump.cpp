@@ -48,6 +48,71 @@ std::string stage_family(const std::string& name) {
   return name.substr(0, name.find('.'));
 }
 
+void compare_geometry(const json& want_json, const json& got_json, const std::set<std::string>& optional,
+                      DumpValidation& v) {
+  std::map<std::string, json> want, got;
+  flatten(want_json, "", want);
+  flatten(got_json, "", got);
+  for (const auto& [field, value] : want) {
+    GeometryCheck g{field, "agree", value.dump(), ""};
+    auto it = got.find(field);
+    const std::string top = field.substr(0, field.find('.'));
+    if (it == got.end()) {
+      g.status = optional.count(top) ? "absent" : "MISSING";
+      if (g.status == "MISSING") v.reasons.push_back("dump manifest lacks required geometry field '" + field + "'");
+    } else {
+      g.dump_value = it->second.dump();
+      if (!values_agree(value, it->second)) {
+        g.status = "DISAGREE";
+        v.reasons.push_back("geometry field '" + field + "': config says " + g.config_value + ", dump says " + g.dump_value);
+      }
+    }
+    v.geometry.push_back(g);
+  }
+  for (const auto& [field, value] : got)
+    if (!want.count(field)) v.geometry.push_back({field, "unknown", "", value.dump()});
+}
+
+void check_dump_array(const std::string& name, const json* e, const TensorView* t, const std::vector<int64_t>& shape,
+                      DType dtype, bool required, const std::string& data_file, DumpValidation& v) {
+  ArrayCheck a{name, "ok", ""};
+  if (!e) {
+    a.status = "MISSING";
+    a.detail = "not in the manifest";
+    if (required) v.reasons.push_back("dump lacks required array '" + name + "'");
+    v.arrays.push_back(a);
+    return;
+  }
+  std::vector<int64_t> mshape;
+  if (e->is_object() && e->contains("shape") && (*e)["shape"].is_array())
+    for (const auto& d : (*e)["shape"]) mshape.push_back(d.is_number_integer() ? d.get<int64_t>() : -1);
+  const std::string mdtype = e->is_object() && e->contains("dtype") && (*e)["dtype"].is_string() ? (*e)["dtype"].get<std::string>() : "";
+  if (!t) {
+    a.status = "MISSING";
+    a.detail = "in the manifest but not in the data file";
+    v.reasons.push_back("array '" + name + "' is missing from " + data_file);
+  } else if (mshape != shape || t->shape != shape) {
+    a.status = "DISAGREE";
+    a.detail = "config predicts " + shape_text(shape) + ", manifest says " + shape_text(mshape) + ", file has " +
+               shape_text(t->shape);
+    v.reasons.push_back("array '" + name + "': " + a.detail);
+  } else {
+    Hash128 want_hash;
+    const std::string hex = e->is_object() && e->contains("xxh3") && (*e)["xxh3"].is_string() ? (*e)["xxh3"].get<std::string>() : "";
+    if (!Hash128::parse_hex(hex, &want_hash) || !(xxh3_128(t->data, t->nbytes) == want_hash)) {
+      a.status = "HASH";
+      a.detail = "bytes do not match the manifest's xxh3";
+      v.reasons.push_back("array '" + name + "': bytes do not match the manifest's xxh3 " + printable(hex));
+    } else if (mdtype != dtype_name(t->dtype) || t->dtype != dtype) {
+      a.status = "DISAGREE";
+      a.detail = "manifest dtype " + printable(mdtype) + ", file dtype " + dtype_name(t->dtype) + ", expected " +
+                 dtype_name(dtype);
+      v.reasons.push_back("array '" + name + "': " + a.detail);
+    }
+  }
+  v.arrays.push_back(a);
+}
+
 std::map<std::string, std::vector<int64_t>> predicted_dump_shapes(const ModelConfig& c, int64_t T, int64_t P) {
   std::map<std::string, std::vector<int64_t>> s;
   s["tokens"] = {T};
@@ -171,27 +236,7 @@ DumpValidation ReferenceDump::validate(const ModelConfig& config, const std::set
   if (v.regenerate.empty()) v.regenerate = "tools/oracle/dump_reference.py MODEL_DIR --out " + dir_;
 
   // 1. Geometry, field by field: the config is the authority.
-  std::map<std::string, json> want, got;
-  flatten(config.geometry_json(), "", want);
-  flatten(manifest_["geometry"], "", got);
-  for (const auto& [field, value] : want) {
-    GeometryCheck g{field, "agree", value.dump(), ""};
-    auto it = got.find(field);
-    const std::string top = field.substr(0, field.find('.'));
-    if (it == got.end()) {
-      g.status = kOptionalFields.count(top) ? "absent" : "MISSING";
-      if (g.status == "MISSING") v.reasons.push_back("dump manifest lacks required geometry field '" + field + "'");
-    } else {
-      g.dump_value = it->second.dump();
-      if (!values_agree(value, it->second)) {
-        g.status = "DISAGREE";
-        v.reasons.push_back("geometry field '" + field + "': config says " + g.config_value + ", dump says " + g.dump_value);
-      }
-    }
-    v.geometry.push_back(g);
-  }
-  for (const auto& [field, value] : got)
-    if (!want.count(field)) v.geometry.push_back({field, "unknown", "", value.dump()});
+  compare_geometry(config.geometry_json(), manifest_["geometry"], kOptionalFields, v);
   if (!v.reasons.empty()) {
     v.refused = true;
     v.geometry_disagrees = true;
@@ -210,44 +255,16 @@ DumpValidation ReferenceDump::validate(const ModelConfig& config, const std::set
   // 2. Arrays: manifest entry, file entry and config prediction must all agree; bytes must hash.
   const auto predicted = predicted_dump_shapes(config, tokens_, incremental_prefix_);
   const json& arrays = manifest_["arrays"];
+  const std::string data_file = manifest_.value("data_file", "");
   std::map<std::string, std::vector<std::string>> lacking;  // family → arrays it needs that the dump lacks
   for (const auto& [name, shape] : predicted) {
-    ArrayCheck a{name, "ok", ""};
     if (!arrays.contains(name)) {
-      a.status = "MISSING";
-      a.detail = "not in the manifest";
+      v.arrays.push_back({name, "MISSING", "not in the manifest"});
       if (wanted(stage_family(name))) lacking[stage_family(name)].push_back(name);
-      v.arrays.push_back(a);
       continue;
     }
-    const json& e = arrays[name];
-    const TensorView* t = data_->find(name);
-    std::vector<int64_t> mshape;
-    if (e.is_object() && e.contains("shape") && e["shape"].is_array())
-      for (const auto& d : e["shape"]) mshape.push_back(d.is_number_integer() ? d.get<int64_t>() : -1);
-    if (!t) {
-      a.status = "MISSING";
-      a.detail = "in the manifest but not in the data file";
-      v.reasons.push_back("array '" + name + "' is missing from " + manifest_.value("data_file", ""));
-    } else if (mshape != shape || t->shape != shape) {
-      a.status = "DISAGREE";
-      a.detail = "config predicts " + shape_text(shape) + ", manifest says " + shape_text(mshape) + ", file has " +
-                 shape_text(t->shape);
-      v.reasons.push_back("array '" + name + "': " + a.detail);
-    } else {
-      Hash128 want_hash;
-      const std::string hex = e.value("xxh3", "");
-      if (!Hash128::parse_hex(hex, &want_hash) || !(xxh3_128(t->data, t->nbytes) == want_hash)) {
-        a.status = "HASH";
-        a.detail = "bytes do not match the manifest's xxh3";
-        v.reasons.push_back("array '" + name + "': bytes do not match the manifest's xxh3 " + printable(hex));
-      } else if (e.value("dtype", "") != dtype_name(t->dtype)) {
-        a.status = "DISAGREE";
-        a.detail = "manifest dtype " + printable(e.value("dtype", "")) + ", file dtype " + dtype_name(t->dtype);
-        v.reasons.push_back("array '" + name + "': " + a.detail);
-      }
-    }
-    v.arrays.push_back(a);
+    const DType dtype = name == "tokens" || name.ends_with(".experts") || name.ends_with(".selected") ? DType::kI32 : DType::kF32;
+    check_dump_array(name, &arrays[name], data_->find(name), shape, dtype, true, data_file, v);
   }
   for (const auto& [family, names] : lacking) {
     std::string list;

@@ -88,6 +88,20 @@ class ReferenceDump {
   std::shared_ptr<SafetensorsFile> data_;
 };
 
+// Geometry, field by field (nested objects flattened to dotted paths): `want` (from the config) is
+// the authority. A field of `want` absent from `got` is "absent" when its top-level key is in
+// `optional`, else "MISSING" (a reason); a different value is "DISAGREE" (a reason); fields only in
+// `got` are listed as "unknown". Appends to v.geometry and v.reasons.
+void compare_geometry(const nlohmann::json& want, const nlohmann::json& got, const std::set<std::string>& optional,
+                      DumpValidation& v);
+
+// One array of a dump: the manifest entry (`entry`, or null when absent), the data file's tensor
+// (`tensor`, or null) and the predicted shape and dtype must agree and the bytes must hash to the
+// manifest's xxh3. Appends the verdict to v.arrays, and a reason when `required` or present-but-wrong.
+void check_dump_array(const std::string& name, const nlohmann::json* entry, const TensorView* tensor,
+                      const std::vector<int64_t>& shape, DType dtype, bool required, const std::string& data_file,
+                      DumpValidation& v);
+
 // The shapes the config predicts for a dump of T tokens (incremental prefix P, or -1).
 std::map<std::string, std::vector<int64_t>> predicted_dump_shapes(const ModelConfig& config, int64_t T, int64_t P);
 

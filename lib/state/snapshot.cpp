@@ -23,8 +23,9 @@ HostSnapshot snapshot_state(const State& state) {
   return host;
 }
 
-std::unique_ptr<State> restore_state(const Backend& backend, const HostSnapshot& host, int64_t capacity) {
-  return state_from_classes(backend, host.pos, capacity, host.classes);
+std::unique_ptr<State> restore_state(const Backend& backend, const HostSnapshot& host, int64_t capacity,
+                                     const std::function<void(State&)>& attach) {
+  return state_from_classes(backend, host.pos, capacity, host.classes, attach);
 }
 
 size_t StreamedSnapshot::size() const {
@@ -63,11 +64,13 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }  // namespace
 
 std::unique_ptr<State> restore_stream(const Backend& backend, int64_t pos, int64_t capacity,
-                                      const std::vector<ClassLayout>& layout, const uint8_t* bytes, size_t size) {
+                                      const std::vector<ClassLayout>& layout, const uint8_t* bytes, size_t size,
+                                      const std::function<void(State&)>& attach) {
   if (capacity < pos)
     throw negative("capacity " + std::to_string(capacity) + " is smaller than the state's position " + std::to_string(pos),
                    "restore with a capacity of at least " + std::to_string(pos));
   std::unique_ptr<State> state = backend.new_state(capacity);
+  if (attach) attach(*state);
   const std::vector<ClassLayout> want = state->layout(pos);
   for (size_t i = 0; i < std::max(want.size(), layout.size()); ++i) {
     if (i >= layout.size()) throw negative("state class " + want[i].name + " is missing (a state at position " +

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -25,7 +26,9 @@ HostSnapshot snapshot_state(const State& state);
 
 // A fresh state with `capacity` holding exactly the snapshot's classes. capacity < pos is refused
 // (negative Error, exit 1); classes that disagree with the state's layout are an Error naming them.
-std::unique_ptr<State> restore_state(const Backend& backend, const HostSnapshot& host, int64_t capacity);
+// `attach` adds components beyond the backend's (a drafter) to the empty state before the import.
+std::unique_ptr<State> restore_state(const Backend& backend, const HostSnapshot& host, int64_t capacity,
+                                     const std::function<void(State&)>& attach = {});
 
 // The fast snapshot: every class streamed (State::export_stream) into one buffer of the backend's
 // host memory (pinned on CUDA) and hashed class by class (class_hash) on worker threads while
@@ -47,8 +50,10 @@ std::vector<Hash128> hash_stream(const std::vector<ClassLayout>& layout, const u
 
 // A fresh state of `capacity` from classes laid end to end (State::import_stream). `layout` must be
 // the new state's layout at `pos` (names, dtypes, shapes), else a negative Error naming the first
-// difference (a class no component holds, a missing one).
+// difference (a class no component holds, a missing one). `attach` adds components beyond the
+// backend's (a drafter) to the empty state before the import.
 std::unique_ptr<State> restore_stream(const Backend& backend, int64_t pos, int64_t capacity,
-                                      const std::vector<ClassLayout>& layout, const uint8_t* bytes, size_t size);
+                                      const std::vector<ClassLayout>& layout, const uint8_t* bytes, size_t size,
+                                      const std::function<void(State&)>& attach = {});
 
 }  // namespace memra

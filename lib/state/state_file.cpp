@@ -482,7 +482,7 @@ std::vector<NonFiniteClass> nonfinite_classes(const StateFile& file) {
 }
 
 std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& backend, const std::string& model_fingerprint,
-                                          int64_t capacity) {
+                                          int64_t capacity, const std::function<void(State&)>& attach) {
   const std::string where = "state file " + file.path();
   if (!file.payload_verified()) throw Error(where + " was not verified before use");
   if (file.model_fingerprint() != model_fingerprint)
@@ -507,7 +507,7 @@ std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& 
   const uint8_t* data = file.classes().empty() ? nullptr : file.classes().front().data;
   std::unique_ptr<State> state;
   try {
-    state = restore_stream(backend, file.position(), capacity, layout, data, total);
+    state = restore_stream(backend, file.position(), capacity, layout, data, total, attach);
   } catch (const Error& e) {
     throw negative(where + ": " + e.what(), e.hint());
   }

@@ -137,8 +137,10 @@ std::vector<NonFiniteClass> nonfinite_classes(const StateFile& file);
 // (capacity < position is refused; a class no component of the backend's state holds is refused by
 // name) by streaming the file's class bytes into it (State::import_stream), and re-hashes its
 // classes through a streamed snapshot, which must equal the file's. Negative Error naming the
-// reason otherwise. The file must have been fully verified.
+// reason otherwise. The file must have been fully verified. `attach` adds components beyond the
+// backend's (a drafter) to the empty state before the import.
 std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& backend,
-                                          const std::string& model_fingerprint, int64_t capacity);
+                                          const std::string& model_fingerprint, int64_t capacity,
+                                          const std::function<void(State&)>& attach = {});
 
 }  // namespace memra

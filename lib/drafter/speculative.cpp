@@ -1,0 +1,130 @@
+// Greedy speculative decoding (speculative.h).
+#include "drafter/speculative.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "engine/engine.h"
+
+namespace memra {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// One traced trunk forward over `tokens`: logits [T, V] and taps [T, n_taps·D]; the drafter is not fed.
+void traced_forward(const Backend& backend, const Drafter& drafter, State& state, std::span<const int32_t> tokens,
+                    std::vector<float>& logits, std::vector<float>& taps) {
+  ForwardTrace trace;
+  logits.resize(tokens.size() * backend.vocab_size());
+  SequenceStep step{&state, tokens, logits.data(), &trace};
+  backend.forward(std::span<const SequenceStep>(&step, 1));
+  taps = drafter.taps(trace, tokens);
+}
+
+}  // namespace
+
+double SpeculativeStats::tau() const {
+  if (accepted.empty()) return 0.0;
+  double s = 0;
+  for (int64_t a : accepted) s += static_cast<double>(a + 1);
+  return s / static_cast<double>(accepted.size());
+}
+
+std::vector<double> SpeculativeStats::acceptance_by_position() const {
+  std::vector<double> out(drafts, 0.0);
+  for (int64_t a : accepted)
+    for (int64_t k = 0; k < a && k < drafts; ++k) out[k] += 1.0;
+  for (double& v : out) v = accepted.empty() ? 0.0 : v / static_cast<double>(accepted.size());
+  return out;
+}
+
+std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
+                                          const DraftShape& shape, SpeculativeStats* stats) {
+  const auto t_start = Clock::now();
+  if (!backend.realization().exact)
+    throw Error("speculative decoding rewinds and re-runs tokens, which is lossless only on an exact realization; " +
+                    backend.name() + " is not",
+                "use --backend cpu (or another exact realization)");
+  drafter_component(state);  // throws when absent
+  std::vector<int32_t> out;
+  if (steps <= 0) return out;
+  if (state.position() > state.capacity() - steps)
+    throw Error("capacity exceeded: position " + std::to_string(state.position()) + " + " + std::to_string(steps) +
+                    " steps > capacity " + std::to_string(state.capacity()),
+                "plan a larger --capacity");
+  std::vector<float> last = backend.last_logits(state);
+  if (last.empty())
+    throw Error("speculative generation needs the logits of a processed position", "prefill at least one token first");
+  const int64_t V = backend.vocab_size(), nd = shape.drafts();
+  SpeculativeStats local;
+  SpeculativeStats& st = stats ? *stats : local;
+  st = SpeculativeStats{};
+  st.drafts = nd;
+  st.histogram.assign(nd + 1, 0);
+
+  std::vector<float> logits, taps;
+  while (static_cast<int64_t>(out.size()) < steps) {
+    const int64_t remaining = steps - static_cast<int64_t>(out.size());
+    const int32_t anchor = argmax(last);
+    auto t0 = Clock::now();
+    const Proposal prop = drafter.propose(state, anchor, shape);
+    st.propose_s += since(t0);
+    // Verify no more drafts than tokens still to emit (the anchor is one of them).
+    const int64_t n_verify = std::min(nd, remaining - 1);
+    std::vector<int32_t> block(1, anchor);
+    block.insert(block.end(), prop.tokens.begin(), prop.tokens.begin() + n_verify);
+
+    t0 = Clock::now();
+    const StateMark mark = state.mark();
+    traced_forward(backend, drafter, state, block, logits, taps);
+    int64_t acc = 0;
+    while (acc < n_verify && prop.tokens[acc] == argmax(std::span<const float>(logits.data() + acc * V, V))) ++acc;
+    st.verify_s += since(t0);
+    st.trunk_rows += static_cast<int64_t>(block.size());
+    const int64_t commit = acc + 1;
+    if (commit < static_cast<int64_t>(block.size())) {
+      // Rejected drafts: back to the mark, then run only the committed tokens.
+      t0 = Clock::now();
+      state.rewind(mark);
+      traced_forward(backend, drafter, state, std::span<const int32_t>(block.data(), commit), logits, taps);
+      st.rollback_s += since(t0);
+      st.trunk_rows += commit;
+      ++st.rollbacks;
+    }
+    t0 = Clock::now();
+    drafter.feed(state, taps, commit);  // the last forward ran exactly the committed tokens
+    st.feed_s += since(t0);
+    last.assign(logits.begin() + acc * V, logits.begin() + (acc + 1) * V);
+    out.insert(out.end(), block.begin(), block.begin() + commit);
+    st.accepted.push_back(acc);
+    ++st.histogram[acc];
+    ++st.rounds;
+  }
+  st.tokens = static_cast<int64_t>(out.size());
+  st.total_s = since(t_start);
+  return out;
+}
+
+std::vector<int32_t> generate_greedy_primed(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
+                                            std::vector<float>* step_logits) {
+  std::vector<int32_t> out;
+  if (steps <= 0) return out;
+  std::vector<float> last = backend.last_logits(state);
+  if (last.empty())
+    throw Error("greedy generation needs the logits of a processed position", "prefill at least one token first");
+  std::vector<float> row;
+  for (int64_t s = 0; s < steps; ++s) {
+    const int32_t token = argmax(last);
+    out.push_back(token);
+    row.clear();
+    drafter.prefill(backend, state, std::span<const int32_t>(&token, 1), 1, &row);
+    if (step_logits) step_logits->insert(step_logits->end(), row.begin(), row.end());
+    last.swap(row);
+  }
+  return out;
+}
+
+}  // namespace memra

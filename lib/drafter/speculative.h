@@ -1,0 +1,45 @@
+// Greedy speculative decoding with a drafter (drafters.md §1.4): each round the drafter proposes nd
+// drafts after the anchor x_0 = argmax(last logits); the trunk verifies [x_0, d_1..d_nd] in ONE
+// forward; the longest prefix of drafts that equals the trunk's own argmax is accepted (acc) and the
+// trunk's next argmax is the bonus (the next round's anchor). Committed per round: x_0, d_1..d_acc.
+//
+// Rollback: on partial acceptance the state (trunk compressors, indexer keys, window, drafter) goes
+// back to the mark taken before verifying (State::mark/rewind) and the acc+1 committed tokens are
+// run again. On an exact realization a position's result does not depend on how tokens were split
+// into calls, so the emitted tokens are exactly plain greedy's and the final state is bit-identical
+// to plain greedy's (trunk and drafter). A non-exact realization is refused.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "drafter/drafter.h"
+
+namespace memra {
+
+struct SpeculativeStats {
+  int64_t rounds = 0;
+  int64_t tokens = 0;                 // emitted
+  int64_t drafts = 0;                 // nd (per round)
+  std::vector<int64_t> accepted;      // [rounds] acc of each round (before the last round's trim)
+  std::vector<int64_t> histogram;     // [nd+1] rounds that accepted exactly k drafts
+  int64_t rollbacks = 0;              // rounds that rewound and re-ran
+  int64_t trunk_rows = 0;             // tokens run through the trunk (verify + re-run)
+  double propose_s = 0, verify_s = 0, rollback_s = 0, feed_s = 0, total_s = 0;
+
+  double tau() const;                               // mean acc + 1 per round
+  std::vector<double> acceptance_by_position() const;  // [nd] fraction of rounds with acc ≥ k (k = 1..nd)
+};
+
+// `steps` tokens greedily with the drafter; the state (with a primed drafter) advances by exactly
+// `steps`. Throws Error when the state has no processed position or no drafter, the realization is
+// not exact, or the capacity cannot hold position + steps.
+std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
+                                          const DraftShape& shape, SpeculativeStats* stats = nullptr);
+
+// Plain greedy decoding of `steps` tokens that keeps the drafter primed (one token per trunk call,
+// each fed to the drafter): the reference speculative decoding must reproduce. Optionally collects
+// the logits each fed token produced [steps, V].
+std::vector<int32_t> generate_greedy_primed(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
+                                            std::vector<float>* step_logits = nullptr);
+
+}  // namespace memra

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# shell.drafter_gates: `memra gate speculative` and `memra gate drafter-restore` PASS on the bundled
+# trunk with the committed drafters of both families (both harvest conventions, and a block size
+# other than the config's), `gate all --drafter` runs them after the trunk gates with a report valid
+# against manifests/report.schema.json; fewer than 96 steps, a non-exact realization and a missing
+# --drafter are usage errors (exit 2).
+set -uo pipefail
+src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+bin="${MEMRA_BIN:-memra}"
+venv="${MEMRA_VENV:-$HOME/.cache/memra/venv}"
+m="$src/models/tiny"
+d="$src/models/drafters"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail=0
+expect() {  # expect RC PATTERN -- command...
+  local want_rc=$1 pattern=$2; shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [[ $rc -ne $want_rc ]] || ! grep -q -- "$pattern" <<<"$out"; then
+    echo "FAIL: '$*' gave rc=$rc (want $want_rc) and output:"; echo "$out" | head -8; fail=1
+  else
+    echo "ok: rc=$rc $(grep -m1 -- "$pattern" <<<"$out")"
+  fi
+}
+for f in tiny-dspark tiny-dflash-trained; do
+  expect 0 "\[speculative\] PASS .*tokens_equal=true trunk_bits_equal=true state_bits_equal=true" -- "$bin" -q gate speculative "$m" --drafter "$d/$f"
+  expect 0 "\[drafter-restore\] PASS .*format=1.1.*captures_equal=true continuation_equal=true" -- "$bin" -q gate drafter-restore "$m" --drafter "$d/$f"
+done
+expect 0 "\[speculative\] PASS family=dspark harvest=dflash block=5" -- "$bin" -q gate speculative "$m" --drafter "$d/tiny-dspark" --harvest dflash --block-size 5 --runs 1
+expect 0 "\[drafter-restore\] PASS family=dflash block=3" -- "$bin" -q gate drafter-restore "$m" --drafter "$d/tiny-dflash-trained" --block-size 3 --prompt 20
+"$bin" -q gate all "$m" --drafter "$d/tiny-dflash-trained" --json > "$work/all.json"
+expect 0 "speculative drafter-restore PASS" -- python3 -c "
+import json; j=json.load(open('$work/all.json')); n=[g['name'] for g in j['gates']]
+print(' '.join(n[-2:]), j['result'])"
+if [[ -x "$venv/bin/python" ]]; then
+  expect 0 "valid" -- "$venv/bin/python" "$src/tools/validate_report.py" "$work/all.json"
+else
+  echo "FAIL: no oracle venv at $venv for tools/validate_report.py"; fail=1
+fi
+expect 2 "at least 96" -- "$bin" -q gate speculative "$m" --drafter "$d/tiny-dspark" --steps 50
+expect 2 "exact realization" -- "$bin" -q gate drafter-restore "$m" --drafter "$d/tiny-dspark" --backend cpu-fast
+expect 2 "drafter is required" -- "$bin" -q gate speculative "$m"
+exit $fail

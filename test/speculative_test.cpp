@@ -1,0 +1,163 @@
+// Drafters as state components and lossless speculative decoding on the CPU: the drafter's classes
+// round-trip through the state (restore brings back identical proposals), drafter priming is chunk
+// invariant, and greedy speculative decoding emits exactly plain greedy's tokens with a final state
+// (trunk + drafter) bit-identical to plain greedy's, for block sizes 2..16, both harvest
+// conventions, across the tiny trunk's window wraps (W 24) and compression boundaries (m 4, 16).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <random>
+
+#include "drafter/drafter.h"
+#include "drafter/speculative.h"
+#include "engine/engine.h"
+#include "loader_test_util.h"
+
+using namespace memra;
+using loader_test::require_error;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fixture(const std::string& rel) {
+  fs::path p = fs::path(MEMRA_FIXTURES) / rel;
+  INFO("committed fixture " << p.string() << " is missing");
+  REQUIRE(fs::is_directory(p));
+  return p.string();
+}
+
+struct Pair {
+  Model trunk;
+  DrafterWeights weights;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Drafter> drafter;
+  Pair(const std::string& drafter_name)
+      : trunk(Model::load(fixture("tiny"))), weights(DrafterWeights::load(fixture("drafters/" + drafter_name))) {
+    backend = make_backend("cpu", trunk);
+    drafter = std::make_unique<Drafter>(weights, trunk);
+  }
+  // A state with the drafter attached, primed by a prefill of `prompt`.
+  std::unique_ptr<State> primed(const std::vector<int32_t>& prompt, int64_t capacity, int64_t chunk = 0) const {
+    auto s = backend->new_state(capacity);
+    drafter->attach(*s);
+    drafter->prefill(*backend, *s, prompt, chunk);
+    return s;
+  }
+};
+
+std::vector<int32_t> prompt_of(int64_t n, uint32_t seed, int64_t V) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(2, static_cast<int32_t>(V) - 1);
+  std::vector<int32_t> p(n);
+  for (auto& t : p) t = d(rng);
+  return p;
+}
+
+bool same_proposal(const Proposal& a, const Proposal& b) {
+  return a.position == b.position && a.anchor == b.anchor && a.tokens == b.tokens && a.confidence == b.confidence;
+}
+
+}  // namespace
+
+TEST_CASE("drafter state: classes named by the table, chunk-invariant priming, restore gives identical proposals",
+          "[drafter][speculative][cpu]") {
+  for (const char* name : {"tiny-dspark", "tiny-dflash-trained"}) {
+    INFO(name);
+    Pair p(name);
+    const DrafterConfig& c = p.drafter->config();
+    const auto prompt = prompt_of(40, 3, c.vocab_size);
+    auto one = p.primed(prompt, 64);
+    auto chunked = p.primed(prompt, 64, 7);
+    const auto classes = one->export_classes();
+    CHECK(classes_bit_equal(classes, chunked->export_classes()));
+    std::vector<CacheClass> drafter_classes;
+    for (const auto& cls : classes)
+      if (cls.name.rfind("drafter.", 0) == 0) drafter_classes.push_back(cls);
+    const auto lay = drafter_layout(c, 40);
+    REQUIRE(drafter_classes.size() == lay.size());
+    REQUIRE(!lay.empty());
+    for (size_t i = 0; i < lay.size(); ++i) {
+      CHECK(drafter_classes[i].name == lay[i].name);
+      CHECK(drafter_classes[i].shape == lay[i].shape);
+    }
+    if (c.family == DrafterFamily::kDspark)
+      CHECK(lay[0].shape == std::vector<int64_t>{*c.sliding_window, c.head_dim});  // a ring: min(W, pos) entries
+    else
+      CHECK(lay[0].shape[0] == 40);
+
+    // Restore into a fresh state (larger capacity): identical classes and proposals with captures.
+    auto back = state_from_classes(*p.backend, 40, 80, classes, [&](State& s) { p.drafter->attach(s); });
+    CHECK(classes_bit_equal(back->export_classes(), classes));
+    const DraftShape shape = p.drafter->shape();
+    DraftCapture ca, cb;
+    const int32_t anchor = argmax(p.backend->last_logits(*one));
+    const Proposal pa = p.drafter->propose(*one, anchor, shape, &ca);
+    const Proposal pb = p.drafter->propose(*back, anchor, shape, &cb);
+    CHECK(same_proposal(pa, pb));
+    CHECK(ca.final == cb.final);
+    CHECK(ca.base_logits == cb.base_logits);
+    CHECK(ca.markov_logits == cb.markov_logits);
+    CHECK(static_cast<int64_t>(pa.tokens.size()) == shape.drafts());
+    CHECK(pa.confidence.size() == (c.confidence ? pa.tokens.size() : 0u));
+    // Proposing leaves the state as it was.
+    CHECK(classes_bit_equal(one->export_classes(), classes));
+
+    // A state without the drafter refuses its classes by name; a drafter class of the wrong shape is named.
+    require_error([&] { state_from_classes(*p.backend, 40, 80, classes); }, {"belongs to a drafter"}, kExitNegative);
+    auto bad = classes;
+    for (auto& cls : bad)
+      if (cls.name == lay[0].name) {
+        cls.shape[0] -= 1;
+        cls.bytes.resize(cls.bytes.size() - c.head_dim * sizeof(float) * (c.family == DrafterFamily::kDspark ? 1 : c.num_key_value_heads));
+      }
+    require_error([&] { state_from_classes(*p.backend, 40, 80, bad, [&](State& s) { p.drafter->attach(s); }); },
+                  {lay[0].name}, kExitNegative);
+    // Attaching to a state past position 0 is refused (the drafter would miss those positions' taps).
+    auto late = p.backend->new_state(8);
+    prefill(*p.backend, *late, std::vector<int32_t>{5, 6}, 0, nullptr);
+    require_error([&] { p.drafter->attach(*late); }, {"position 0"});
+  }
+}
+
+TEST_CASE("speculative decoding is lossless: plain greedy's tokens and state, block sizes 2..16, both harvests",
+          "[drafter][speculative][cpu]") {
+  // 16 prompt tokens + 104 steps: the trunk's window (24) wraps several times and the compressors
+  // (m = 4 and 16) close windows at positions that land inside verified blocks.
+  const int64_t steps = 104;
+  for (const char* name : {"tiny-dspark", "tiny-dflash-trained"}) {
+    Pair p(name);
+    const auto prompt = prompt_of(16, 11, p.drafter->config().vocab_size);
+    auto ref = p.primed(prompt, 128);
+    const std::vector<int32_t> greedy = generate_greedy_primed(*p.backend, *p.drafter, *ref, steps);
+    const auto ref_classes = ref->export_classes();
+    for (Harvest h : {Harvest::kDspark, Harvest::kDflash})
+      for (int64_t b : {2, 3, 5, 8, 16}) {
+        INFO(name << " harvest " << harvest_name(h) << " block " << b);
+        auto st = p.primed(prompt, 128);
+        SpeculativeStats stats;
+        const auto got = generate_speculative(*p.backend, *p.drafter, *st, steps, p.drafter->shape(b, h), &stats);
+        CHECK(got == greedy);
+        CHECK(st->position() == ref->position());
+        CHECK(classes_bit_equal(st->export_classes(), ref_classes));
+        CHECK(stats.tokens == steps);
+        CHECK(stats.rounds == static_cast<int64_t>(stats.accepted.size()));
+        CHECK(stats.rollbacks > 0);  // the loop's rollback path ran
+      }
+  }
+}
+
+TEST_CASE("speculative decoding: refusals", "[drafter][speculative][cpu]") {
+  Pair p("tiny-dspark");
+  const auto prompt = prompt_of(8, 5, p.drafter->config().vocab_size);
+  auto st = p.primed(prompt, 16);
+  require_error([&] { generate_speculative(*p.backend, *p.drafter, *st, 9, p.drafter->shape()); }, {"capacity"});
+  auto fast = make_backend("cpu-fast", p.trunk);
+  auto fs_state = fast->new_state(32);
+  p.drafter->attach(*fs_state);
+  p.drafter->prefill(*fast, *fs_state, prompt, 0);
+  require_error([&] { generate_speculative(*fast, *p.drafter, *fs_state, 4, p.drafter->shape()); }, {"exact"});
+  auto bare = p.backend->new_state(32);
+  prefill(*p.backend, *bare, prompt, 0, nullptr);
+  require_error([&] { generate_speculative(*p.backend, *p.drafter, *bare, 4, p.drafter->shape()); }, {"no drafter"});
+  require_error([&] { p.drafter->shape(1, Harvest::kDflash); }, {"no drafts"});
+}
