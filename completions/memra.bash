@@ -30,6 +30,7 @@ _memra() {
       "memra parity") cmd="memra parity"; npos=0 ;;
       "memra gate") cmd="memra gate"; npos=0 ;;
       "memra devices") cmd="memra devices"; npos=0 ;;
+      "memra bench") cmd="memra bench"; npos=0 ;;
       "memra tokenize") cmd="memra tokenize"; npos=0 ;;
       "memra load --check"|"memra load --write-manifest"|"memra load --threads") skip=1 ;;
       "memra prefill --tokens"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate"|"memra prefill --backend"|"memra prefill --devices") skip=1 ;;
@@ -54,6 +55,7 @@ _memra() {
       "memra gate equal --report") skip=1 ;;
       "memra gate band --model"|"memra gate band --depth"|"memra gate band --precision-a"|"memra gate band --precision-b"|"memra gate band --report") skip=1 ;;
       "memra gate hash --expect"|"memra gate hash --report") skip=1 ;;
+      "memra bench --layers"|"memra bench --vocab"|"memra bench --seed"|"memra bench --devices"|"memra bench --contexts"|"memra bench --batches"|"memra bench --verify"|"memra bench --prefill"|"memra bench --steps"|"memra bench --reps"|"memra bench --snapshot-gib"|"memra bench --config-out") skip=1 ;;
       *) [[ $w == -* ]] || npos=$((npos + 1)) ;;
     esac
   done
@@ -138,6 +140,18 @@ _memra() {
     "memra gate band --report") _memra_files "$cur"; return 0 ;;
     "memra gate hash --expect") _memra_files "$cur"; return 0 ;;
     "memra gate hash --report") _memra_files "$cur"; return 0 ;;
+    "memra bench --layers") _memra_files "$cur"; return 0 ;;
+    "memra bench --vocab") :; return 0 ;;
+    "memra bench --seed") :; return 0 ;;
+    "memra bench --devices") _memra_files "$cur"; return 0 ;;
+    "memra bench --contexts") _memra_files "$cur"; return 0 ;;
+    "memra bench --batches") _memra_files "$cur"; return 0 ;;
+    "memra bench --verify") _memra_files "$cur"; return 0 ;;
+    "memra bench --prefill") :; return 0 ;;
+    "memra bench --steps") :; return 0 ;;
+    "memra bench --reps") :; return 0 ;;
+    "memra bench --snapshot-gib") :; return 0 ;;
+    "memra bench --config-out") _memra_files "$cur"; return 0 ;;
   esac
   # Options, subcommands or positionals.
   case "$cmd" in
@@ -145,7 +159,7 @@ _memra() {
       if [[ $cur == -* ]]; then
         _memra_words "-h --help --version -q --quiet" "$cur"
       else
-        _memra_words "load prefill snapshot restore draft parity gate devices tokenize" "$cur"
+        _memra_words "load prefill snapshot restore draft parity gate devices bench tokenize" "$cur"
       fi ;;
     "memra load")
       if [[ $cur == -* ]]; then
@@ -276,6 +290,10 @@ _memra() {
     "memra devices")
       if [[ $cur == -* ]]; then
         _memra_words "-h --help --json" "$cur"
+      fi ;;
+    "memra bench")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --layers --vocab --seed --devices --contexts --batches --verify --prefill --steps --reps --snapshot-gib --config-out --json" "$cur"
       fi ;;
     "memra tokenize")
       if [[ $cur == -* ]]; then

@@ -29,6 +29,8 @@ function __memra_command
                 set cmd memra_gate
             case 'memra devices'
                 set cmd memra_devices
+            case 'memra bench'
+                set cmd memra_bench
             case 'memra tokenize'
                 set cmd memra_tokenize
             case 'memra_load --check' 'memra_load --write-manifest' 'memra_load --threads'
@@ -77,6 +79,8 @@ function __memra_command
                 set skip 1
             case 'memra_gate_hash --expect' 'memra_gate_hash --report'
                 set skip 1
+            case 'memra_bench --layers' 'memra_bench --vocab' 'memra_bench --seed' 'memra_bench --devices' 'memra_bench --contexts' 'memra_bench --batches' 'memra_bench --verify' 'memra_bench --prefill' 'memra_bench --steps' 'memra_bench --reps' 'memra_bench --snapshot-gib' 'memra_bench --config-out'
+                set skip 1
         end
     end
     echo $cmd
@@ -97,6 +101,7 @@ complete -c memra -n '__memra_in memra' -a draft -d 'draft (not built yet)'
 complete -c memra -n '__memra_in memra' -a parity -d 'Compare the engine with an oracle dump, manifest first (REFUSED on geometry mismatch)'
 complete -c memra -n '__memra_in memra' -a gate -d 'Correctness gates: restore round trip, chunk invariance, chunk semantics, parity, artifact checks'
 complete -c memra -n '__memra_in memra' -a devices -d 'List the CUDA devices memra can use (loads the CUDA backend)'
+complete -c memra -n '__memra_in memra' -a bench -d 'Time DeepSeek-V4 at V4-Flash layer geometry on the GPU with seeded weights (no checkpoint)'
 complete -c memra -n '__memra_in memra' -a tokenize -d 'Text to token ids (or ids to text) with a model\'s tokenizer.json'
 complete -c memra -n '__memra_in memra' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra' -l version -d 'Display program version information and exit'
@@ -271,6 +276,22 @@ complete -c memra -n '__memra_in memra_gate_hash' -F
 # memra devices
 complete -c memra -n '__memra_in memra_devices' -s h -l help -d 'Print this help message and exit'
 complete -c memra -n '__memra_in memra_devices' -l json -d 'Print one JSON document: state, message, library, devices'
+
+# memra bench
+complete -c memra -n '__memra_in memra_bench' -s h -l help -d 'Print this help message and exit'
+complete -c memra -n '__memra_in memra_bench' -l layers -r -F -d 'Layer kinds, one letter each: S sliding, C CSA, H HCA'
+complete -c memra -n '__memra_in memra_bench' -l vocab -x -d 'Vocabulary size (the LM head is not what is measured)'
+complete -c memra -n '__memra_in memra_bench' -l seed -x -d 'Seed of the weights and token streams (bench/transformers_bench.py uses the same)'
+complete -c memra -n '__memra_in memra_bench' -l devices -r -F -d 'GPU indices, e.g. 0,1'
+complete -c memra -n '__memra_in memra_bench' -l contexts -r -F -d 'Contexts for batch-1 decode (the first also for batches and verify)'
+complete -c memra -n '__memra_in memra_bench' -l batches -r -F -d 'Batch sizes for decode throughput'
+complete -c memra -n '__memra_in memra_bench' -l verify -r -F -d 'Speculative verify block sizes'
+complete -c memra -n '__memra_in memra_bench' -l prefill -x -d 'Prefill tokens (cuda-fast)'
+complete -c memra -n '__memra_in memra_bench' -l steps -x -d 'Timed decode steps per measurement'
+complete -c memra -n '__memra_in memra_bench' -l reps -x -d 'Timed repetitions of prefill and verify'
+complete -c memra -n '__memra_in memra_bench' -l snapshot-gib -x -d 'Size of the state for snapshot/restore bandwidth'
+complete -c memra -n '__memra_in memra_bench' -l config-out -r -F -d 'Also write the model\'s config.json here (for transformers)'
+complete -c memra -n '__memra_in memra_bench' -l json -d 'Print one JSON document'
 
 # memra tokenize
 complete -c memra -n '__memra_in memra_tokenize' -s h -l help -d 'Print this help message and exit'
