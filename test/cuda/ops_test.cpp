@@ -1033,7 +1033,7 @@ int dry_run(Rng& rng, Report& rep) {
       {"w1", "ffn.experts.0.w1.weight"}, {"w2", "ffn.experts.0.w2.weight"}, {"w3", "ffn.experts.0.w3.weight"},
       {"shared_w1", "ffn.shared_experts.w1.weight"}, {"shared_w2", "ffn.shared_experts.w2.weight"},
       {"shared_w3", "ffn.shared_experts.w3.weight"}};
-  for (const char* scoring : {"sqrtsoftplus", "sigmoid", "softmax"}) {
+  for (const char* scoring : {"sqrtsoftplus", "sigmoid"}) {
     const ModelConfig c = site_config(4, scoring);
     std::map<std::string, int64_t> numel;
     for (const TensorSpec& t : expected_tensors(c)) {
@@ -1115,7 +1115,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
     test_attention_site(rng, rep, true);
   });
   group("moe", [&] {
-    for (const char* scoring : {"sqrtsoftplus", "sigmoid", "softmax"}) test_moe_site(rng, rep, scoring, false);
+    for (const char* scoring : {"sqrtsoftplus", "sigmoid"}) test_moe_site(rng, rep, scoring, false);
     test_moe_site(rng, rep, "sqrtsoftplus", true);
   });
   group("synthetic", [&] { test_synthetic(rep); });
