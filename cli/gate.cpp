@@ -1,4 +1,4 @@
-// memra gate: the seeds' correctness gates as composable commands. Each prints one line
+// memra gate: the correctness gates as composable commands. Each prints one line
 // `[name] PASS key=value …` (or FAIL/REFUSED with the first evidence), `--json` prints a report
 // (manifests/report.schema.json), `--report FILE.html` writes a self-contained page.
 // Exit: 0 all PASS, 1 any FAIL or REFUSED, 2 usage/runtime error.
@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "backend_option.h"
+#include "bundled_model.h"
 #include "command.h"
 #include "core/error.h"
 #include "engine/engine.h"
@@ -15,7 +16,11 @@
 #include "gate/html_report.h"
 #include "gate/fused_moe_gate.h"
 #include "gate/trunk_gates.h"
+#include "io_rules.h"
 #include "model/model.h"
+#include "options.h"
+#include "run_plan.h"
+#include "prompt_input.h"
 
 namespace memra::cli {
 
@@ -31,6 +36,7 @@ struct GateOptions {
   std::string kind;  // which gate
   std::string model_dir, dump_dir, a, b, expect;
   std::string tokens_file;
+  PromptInput prompt;
   TrunkGateOptions trunk;
   FusedMoeOptions moe;
   std::string widths = "1,64";
@@ -50,10 +56,13 @@ static std::string default_mono(const std::string& chunk) {
 }
 
 static std::vector<int64_t> parse_widths(const std::string& text) {
-  std::vector<int64_t> out;
-  for (int32_t v : parse_token_text(text, "--widths")) {
-    if (v < 1) throw Error("--widths: every width must be at least 1");
-    out.push_back(v);
+  std::vector<int64_t> out;  // each item was range-checked when the option was parsed
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    out.push_back(std::stoll(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
   }
   if (out.size() < 2) throw Error("--widths needs at least two widths, e.g. 1,64");
   return out;
@@ -98,6 +107,10 @@ static int run_gate(GateOptions opt, const Context& ctx) {
     return emit(opt, k, {gate_band(opt.a, opt.b, ra, rb)});
   }
 
+  if (k == "all" && opt.model_dir.empty()) {
+    opt.model_dir = bundled_model_dir();
+    note(ctx, "no MODEL given: running on the bundled model " + opt.model_dir);
+  }
   Model model = Model::load(opt.model_dir);
   auto backend = make_backend(opt.common.backend, model);
   BackendChoice mono_choice = opt.common.backend;
@@ -106,13 +119,28 @@ static int run_gate(GateOptions opt, const Context& ctx) {
     auto mono = make_backend(mono_choice, model);
     return gate_chunk_semantics(model, *mono, *backend, opt.trunk);
   };
-  if (!opt.tokens_file.empty()) opt.trunk.tokens = read_token_list(opt.tokens_file);
+  if (opt.tokens_file.empty()) {
+    opt.trunk.tokens = prompt_tokens(opt.prompt, "", opt.model_dir, PromptUse::kStart, false, ctx);
+  } else {  // no more than one state over them fits; each gate plans its own run
+    const auto one_state = [&](int64_t T) {
+      RunShape s;
+      s.capacity = s.chunk = T;
+      s.device = realization(opt.common.backend.name).device;
+      return s;
+    };
+    opt.trunk.tokens = read_tokens_planned(opt.tokens_file, model, effective_memory_limit(opt.trunk.max_memory),
+                                           one_state, kMaxCount, ctx);
+  }
   opt.trunk.widths = parse_widths(opt.widths);
   if (k == "restore") return emit(opt, k, {gate_restore_roundtrip(model, *backend, opt.trunk)});
   if (k == "chunk") return emit(opt, k, {gate_chunk_invariance(model, *backend, opt.trunk)});
   if (k == "semantics") return emit(opt, k, {semantics()});
   if (k == "parity") return emit(opt, k, {gate_parity(model, *backend, opt.model_dir, opt.dump_dir)});
-  if (k == "fused-moe") return emit(opt, k, {gate_fused_moe(model, *backend, opt.trunk, opt.moe)});
+  auto fused_moe = [&] {
+    auto per_expert = make_backend(opt.common.backend, model, true);
+    return gate_fused_moe(model, *backend, *per_expert, opt.trunk, opt.moe);
+  };
+  if (k == "fused-moe") return emit(opt, k, {fused_moe()});
   std::unique_ptr<DrafterWeights> drafter_weights;
   std::unique_ptr<Drafter> drafter;
   if (!opt.drafter_dir.empty()) {
@@ -131,10 +159,9 @@ static int run_gate(GateOptions opt, const Context& ctx) {
   if (dump.empty() && std::filesystem::exists(std::filesystem::path(opt.model_dir) / "dump" / "manifest.json"))
     dump = (std::filesystem::path(opt.model_dir) / "dump").string();
   if (!dump.empty()) gates.push_back(gate_parity(model, *backend, opt.model_dir, dump));
-  // A CUDA backend has two MoE paths; they must agree by bits (the seed's fused-vs-per-expert gate).
-  if (backend->realization().device == Device::kCuda && backend->realization().exact)
-    gates.push_back(gate_fused_moe(model, *backend, opt.trunk, opt.moe));
   else note(ctx, "no dump for " + opt.model_dir + " (MODEL/dump or --dump): the parity gate does not apply");
+  // A CUDA backend has two MoE paths; they must agree by bits (the seed's fused-vs-per-expert gate).
+  if (backend->realization().device == Device::kCuda && backend->realization().exact) gates.push_back(fused_moe());
   if (drafter && backend->realization().exact) {
     gates.push_back(gate_speculative(model, *backend, *drafter, opt.trunk, opt.drafter));
     gates.push_back(gate_drafter_restore(model, *backend, *drafter, opt.trunk, opt.drafter));
@@ -148,6 +175,7 @@ static void add_common(CLI::App* sub, GateOptions& o) {
   sub->add_flag("--json", o.common.json, "Print the report as JSON (manifests/report.schema.json)");
   sub->add_option("--report", o.common.report, "Write a self-contained HTML page (inline SVG) with the evidence")
       ->type_name("FILE.html");
+  add_max_memory(sub, o.trunk.max_memory);
 }
 
 static void add_drafter(CLI::App* sub, GateOptions& o, bool required) {
@@ -155,16 +183,32 @@ static void add_drafter(CLI::App* sub, GateOptions& o, bool required) {
                             required ? "Drafter folder" : "Drafter folder: adds the speculative and drafter-restore gates");
   d->check(CLI::ExistingDirectory);
   if (required) d->required();
-  sub->add_option("--block-size", o.drafter.block_size, "Block size (default: the drafter's)")->check(CLI::PositiveNumber);
+  add_count(sub, "--block-size", o.drafter.block_size, "Block size (default: the drafter's)", 1, 4096);
   sub->add_option("--harvest", o.harvest, "Harvest convention (default: the drafter's)")->check(CLI::IsMember({"dflash", "dspark"}));
 }
 
-static void add_trunk(CLI::App* sub, GateOptions& o) {
-  sub->add_option("model", o.model_dir, "Model folder")->required()->check(CLI::ExistingDirectory);
+static void add_trunk(CLI::App* sub, GateOptions& o, bool model_optional = false) {
+  if (model_optional)
+    sub->add_option("model", o.model_dir, "Model folder (default: the bundled models/tiny)")->check(CLI::ExistingDirectory);
+  else
+    sub->add_option("model", o.model_dir, "Model folder")->required()->check(CLI::ExistingDirectory);
   add_backend_options(sub, o.common.backend);
-  sub->add_option("--tokens", o.tokens_file, "Prompt token ids (text or .npy); default: --prompt ids drawn from --seed");
-  sub->add_option("--prompt", o.trunk.prompt, "Prompt length when no --tokens are given")->capture_default_str();
-  sub->add_option("--seed", o.trunk.seed, "Seed of the prompt ids")->capture_default_str();
+  add_prompt_options(sub, sub->add_option("--tokens", o.tokens_file, "Prompt token ids (text or .npy); default: --prompt-len ids drawn from --seed"), o.prompt);
+  add_count(sub, "--prompt-len", o.trunk.prompt, "Prompt length when no --tokens or --prompt are given", 1)->capture_default_str();
+  add_count(sub, "--seed", o.trunk.seed, "Seed of the prompt ids", 0, 4294967295)->capture_default_str();
+}
+
+// Inputs and outputs of a gate run, for the output rules (--report may not replace an input).
+static CommandIo gate_io(const GateOptions& o) {
+  CommandIo io;
+  io.inputs = {{"--tokens", o.tokens_file}, {"a", o.a}, {"b", o.b}, {"--expect", o.expect}};
+  if (!o.model_dir.empty()) {
+    io.model_dirs.push_back(o.model_dir);
+    io.dump_dirs.push_back((std::filesystem::path(o.model_dir) / "dump").string());
+  }
+  if (!o.dump_dir.empty()) io.dump_dirs.push_back(o.dump_dir);
+  io.outputs = {{"--report", o.common.report}};
+  return io;
 }
 
 void setup_gate(CLI::App& app, Context& ctx) {
@@ -175,12 +219,15 @@ void setup_gate(CLI::App& app, Context& ctx) {
   auto select = [opt, &ctx](const std::string& kind) {
     return [opt, &ctx, kind] {
       opt->kind = kind;
-      ctx.run = [opt, &ctx] { return run_gate(*opt, ctx); };
+      ctx.run = [opt, &ctx] {
+        check_command_io(gate_io(*opt));
+        return run_gate(*opt, ctx);
+      };
     };
   };
 
   auto* all = gate->add_subcommand("all", "Every gate that applies to the model (and its dump): the main job");
-  add_trunk(all, *opt);
+  add_trunk(all, *opt, true);
   all->add_option("--dump", opt->dump_dir, "Oracle dump for the parity gate (default: MODEL/dump when present)");
   all->add_option("--mono", opt->common.mono_backend,
                   "Realization of the chunk-semantics monolithic prefill (default: the fast twin of --backend)");
@@ -192,7 +239,7 @@ void setup_gate(CLI::App& app, Context& ctx) {
       "speculative", "Speculative vs plain greedy decoding: identical tokens and state, interleaved timing (median)");
   add_trunk(spec, *opt);
   add_drafter(spec, *opt, true);
-  spec->add_option("--steps", opt->drafter.steps, "Tokens to generate (at least 96)")->capture_default_str();
+  add_count(spec, "--steps", opt->drafter.steps, "Tokens to generate (at least 96)", 96, 1 << 20)->capture_default_str();
   spec->add_option("--runs", opt->drafter.runs, "Interleaved timing runs")->check(CLI::Range(1, 100))->capture_default_str();
   add_common(spec, *opt);
   spec->callback(select("speculative"));
@@ -201,29 +248,29 @@ void setup_gate(CLI::App& app, Context& ctx) {
       "drafter-restore", "Trunk + drafter state through a state file: identical classes, proposals, captures and continuation");
   add_trunk(drest, *opt);
   add_drafter(drest, *opt, true);
-  drest->add_option("--warm", opt->drafter.warm, "Speculative steps before the snapshot")->capture_default_str();
-  drest->add_option("--continuation", opt->drafter.continuation, "Speculative steps after the restore")->capture_default_str();
-  drest->add_option("--grow", opt->drafter.grow, "Capacity added on restore")->capture_default_str();
+  add_count(drest, "--warm", opt->drafter.warm, "Speculative steps before the snapshot", 0, 1 << 20)->capture_default_str();
+  add_count(drest, "--continuation", opt->drafter.continuation, "Speculative steps after the restore", 1, 1 << 20)->capture_default_str();
+  add_count(drest, "--grow", opt->drafter.grow, "Capacity added on restore", 0, 1 << 20)->capture_default_str();
   add_common(drest, *opt);
   drest->callback(select("drafter-restore"));
 
   auto* restore = gate->add_subcommand("restore", "Warm a state, snapshot it through a state file, restore into a grown capacity, continue both: bit-equal");
   add_trunk(restore, *opt);
-  restore->add_option("--warm", opt->trunk.warm, "Greedy steps before the snapshot")->capture_default_str();
-  restore->add_option("--continuation", opt->trunk.continuation, "Steps after the restore")->capture_default_str();
-  restore->add_option("--grow", opt->trunk.grow, "Capacity added on restore")->capture_default_str();
+  add_count(restore, "--warm", opt->trunk.warm, "Greedy steps before the snapshot", 0)->capture_default_str();
+  add_count(restore, "--continuation", opt->trunk.continuation, "Steps after the restore", 1)->capture_default_str();
+  add_count(restore, "--grow", opt->trunk.grow, "Capacity added on restore", 0)->capture_default_str();
   add_common(restore, *opt);
   restore->callback(select("restore"));
 
   auto* chunk = gate->add_subcommand("chunk", "Bounded-prefill widths give bit-identical logits and cache classes");
   add_trunk(chunk, *opt);
-  chunk->add_option("--widths", opt->widths, "Chunk widths to compare (comma separated)")->capture_default_str();
+  add_count_list(chunk, "--widths", opt->widths, "Chunk widths to compare (comma separated)", 1)->capture_default_str();
   add_common(chunk, *opt);
   chunk->callback(select("chunk"));
 
   auto* sem = gate->add_subcommand("semantics", "Monolithic vs chunked prefill: teacher-forced argmax disagreements classified against the band");
   add_trunk(sem, *opt);
-  sem->add_option("--steps", opt->trunk.steps, "Teacher-forced steps")->capture_default_str();
+  add_count(sem, "--steps", opt->trunk.steps, "Teacher-forced steps", 1)->capture_default_str();
   sem->add_option("--mono", opt->common.mono_backend,
                   "Realization of the monolithic prefill (default: the fast twin of --backend: cpu-fast, cuda-fast)");
   add_common(sem, *opt);
@@ -232,8 +279,8 @@ void setup_gate(CLI::App& app, Context& ctx) {
   auto* fm = gate->add_subcommand(
       "fused-moe", "CUDA: the fused MoE kernels against the per-expert path, bit-equal on the exact realization, both timed");
   add_trunk(fm, *opt);
-  fm->add_option("--steps", opt->moe.steps, "Greedy steps after the prefill")->capture_default_str();
-  fm->add_option("--reps", opt->moe.reps, "Timing repetitions per path (median reported)")->capture_default_str();
+  add_count(fm, "--steps", opt->moe.steps, "Greedy steps after the prefill", 0)->capture_default_str();
+  add_count(fm, "--reps", opt->moe.reps, "Timing repetitions per path (median reported)", 1, 1000)->capture_default_str();
   add_common(fm, *opt);
   fm->callback(select("fused-moe"));
 
@@ -253,7 +300,7 @@ void setup_gate(CLI::App& app, Context& ctx) {
   band->add_option("a", opt->a, "Reference logits (.npy or .safetensors)")->required();
   band->add_option("b", opt->b, "Candidate logits")->required();
   band->add_option("--model", opt->model_dir, "Model folder: derives the accumulation depth")->check(CLI::ExistingDirectory);
-  band->add_option("--depth", opt->depth, "Depth of one reduction chain when no --model is given");
+  add_count(band, "--depth", opt->depth, "Depth of one reduction chain when no --model is given", 1);
   band->add_option("--precision-a", opt->realization_a, "What wrote A: a realization (cpu, cpu-fast, cuda, cuda-fast) or f32, bf16, f16")
       ->capture_default_str();
   band->add_option("--precision-b", opt->realization_b, "What wrote B (as --precision-a)")->capture_default_str();

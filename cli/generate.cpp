@@ -4,15 +4,19 @@
 //   memra generate man [--command WORDS] [--out FILE|-]
 //   memra generate bash|zsh|fish [--out FILE|-]
 //   memra generate all --dir ROOT     (ROOT/man/*.1, ROOT/completions/{memra.bash,_memra,memra.fish})
+//   memra generate options [--out FILE|-]   (commands and their numeric options as JSON, for tests)
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "docs.h"
+#include "options.h"
 
 namespace memra::cli {
 
@@ -73,7 +77,40 @@ int generate_all(const DocCommand& doc, const std::string& root, const Context& 
   return kExitOk;
 }
 
+// `memra generate options`: every runnable command with its positionals, required options and
+// numeric options (with the ranges declared in cli/options.h), as JSON for shell.cli_numbers,
+// which tries each numeric option at 0, -1, 2^31, 2^62 and 2^64-1. New commands and options are
+// covered without touching the test. "untyped" lists number-typed options declared without a range.
+std::string options_json(CLI::App& root) {
+  std::vector<std::string> untyped;
+  const std::vector<NumericOption> numeric = numeric_options(root, &untyped);
+  nlohmann::json commands = nlohmann::json::array();
+  std::vector<std::pair<CLI::App*, std::string>> stack{{&root, "memra"}};
+  while (!stack.empty()) {
+    auto [app, words] = stack.back();
+    stack.pop_back();
+    auto subs = app->get_subcommands([](CLI::App*) { return true; });
+    for (auto it = subs.rbegin(); it != subs.rend(); ++it)
+      if ((*it)->get_name() != "generate") stack.push_back({*it, words + " " + (*it)->get_name()});
+    if (!subs.empty() || app == &root) continue;  // only leaves run something
+    nlohmann::json c = {{"words", words}, {"positionals", nlohmann::json::array()}, {"required", nlohmann::json::array()},
+                        {"numeric", nlohmann::json::array()}};
+    for (CLI::Option* opt : app->get_options()) {
+      if (!opt->nonpositional()) c["positionals"].push_back({{"name", opt->get_name(true)}, {"required", opt->get_required()}});
+      else if (opt->get_required()) c["required"].push_back("--" + opt->get_lnames().front());
+    }
+    for (const NumericOption& n : numeric)
+      if (n.command == words) c["numeric"].push_back({{"name", n.name}, {"kind", n.kind}, {"min", n.min}, {"max", n.max}});
+    commands.push_back(c);
+  }
+  return nlohmann::json({{"commands", commands}, {"untyped", untyped}}).dump(1) + "\n";
+}
+
 int run_generate(const GenerateOptions& opt, const Context& ctx) {
+  if (opt.what == "options") {
+    emit(opt.out, options_json(*ctx.root));
+    return kExitOk;
+  }
   DocCommand doc = describe_cli(*ctx.root);
   if (opt.what == "all") {
     if (opt.dir.empty()) throw Error("memra generate all needs --dir ROOT", "e.g. memra generate all --dir .");
@@ -99,7 +136,7 @@ void setup_generate(CLI::App& app, Context& ctx) {
   sub->group("");  // hidden: a tool for maintainers, not part of the documented interface
   sub->add_option("what", opt->what, "What to write")
       ->required()
-      ->check(CLI::IsMember({"man", "bash", "zsh", "fish", "all"}));
+      ->check(CLI::IsMember({"man", "bash", "zsh", "fish", "all", "options"}));
   sub->add_option("-o,--out", opt->out, "Output file for one page or completion (- is stdout)")->type_name("FILE");
   sub->add_option("--dir", opt->dir, "Root folder for 'all': writes ROOT/man and ROOT/completions")->type_name("DIR");
   sub->add_option("--command", opt->command, "The command whose man page to write (default: memra)")

@@ -14,8 +14,10 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "format/json_guard.h"
+#include "io_rules.h"
 #include "model/hash_manifest.h"
 #include "model/model.h"
+#include "options.h"
 #include "progress.h"
 
 namespace memra::cli {
@@ -27,7 +29,7 @@ struct LoadOptions {
   bool json = false;
   std::string check;           // manifest to verify
   std::string write_manifest;  // FILE or -
-  int threads = 0;             // 0: hardware threads
+  int64_t threads = 0;         // 0: hardware threads
 };
 
 std::string group_digits(uint64_t v) {
@@ -162,7 +164,7 @@ int run_load(const LoadOptions& opt, Context& ctx) {
   {
     Progress bytes("reading", ctx.quiet);
     HashOptions ho;
-    ho.threads = opt.threads;
+    ho.threads = static_cast<int>(opt.threads);  // ≤ 1024 (option range)
     ho.on_bytes = [&](uint64_t done, uint64_t total) { bytes.update_bytes(done, total); };
     read = model.hash_all(ho);
   }
@@ -217,9 +219,13 @@ void setup_load(CLI::App& app, Context& ctx) {
   sub->add_flag("--json", opt->json, "Print one JSON document: geometry, tensors, fingerprint, weight_precision, model_dir");
   sub->add_option("--check", opt->check, "Verify the model against a hash manifest (see exit codes)");
   sub->add_option("--write-manifest", opt->write_manifest, "Write the hash manifest to FILE (- = stdout)");
-  sub->add_option("--threads", opt->threads, "Threads reading the shards (default: all hardware threads)")
-      ->check(CLI::Range(1, 1024));
-  sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_load(*opt, ctx); }; });
+  add_count(sub, "--threads", opt->threads, "Threads reading the shards (default: all hardware threads)", 1, 1024);
+  sub->callback([opt, &ctx] {
+    ctx.run = [opt, &ctx] {
+      check_command_io({{{"--check", opt->check}}, {opt->model_dir}, {}, {{"--write-manifest", opt->write_manifest}}});
+      return run_load(*opt, ctx);
+    };
+  });
 }
 
 }  // namespace memra::cli

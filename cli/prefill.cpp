@@ -10,9 +10,14 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "engine/engine.h"
+#include "engine/memory_plan.h"
 #include "format/token_list.h"
+#include "io_rules.h"
 #include "model/model.h"
+#include "options.h"
 #include "progress.h"
+#include "run_plan.h"
+#include "prompt_input.h"
 #include "state/state_file.h"
 
 namespace memra::cli {
@@ -20,23 +25,50 @@ namespace memra::cli {
 struct PrefillOptions {
   std::string model_dir;
   std::string tokens;
+  PromptInput prompt;
   int64_t chunk = 0;
   int64_t capacity = 0;
   std::string state_out;
   std::string logits_out;
   int64_t generate = 0;
   bool json = false;
+  uint64_t max_memory = 0;  // 0: the default share of this machine's memory
+  std::string key;          // --key: tag the state file
   BackendChoice backend;
 };
 
 static void write_state_for_cli(const std::string& path, const Model& model, const Backend& backend,
-                                const State& state) {
-  write_state_file(path, snapshot_state(state), StateOrigin{model.fingerprint().hex(), backend.precision_class()});
+                                const State& state, const std::optional<AuthKey>& key) {
+  StateWriteOptions options;
+  if (key) options.key = &*key;
+  write_state_file(path, stream_snapshot(backend, state),
+                   StateOrigin{model.fingerprint().hex(), backend.precision_class(), backend.qat()}, options);
 }
 
 static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
+  if (!opt.logits_out.empty()) check_logits_path(opt.logits_out);
+  const std::optional<AuthKey> key = load_key(opt.key);
   Model model = Model::load(opt.model_dir);
-  std::vector<int32_t> tokens = read_token_list(opt.tokens);
+  const uint64_t limit = effective_memory_limit(opt.max_memory);
+  auto shape = [&](int64_t tokens) {  // the run over `tokens` prompt tokens
+    RunShape s;
+    s.device = realization(opt.backend.name).device;
+    s.capacity = opt.capacity > 0 ? opt.capacity : tokens + opt.generate;
+    s.chunk = opt.chunk > 0 ? std::min(opt.chunk, tokens) : tokens;
+    s.chunk_logits = !opt.logits_out.empty();
+    s.logits_rows = opt.logits_out.empty() ? 0 : tokens;
+    s.live_copies = opt.state_out.empty() ? 0 : 1;
+    s.live_position = tokens + opt.generate;
+    return s;
+  };
+  if (opt.capacity > 0 && opt.capacity <= opt.generate)
+    throw Error("--capacity " + std::to_string(opt.capacity) + " leaves no room for a prompt next to --generate " +
+                    std::to_string(opt.generate),
+                "drop --capacity or raise it");
+  std::vector<int32_t> tokens =
+      opt.tokens.empty()
+          ? prompt_tokens(opt.prompt, "", opt.model_dir, PromptUse::kStart, true, ctx)
+          : read_tokens_planned(opt.tokens, model, limit, shape, opt.capacity > 0 ? opt.capacity - opt.generate : kMaxCount, ctx);
   if (tokens.empty()) throw Error("token list " + opt.tokens + " is empty", "give at least one token id");
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t need = T + opt.generate;
@@ -45,6 +77,7 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
     throw Error("--capacity " + std::to_string(capacity) + " is smaller than the " + std::to_string(need) +
                     " tokens this run needs",
                 "drop --capacity or raise it");
+  require_run_fits(model, limit, shape(T), "a prefill of " + std::to_string(T) + " tokens (capacity " + std::to_string(capacity) + ")");
   auto backend = make_backend(opt.backend, model);
   std::unique_ptr<State> state = backend->new_state(capacity);
   std::vector<float> logits;
@@ -58,12 +91,14 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
   if (!opt.logits_out.empty()) write_logits(opt.logits_out, logits, T, V);
   const std::vector<float> last = backend->last_logits(*state);
   const Hash128 last_hash = xxh3_128(last.data(), last.size() * sizeof(float));
+  // With `-o -` or `--logits -` that artifact owns stdout; the report (and a text continuation)
+  // then go to stderr.
+  std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
+  GeneratedText text(opt.prompt, opt.model_dir, opt.json, out);
   std::vector<int32_t> generated;
-  if (opt.generate > 0) generated = generate_greedy(*backend, *state, opt.generate);
-  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, *state);
-
-  // With `-o -` the state owns stdout; the report then goes to stderr.
-  std::ostream& out = opt.state_out == "-" ? std::cerr : std::cout;
+  if (opt.generate > 0) generated = generate_greedy(*backend, *state, opt.generate, nullptr, text.on_token());
+  text.finish();
+  if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, *state, key);
   if (opt.json) {
     nlohmann::json j = {{"model", opt.model_dir},
                         {"fingerprint", model.fingerprint().hex()},
@@ -76,7 +111,11 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
                         {"argmax", argmax(last)},
                         {"prefill_seconds", prefill_s},
                         {"generated", generated}};
+    if (auto t = text.text_of(generated)) j["text"] = *t;
     out << j.dump(2) << "\n";
+  } else if (text.active() && opt.generate > 0) {  // the text was the result; the report is a note
+    note(ctx, "prefill " + std::to_string(T) + " tokens in " + std::to_string(prefill_s) + " s; last logits xxh3 " +
+                  last_hash.hex() + "; generated " + std::to_string(generated.size()) + " tokens");
   } else {
     out << "prefill " << T << " tokens (chunk " << (opt.chunk > 0 ? opt.chunk : T) << ", capacity " << capacity
         << ") in " << prefill_s << " s; last logits xxh3 " << last_hash.hex() << "\n";
@@ -92,17 +131,26 @@ void setup_prefill(CLI::App& app, Context& ctx) {
   auto opt = std::make_shared<PrefillOptions>();
   auto* sub = app.add_subcommand("prefill", "Run a prompt through the model (chunked prefill), optionally continue greedily");
   sub->add_option("model", opt->model_dir, "Model folder (config.json + safetensors)")->required()->check(CLI::ExistingDirectory);
-  sub->add_option("--tokens", opt->tokens, "Prompt token ids: text (whitespace/comma separated) or .npy int32/int64; - = stdin")
-      ->required();
-  sub->add_option("--chunk", opt->chunk, "Tokens per forward call (default: all in one call)")->check(CLI::NonNegativeNumber);
-  sub->add_option("--capacity", opt->capacity, "Tokens the decode state can hold (default: prompt + --generate)")
-      ->check(CLI::NonNegativeNumber);
+  auto* tokens = sub->add_option("--tokens", opt->tokens, "Prompt token ids: text (whitespace/comma separated) or .npy int32/int64; - = stdin");
+  add_prompt_options(sub, tokens, opt->prompt);
+  add_count(sub, "--chunk", opt->chunk, "Tokens per forward call (default: all in one call)", 1);
+  add_count(sub, "--capacity", opt->capacity, "Tokens the decode state can hold (default: prompt + --generate)", 1);
   sub->add_option("-o,--output", opt->state_out, "Write the decode state as a hashed state file (- = stdout)");
   sub->add_option("--logits", opt->logits_out, "Write float32 logits [T, vocab] of every prompt position (.npy, or .safetensors)");
-  sub->add_option("--generate", opt->generate, "Greedy continuation: emit N tokens after the prompt")->check(CLI::NonNegativeNumber);
+  add_count(sub, "--generate", opt->generate, "Greedy continuation: emit N tokens after the prompt", 0);
+  add_max_memory(sub, opt->max_memory);
+  add_key_option(sub, opt->key, "Tag the -o state file with this key");
   add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON");
-  sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_prefill(*opt, ctx); }; });
+  sub->callback([opt, &ctx] {
+    ctx.run = [opt, &ctx] {
+      check_command_io({{{"--tokens", opt->tokens}, {"--key", opt->key}},
+                        {opt->model_dir},
+                        {},
+                        {{"-o", opt->state_out}, {"--logits", opt->logits_out}}});
+      return run_prefill(*opt, ctx);
+    };
+  });
 }
 
 }  // namespace memra::cli

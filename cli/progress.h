@@ -1,4 +1,5 @@
-// Progress lines on stderr for long work, only when stderr is a terminal and -q is not given.
+// Progress lines on stderr for long work (total 0: a stream of unknown length), only when stderr
+// is a terminal and -q is not given.
 #pragma once
 #include <unistd.h>
 
@@ -17,8 +18,11 @@ class Progress {
     if (!enabled_) return;
     auto now = std::chrono::steady_clock::now();
     double s = std::chrono::duration<double>(now - start_).count();
-    std::fprintf(stderr, "\r\033[Kmemra: %s %lld/%lld (%.1f s)", label_.c_str(), static_cast<long long>(done),
-                 static_cast<long long>(total), s);
+    if (total > 0)
+      std::fprintf(stderr, "\r\033[Kmemra: %s %lld/%lld (%.1f s)", label_.c_str(), static_cast<long long>(done),
+                   static_cast<long long>(total), s);
+    else  // a stream of unknown length
+      std::fprintf(stderr, "\r\033[Kmemra: %s %lld (%.1f s)", label_.c_str(), static_cast<long long>(done), s);
     std::fflush(stderr);
     shown_ = true;
   }

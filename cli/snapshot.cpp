@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "format/json_guard.h"
+#include "io_rules.h"
+#include "options.h"
 #include "state/state_diff.h"
 #include "state/state_file.h"
 #include "state/state_manifest.h"
@@ -26,6 +28,8 @@ struct SnapshotOptions {
   std::string diff;            // OTHER state file
   std::string write_manifest;  // FILE or -
   std::string check;           // MANIFEST
+  uint64_t max_memory = 0;     // bounds what is buffered from stdin
+  std::string key;             // --key: check the keyed tag
 };
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -44,6 +48,14 @@ uint64_t payload_bytes(const StateFile& f) {
   uint64_t n = 0;
   for (const auto& c : f.classes()) n += c.nbytes;
   return n;
+}
+
+// Classes with NaN/Inf values (verified states only: values are not read before their hash holds).
+nlohmann::json nonfinite_json(const StateFile& f) {
+  nlohmann::json out = nlohmann::json::array();
+  if (!f.payload_verified()) return out;
+  for (const auto& c : nonfinite_classes(f)) out.push_back({{"class", c.name}, {"nan", c.nan}, {"inf", c.inf}, {"first", c.first}});
+  return out;
 }
 
 nlohmann::json state_json(const StateFile& f) {
@@ -65,11 +77,13 @@ nlohmann::json state_json(const StateFile& f) {
           {"file_bytes", f.file_bytes()},
           {"state_xxh3", f.state_hash().hex()},
           {"verified", f.payload_verified()},
+          {"nonfinite", nonfinite_json(f)},
+          {"keyed_tag", f.has_auth_tag()},
           {"metadata", metadata},
           {"classes", classes}};
 }
 
-void print_listing(const StateFile& f, std::ostream& out) {
+void print_listing(const StateFile& f, bool key_checked, std::ostream& out) {
   size_t width = 0;
   for (const auto& c : f.classes()) width = std::max(width, c.name.size());
   out << "state        " << f.path() << "\n";
@@ -80,6 +94,10 @@ void print_listing(const StateFile& f, std::ostream& out) {
   out << "capacity     " << f.capacity() << "\n";
   out << "classes      " << f.classes().size() << " (" << payload_bytes(f) << " bytes)\n";
   out << "state hash   xxh3-128 " << f.state_hash().hex() << (f.payload_verified() ? " (verified)" : " (stored; --verify recomputes)")
+      << "\n";
+  out << "keyed tag    " << (!f.has_auth_tag() ? "none (integrity only: XXH3 catches accidents, not forgery)"
+                             : key_checked     ? "blake2b, verified with --key"
+                                               : "blake2b, not checked (--key FILE checks it)")
       << "\n";
   for (const auto& c : f.classes()) {
     std::string name = c.name;
@@ -116,8 +134,6 @@ int run_snapshot(const SnapshotOptions& opt, Context& ctx) {
   const bool manifest_to_stdout = opt.write_manifest == "-";
   if (manifest_to_stdout && (opt.json || !opt.diff.empty() || !opt.check.empty()))
     throw Error("--write-manifest - cannot share stdout with --json, --diff or --check", "write the manifest to a file");
-  if (!opt.diff.empty() && opt.state == "-" && opt.diff == "-")
-    throw Error("only one of STATE and --diff OTHER can be stdin");
   if (!opt.diff.empty() && !opt.check.empty()) throw Error("--diff and --check are separate runs", "run them one at a time");
 
   // A malformed manifest fails before the state is read.
@@ -125,7 +141,10 @@ int run_snapshot(const SnapshotOptions& opt, Context& ctx) {
   if (!opt.check.empty()) entries = parse_manifest(read_text_file(opt.check, 64u << 20), opt.check);
 
   const bool full = opt.verify || !opt.diff.empty() || !opt.check.empty() || !opt.write_manifest.empty();
+  const std::optional<AuthKey> key = load_key(opt.key);
   StateFile f = StateFile::open(opt.state, full ? StateCheck::kFull : StateCheck::kHeader);
+  check_state_key(f, key, ctx);
+  if (f.payload_verified()) report_nonfinite(f);
 
   if (!opt.write_manifest.empty()) {
     write_file_atomic(opt.write_manifest, state_manifest_text(f));
@@ -166,7 +185,7 @@ int run_snapshot(const SnapshotOptions& opt, Context& ctx) {
     std::cout << "verify OK: " << f.path() << ", " << f.classes().size() << " classes, position " << f.position()
               << ", state xxh3-128 " << f.state_hash().hex() << "\n";
   } else {
-    print_listing(f, std::cout);
+    print_listing(f, key.has_value(), std::cout);
   }
   return kExitOk;
 }
@@ -193,7 +212,17 @@ void setup_snapshot(CLI::App& app, Context& ctx) {
   sub->add_option("--diff", opt->diff, "Compare with OTHER class by class: first differing element, values, ULP distance");
   sub->add_option("--write-manifest", opt->write_manifest, "Write the state hash manifest to FILE (- = stdout)");
   sub->add_option("--check", opt->check, "Check the state against a hash manifest");
-  sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_snapshot(*opt, ctx); }; });
+  add_max_memory(sub, opt->max_memory);
+  add_key_option(sub, opt->key, "Refuse STATE unless its keyed tag matches this key");
+  sub->callback([opt, &ctx] {
+    ctx.run = [opt, &ctx] {
+      check_command_io({{{"STATE", opt->state}, {"--diff", opt->diff}, {"--check", opt->check}, {"--key", opt->key}},
+                        {},
+                        {},
+                        {{"--write-manifest", opt->write_manifest}}});
+      return run_snapshot(*opt, ctx);
+    };
+  });
 }
 
 }  // namespace memra::cli

@@ -12,6 +12,7 @@
 #include "core/file_io.h"
 #include "format/json_guard.h"
 #include "format/token_list.h"
+#include "text/chat_template.h"
 #include "text/tokenizer.h"
 #include "text/utf8.h"
 
@@ -34,17 +35,6 @@ std::string read_input(const std::string& input) {
   if (input == "-") return read_text_file("-", 1u << 30);
   if (!input.empty() && input[0] == '@') return read_text_file(input.substr(1), 1u << 30);
   return input;
-}
-
-// DeepSeek-V4's chat template for one user turn in chat mode (docs/tokenizer.md):
-// BOS, <｜User｜>, the text, <｜Assistant｜>, </think>.
-std::string chat_prompt(const Tokenizer& tok, const std::string& text) {
-  const char* parts[] = {"<｜begin▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "</think>"};
-  for (const char* p : parts)
-    if (!tok.token_to_id(p))
-      throw Error(std::string("--chat: the tokenizer has no ") + p + " token",
-                  "use a DeepSeek-V4 tokenizer.json, or drop --chat");
-  return std::string(parts[0]) + parts[1] + text + parts[2] + parts[3];
 }
 
 int run_tokenize(const TokenizeOptions& opt, const Context& ctx) {

@@ -1,4 +1,4 @@
-// Core attention (architecture note §3.7) for one (row, head) per block: the keys are the row's
+// Core attention (docs/architecture.md §3.7) for one (row, head) per block: the keys are the row's
 // window (positions max(0, pos−W+1) … pos, oldest first: this round's kv rows for positions ≥ the
 // sequence's pos0, the state's ring for older ones) followed by its compressed entries (HCA: every
 // visible entry, ascending; CSA: the indexer's selection, ascending). K = V (MQA, one kv head).
@@ -12,7 +12,7 @@
 // Every step's order depends on the row's own key count only: the row's output is the same in any
 // round, chunk or batch.
 //
-//   grid (rows, H)   block 256   dynamic smem: max_keys·(4 + 8) + d·4 bytes (logits, key pointers, o)
+//   grid (rows, H)   block 256   dynamic smem: max_keys·(4 + 8) + 16 + d·4 bytes (key pointers, logits, o)
 // window_update: grid rows, block 256: the last min(T, W) rows of each sequence into its ring.
 #include "common.cuh"
 #include "ops.h"
@@ -25,15 +25,22 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / kWarp;
 
+// The logits get kLogitPad floats of slack before o: the compiler's remainder loop of the output
+// sum loads logit[j], logit[j + 1] as one 64-bit access when one key is left, so logit[max_keys]
+// is read (and dropped); without the slack that word is o[0], which thread 0 writes meanwhile
+// (a harmless read, but a WAR hazard for racecheck; seen on an H200, 2026-11-30).
+constexpr int kLogitPad = 4;  // floats; keeps o 16-byte aligned
+
 size_t attention_smem(int max_keys, int d) {
-  return static_cast<size_t>(max_keys) * (sizeof(float) + sizeof(float*)) + static_cast<size_t>(d) * sizeof(float);
+  return static_cast<size_t>(max_keys) * (sizeof(float) + sizeof(float*)) + kLogitPad * sizeof(float) +
+         static_cast<size_t>(d) * sizeof(float);
 }
 
 __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const float** keys = reinterpret_cast<const float**>(smem);                     // [max_keys]
   float* logit = reinterpret_cast<float*>(smem + sizeof(float*) * a.max_keys);    // [max_keys]
-  float* o_s = logit + a.max_keys;                                                // [d]
+  float* o_s = logit + a.max_keys + kLogitPad;                                    // [d]
   __shared__ float scratch[kWarps];
   __shared__ int s_ncmp;
 

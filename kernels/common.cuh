@@ -73,7 +73,7 @@ __device__ __forceinline__ float sigmoid_f(float x) { return 1.0f / (1.0f + expf
 __device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }
 __device__ __forceinline__ float softplus_f(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
-// SwiGLU with the clamp (architecture note §3.8): g ≤ L, |u| ≤ L, h = silu(g)·u. limit ≤ 0: none.
+// SwiGLU with the clamp (docs/architecture.md §3.8): g ≤ L, |u| ≤ L, h = silu(g)·u. limit ≤ 0: none.
 __device__ __forceinline__ float swiglu_f(float g, float u, float limit) {
   if (limit > 0.0f) {
     g = fminf(g, limit);

@@ -1,4 +1,4 @@
-// The CSA/HCA compressors (architecture note §3.5) on the GPU, for a round of rows that may span
+// The CSA/HCA compressors (docs/architecture.md §3.5) on the GPU, for a round of rows that may span
 // several windows and any number of sequences. Every value a window needs is found by absolute
 // position: a row of this round (its projection, score + ape[p % m] added here exactly as the CPU
 // adds it when it writes PEND), or a row of the state's open window (PEND, positions before the
@@ -68,6 +68,7 @@ __global__ void __launch_bounds__(kBlock) compressor_close_kernel(CompressorArgs
   extern __shared__ float entry[];  // [w]
   __shared__ float scratch[kBlock / kWarp];
   const Closing cl = closings[blockIdx.x];
+  if (cl.seq < 0) return;  // padding (Shard::upload_plan): the whole block leaves together
   const SeqDesc& s = a.seqs[cl.seq];
   const CompressorDev& st = state_of(a, s);
   const int64_t e = cl.entry;

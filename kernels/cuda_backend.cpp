@@ -2,6 +2,7 @@
 // logits and traces.
 #include "cuda_backend.h"
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "core/error.h"
 #include "cuda_check.h"
 #include "model/model.h"
+#include "synthetic_weights.h"
 
 namespace memra::cuda {
 
@@ -22,6 +24,12 @@ class CudaState final : public State {
   explicit CudaState(int64_t capacity) : State(capacity) {}
   void advance_by(int64_t tokens) { advance(tokens); }
 };
+
+// MEMRA_CUDA_GRAPHS, read at each round (so a benchmark can compare both ways on one backend).
+bool graphs_enabled() {
+  const char* v = std::getenv("MEMRA_CUDA_GRAPHS");
+  return !(v && std::string(v) == "0");
+}
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -94,8 +102,11 @@ CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model,
         last = l + 1;
       }
     if (first < 0) first = last = 0;
-    weights_.push_back(upload_weights(model, placement_.devices[s], first, last, s == 0, s == S - 1));
+    weights_.push_back(options.synthetic_seed
+                           ? synthetic_weights(cfg_, options.synthetic_seed, placement_.devices[s], first, last, s == 0, s == S - 1)
+                           : upload_weights(model, placement_.devices[s], first, last, s == 0, s == S - 1));
     shards_.push_back(std::make_unique<Shard>(cfg_, placement_.devices[s], fast));
+    shards_.back()->set_moe_path(options.moe_per_expert ? MoePath::kPerExpert : MoePath::kFused);
   }
   handoff_.assign(S, nullptr);
   for (int s = 1; s < S; ++s) {
@@ -103,9 +114,22 @@ CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model,
     check(cudaEventCreateWithFlags(&handoff_[s], cudaEventDisableTiming), "cudaEventCreate");
   }
   round_rows_ = env_int("MEMRA_CUDA_ROUND_ROWS", fast ? 2048 : 256);
+  if (const char* p = std::getenv("MEMRA_CUDA_PROFILE_FORWARDS")) {
+    for (const char* c = p; *c;) {
+      char* end = nullptr;
+      const long long v = std::strtoll(c, &end, 10);
+      if (end == c) break;
+      profile_forwards_.push_back(v);
+      c = *end == ',' ? end + 1 : end;
+    }
+  }
 }
 
 CudaBackend::~CudaBackend() {
+  if (!graphs_.empty()) {
+    DeviceGuard guard(placement_.devices[0]);
+    for (auto& [k, e] : graphs_) cudaGraphExecDestroy(e);
+  }
   for (int s = 1; s < static_cast<int>(handoff_.size()); ++s)
     if (handoff_[s]) {
       int prev = -1;
@@ -116,9 +140,31 @@ CudaBackend::~CudaBackend() {
     }
 }
 
-void CudaBackend::set_moe_path(MoePath path) const {
+HostBuffer CudaBackend::host_buffer(size_t bytes) const {
+  void* p = nullptr;
+  DeviceGuard guard(placement_.devices[0]);
+  const cudaError_t err = cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocPortable);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw Error("cannot allocate " + std::to_string(bytes) + " bytes of pinned host memory (" + cudaGetErrorString(err) + ")",
+                "free host memory, or snapshot a smaller state");
+  }
+  return HostBuffer(static_cast<uint8_t*>(p), bytes, [](uint8_t* q) { cudaFreeHost(q); });
+}
+
+std::map<std::string, double> CudaBackend::device_report() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& s : shards_) s->set_moe_path(path);
+  double weights = 0, scratch = 0, ms = 0, flop = 0;
+  for (const auto& w : weights_) weights += static_cast<double>(w->up.bytes());
+  for (const auto& s : shards_) {
+    scratch += static_cast<double>(s->scratch_bytes());
+    double m = 0, f = 0;
+    s->collect_linear_timing(&m, &f);
+    ms += m, flop += f;
+  }
+  std::map<std::string, double> out = {{"weights_bytes", weights}, {"scratch_bytes", scratch}};
+  if (flop > 0) out["linear_ms"] = ms, out["linear_flop"] = flop;
+  return out;
 }
 
 std::unique_ptr<State> CudaBackend::new_state(int64_t capacity) const {
@@ -153,6 +199,15 @@ void CudaBackend::sync() const {
 void CudaBackend::forward(std::span<const SequenceStep> batch) const {
   std::lock_guard<std::mutex> lock(mutex_);
   validate_batch(cfg_, batch);  // states present and distinct, capacity, token ids: before any state moves
+  ++forwards_;
+  const bool profiled = std::find(profile_forwards_.begin(), profile_forwards_.end(), forwards_) != profile_forwards_.end();
+  if (profiled) cudaProfilerStart();
+  struct StopProfiler {
+    bool on;
+    ~StopProfiler() {
+      if (on) cudaProfilerStop();
+    }
+  } stop_profiler{profiled};
   std::vector<Item> items;
   for (const SequenceStep& step : batch) {
     Item it;
@@ -232,51 +287,92 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
     for (int i : in_round) tables.push_back(items[i].trunk->trunk().table(s));
     shards_[s]->upload_plan(plan, tables);
   }
-  shards_[0]->embed(weights_[0]->ends);
-  const int R = plan.rows();
-  const size_t x_bytes = static_cast<size_t>(R) * cfg_.hc_mult * cfg_.hidden_size * sizeof(float);
-  for (int s = 0; s < S; ++s) {
-    Shard& sh = *shards_[s];
-    if (s > 0) {
-      Shard& prev = *shards_[s - 1];
-      DeviceGuard guard(prev.device());
-      check(cudaMemcpyPeerAsync(sh.X(), sh.device(), prev.X(), prev.device(), x_bytes, prev.stream()),
-            "peer copy of the hc streams");
-      check(cudaEventRecord(handoff_[s], prev.stream()), "cudaEventRecord (handoff)");
-      DeviceGuard guard2(sh.device());
-      check(cudaStreamWaitEvent(sh.stream(), handoff_[s], 0), "cudaStreamWaitEvent (handoff)");
+  // One CUDA graph per launch signature replays a whole round (embedding, layers, head) with one
+  // launch: the exact realization on one device, untraced, fused MoE (nothing in it waits on the
+  // host). The plan's contents (positions, states, tokens) were uploaded above and are read on the
+  // device, so one graph serves every decode step of a batch shape within the shape's buckets
+  // (Shard::upload_plan). MEMRA_CUDA_GRAPHS=0 launches each kernel instead.
+  Shard& first_shard = *shards_[0];
+  const bool graphs = graphs_enabled() && S == 1 && realization_.exact && !tracing &&
+                      first_shard.moe_path() == MoePath::kFused && !sync_each_launch();
+  if (graphs) {
+    DeviceGuard guard(first_shard.device());
+    const std::vector<uint64_t> sig = first_shard.launch_signature();
+    auto it = graphs_.find(sig);
+    if (it == graphs_.end()) {
+      if (graphs_.size() >= 32) {  // a bounded cache: shapes changed a lot, start again
+        for (auto& [k, e] : graphs_) cudaGraphExecDestroy(e);
+        graphs_.clear();
+      }
+      cudaGraph_t graph = nullptr;
+      check(cudaStreamBeginCapture(first_shard.stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+      try {
+        first_shard.embed(weights_[0]->ends);
+        const DeviceWeights& dw = *weights_[0];
+        for (size_t li = 0; li < dw.layers.size(); ++li) first_shard.layer(dw.layers[li], dw.first + static_cast<int>(li), nullptr);
+        first_shard.head(weights_[0]->ends);
+      } catch (...) {
+        cudaStreamEndCapture(first_shard.stream(), &graph);
+        if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        throw;
+      }
+      check(cudaStreamEndCapture(first_shard.stream(), &graph), "cudaStreamEndCapture");
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+      cudaGraphDestroy(graph);
+      check(err, "cudaGraphInstantiate");
+      it = graphs_.emplace(sig, exec).first;
     }
-    const DeviceWeights& dw = *weights_[s];
-    for (size_t li = 0; li < dw.layers.size(); ++li) {
-      const int l = dw.first + static_cast<int>(li);
-      LayerTrace lt;
-      sh.layer(dw.layers[li], l, tracing ? &lt : nullptr);
-      if (!tracing) continue;
-      const std::string L = std::to_string(l);
-      const int64_t nD = cfg_.hc_mult * cfg_.hidden_size, k = cfg_.num_experts_per_tok, K = cfg_.index_topk;
-      for (size_t j = 0; j < in_round.size(); ++j) {
-        ForwardTrace* tr = items[in_round[j]].step->trace;
-        if (!tr) continue;
-        const int64_t r0 = plan.seqs[outs[j].seq].row0, T = take[j];
-        auto& hid = tr->arrays["hidden." + L];
-        hid.insert(hid.end(), lt.hidden.begin() + r0 * nD, lt.hidden.begin() + (r0 + T) * nD);
-        auto& ex = tr->arrays["router." + L + ".experts"];
-        for (int64_t i = r0 * k; i < (r0 + T) * k; ++i) ex.push_back(static_cast<float>(lt.experts[i]));
-        if (cfg_.mlp_layer_types[l] == MlpKind::kLearned) {
-          auto& mg = tr->arrays["router." + L + ".margin"];
-          mg.insert(mg.end(), lt.router_margin.begin() + r0, lt.router_margin.begin() + r0 + T);
-        }
-        if (cfg_.layer_types[l] == LayerKind::kCSA) {
-          auto& se = tr->arrays["indexer." + L + ".selected"];
-          for (int64_t i = r0 * K; i < (r0 + T) * K; ++i) se.push_back(static_cast<float>(lt.selected[i]));
-          auto& im = tr->arrays["indexer." + L + ".margin"];
-          im.insert(im.end(), lt.indexer_margin.begin() + r0, lt.indexer_margin.begin() + r0 + T);
+    check(cudaGraphLaunch(it->second, first_shard.stream()), "cudaGraphLaunch");
+  } else {
+    shards_[0]->embed(weights_[0]->ends);
+    const int R = plan.rows();
+    const size_t x_bytes = static_cast<size_t>(R) * cfg_.hc_mult * cfg_.hidden_size * sizeof(float);
+    for (int s = 0; s < S; ++s) {
+      Shard& sh = *shards_[s];
+      if (s > 0) {
+        Shard& prev = *shards_[s - 1];
+        DeviceGuard guard(prev.device());
+        check(cudaMemcpyPeerAsync(sh.X(), sh.device(), prev.X(), prev.device(), x_bytes, prev.stream()),
+              "peer copy of the hc streams");
+        check(cudaEventRecord(handoff_[s], prev.stream()), "cudaEventRecord (handoff)");
+        DeviceGuard guard2(sh.device());
+        check(cudaStreamWaitEvent(sh.stream(), handoff_[s], 0), "cudaStreamWaitEvent (handoff)");
+      }
+      const DeviceWeights& dw = *weights_[s];
+      for (size_t li = 0; li < dw.layers.size(); ++li) {
+        const int l = dw.first + static_cast<int>(li);
+        LayerTrace lt;
+        sh.layer(dw.layers[li], l, tracing ? &lt : nullptr);
+        if (!tracing) continue;
+        const std::string L = std::to_string(l);
+        const int64_t nD = cfg_.hc_mult * cfg_.hidden_size, k = cfg_.num_experts_per_tok, K = cfg_.index_topk;
+        for (size_t j = 0; j < in_round.size(); ++j) {
+          ForwardTrace* tr = items[in_round[j]].step->trace;
+          if (!tr) continue;
+          const int64_t r0 = plan.seqs[outs[j].seq].row0, T = take[j];
+          auto& hid = tr->arrays["hidden." + L];
+          hid.insert(hid.end(), lt.hidden.begin() + r0 * nD, lt.hidden.begin() + (r0 + T) * nD);
+          auto& ex = tr->arrays["router." + L + ".experts"];
+          for (int64_t i = r0 * k; i < (r0 + T) * k; ++i) ex.push_back(static_cast<float>(lt.experts[i]));
+          if (cfg_.mlp_layer_types[l] == MlpKind::kLearned) {
+            auto& mg = tr->arrays["router." + L + ".margin"];
+            mg.insert(mg.end(), lt.router_margin.begin() + r0, lt.router_margin.begin() + r0 + T);
+          }
+          if (cfg_.layer_types[l] == LayerKind::kCSA) {
+            auto& se = tr->arrays["indexer." + L + ".selected"];
+            for (int64_t i = r0 * K; i < (r0 + T) * K; ++i) se.push_back(static_cast<float>(lt.selected[i]));
+            auto& im = tr->arrays["indexer." + L + ".margin"];
+            im.insert(im.end(), lt.indexer_margin.begin() + r0, lt.indexer_margin.begin() + r0 + T);
+          }
         }
       }
     }
+    shards_[S - 1]->head(weights_[S - 1]->ends);
   }
   Shard& last = *shards_[S - 1];
-  const float* logits = last.head(weights_[S - 1]->ends);
+  const float* logits = last.logits();
   DeviceGuard guard(last.device());
   for (size_t j = 0; j < in_round.size(); ++j) {
     const Item& it = items[in_round[j]];

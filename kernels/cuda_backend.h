@@ -8,6 +8,7 @@
 // order; a sequence longer than a round continues in the next one, which on the exact realization
 // is the same as chunked prefill and so changes nothing.
 #pragma once
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -30,9 +31,8 @@ class CudaBackend final : public Backend {
   void forward(std::span<const SequenceStep> batch) const override;
   std::vector<float> last_logits(const State& state) const override;
   void sync() const override;
-
-  // The MoE path of every layer (memra gate fused-moe compares them).
-  void set_moe_path(MoePath path) const;
+  HostBuffer host_buffer(size_t bytes) const override;  // pinned
+  std::map<std::string, double> device_report() const override;
   const Placement& placement() const { return placement_; }
   int round_rows() const { return round_rows_; }
   // The trunk component of a state made by this backend (throws Error otherwise).
@@ -51,6 +51,12 @@ class CudaBackend final : public Backend {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<cudaEvent_t> handoff_;  // [s]: shard s−1's streams are ready for shard s
   mutable std::mutex mutex_;
+  // MEMRA_CUDA_PROFILE_FORWARDS=i,j,…: forward calls (counted from 1) run between
+  // cudaProfilerStart/Stop, for `ncu --profile-from-start off` (bench/gpu_bench.sh).
+  std::vector<int64_t> profile_forwards_;
+  mutable int64_t forwards_ = 0;
+  // Captured rounds by Shard::launch_signature (one device, exact, untraced): run_round replays them.
+  mutable std::map<std::vector<uint64_t>, cudaGraphExec_t> graphs_;
 };
 
 // Checks that `config` is within what the kernels support (throws Error naming the limit).

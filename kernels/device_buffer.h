@@ -45,6 +45,7 @@ class Scratch {
     return buf_.as<T>();
   }
   T* get() const { return buf_.as<T>(); }
+  size_t bytes() const { return buf_.bytes(); }
 
  private:
   DeviceBuffer buf_;

@@ -427,55 +427,74 @@ void CudaTrunkComponent::import_classes(int64_t pos, const std::vector<CacheClas
     if (e) cudaEventDestroy(e);
 }
 
-void CudaTrunkComponent::export_to(int64_t pos, uint8_t* dst, size_t size,
-                                   const std::function<void(size_t, size_t)>& on_chunk) const {
+void CudaTrunkComponent::export_stream(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk) const {
+  if (pos < 0 || pos > trunk_.capacity())
+    throw Error("cannot export a state at position " + std::to_string(pos) + " (capacity " +
+                std::to_string(trunk_.capacity()) + ")");
   const std::vector<ClassSpec> specs = trunk_specs(cfg_, pos);
   const std::vector<Segment> segs = trunk_.segments(specs, pos);
+  std::vector<size_t> begin;  // class k's bytes: [begin[k], begin[k + 1])
   size_t total = 0;
-  for (const auto& s : specs) total += s.layout.nbytes();
+  for (const auto& s : specs) {
+    begin.push_back(total);
+    total += s.layout.nbytes();
+  }
+  begin.push_back(total);
   if (size < total) throw Error("export buffer of " + std::to_string(size) + " bytes is smaller than the state's " +
                                 std::to_string(total));
+  // Largest classes first, each in chunks of ≤ kChunk in order: a caller hashing class by class
+  // (StreamHasher) then has many classes in flight early, and only small ones left at the end.
+  std::vector<size_t> order(specs.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return begin[a + 1] - begin[a] > begin[b + 1] - begin[b]; });
+  struct Chunk {
+    size_t offset, bytes;
+  };
+  std::vector<Chunk> chunks;
+  for (size_t k : order)
+    for (size_t a = begin[k]; a < begin[k + 1]; a += kChunk) chunks.push_back({a, std::min(kChunk, begin[k + 1] - a)});
   trunk_.sync();
   const int S = trunk_.placement().shards();
-  const size_t n_chunks = (total + kChunk - 1) / kChunk;
-  std::vector<cudaEvent_t> events(n_chunks * S, nullptr);
-  std::vector<bool> touched(n_chunks * S, false);
+  std::vector<cudaEvent_t> events(chunks.size() * S, nullptr);
+  auto release = [&] {
+    for (cudaEvent_t e : events)
+      if (e) cudaEventDestroy(e);
+  };
   try {
-    for (size_t c = 0; c < n_chunks; ++c) {  // enqueue everything: the copy engines stay busy
-      const size_t begin = c * kChunk, end = std::min(total, begin + kChunk);
-      for_pieces(segs, begin, end, [&](const Segment& s, size_t at, size_t n) {
+    for (size_t c = 0; c < chunks.size(); ++c) {  // enqueue everything: the copy engines stay busy
+      std::vector<bool> touched(S, false);
+      for_pieces(segs, chunks[c].offset, chunks[c].offset + chunks[c].bytes, [&](const Segment& s, size_t at, size_t n) {
         DeviceGuard guard(trunk_.device(s.shard));
         check(cudaMemcpyAsync(dst + at, s.ptr + (at - s.offset), n, cudaMemcpyDeviceToHost, trunk_.copy_stream(s.shard)),
               "state export (D2H)");
-        touched[c * S + s.shard] = true;
+        touched[s.shard] = true;
       });
       for (int sh = 0; sh < S; ++sh) {
-        if (!touched[c * S + sh]) continue;
+        if (!touched[sh]) continue;
         DeviceGuard guard(trunk_.device(sh));
         check(cudaEventCreateWithFlags(&events[c * S + sh], cudaEventDisableTiming), "cudaEventCreate");
         check(cudaEventRecord(events[c * S + sh], trunk_.copy_stream(sh)), "cudaEventRecord");
       }
     }
-    for (size_t c = 0; c < n_chunks; ++c) {  // … while the host consumes the chunks in order
+    for (size_t c = 0; c < chunks.size(); ++c) {  // … while the host consumes the chunks as they land
       for (int sh = 0; sh < S; ++sh)
-        if (touched[c * S + sh]) check(cudaEventSynchronize(events[c * S + sh]), "state export (D2H)");
-      const size_t begin = c * kChunk, end = std::min(total, begin + kChunk);
-      if (on_chunk) on_chunk(begin, end - begin);
+        if (events[c * S + sh]) check(cudaEventSynchronize(events[c * S + sh]), "state export (D2H)");
+      if (on_chunk) on_chunk(chunks[c].offset, chunks[c].bytes);
     }
   } catch (...) {
     trunk_.sync();
-    for (cudaEvent_t e : events)
-      if (e) cudaEventDestroy(e);
+    release();
     throw;
   }
-  for (cudaEvent_t e : events)
-    if (e) cudaEventDestroy(e);
+  release();
 }
 
-void CudaTrunkComponent::import_from(int64_t pos, const uint8_t* src, size_t size) {
-  if (pos < 0 || pos > trunk_.capacity())
+void CudaTrunkComponent::import_stream(int64_t pos, const uint8_t* src, size_t size) {
+  if (pos < 0) throw Error("decode state position " + std::to_string(pos) + " is negative");
+  if (pos > trunk_.capacity())
     throw negative("capacity " + std::to_string(trunk_.capacity()) + " is smaller than the state's position " +
-                   std::to_string(pos));
+                       std::to_string(pos),
+                   "restore with a capacity of at least " + std::to_string(pos));
   const std::vector<ClassSpec> specs = trunk_specs(cfg_, pos);
   const std::vector<Segment> segs = trunk_.segments(specs, pos);
   size_t total = 0;

@@ -5,10 +5,11 @@
 //
 // Export is D2H, import is H2D into a state of equal or larger capacity, both bit-exact: a class is
 // a verbatim copy of the live rows (the window ring re-ordered oldest first, in at most two runs).
-// Two paths: export_classes()/import_classes() (the StateComponent interface: pageable vectors,
-// staged through two pinned buffers so the D2H of one chunk overlaps the host copy of the previous
-// one), and export_to()/import_from() straight into caller-owned pinned memory with a callback per
-// finished chunk, so hashing can run while the next chunk is in flight (the bandwidth path).
+// Two paths: export_classes()/import_classes() (pageable vectors, staged through two pinned buffers
+// so the D2H of one chunk overlaps the host copy of the previous one), and export_stream()/
+// import_stream() straight into caller-owned pinned memory (Backend::host_buffer) with a callback
+// per finished chunk, so hashing runs while later chunks are in flight: what snapshots and state
+// files use (lib/state/snapshot.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -97,13 +98,15 @@ class CudaTrunkComponent final : public StateComponent {
   std::vector<CacheClass> export_classes(int64_t pos) const override;
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes) override;
 
-  // Bytes of every live class at pos, end to end (what export_to writes).
+  // Bytes of every live class at pos, end to end (what export_stream writes).
   size_t live_bytes(int64_t pos) const;
-  // D2H of every live class end to end into pinned `dst` (≥ live_bytes); on_chunk(offset, bytes) is
-  // called in order as each chunk lands (the caller hashes it while later chunks copy).
-  void export_to(int64_t pos, uint8_t* dst, size_t size, const std::function<void(size_t, size_t)>& on_chunk) const;
-  // H2D from pinned `src` (export_to's layout at pos) after a reset.
-  void import_from(int64_t pos, const uint8_t* src, size_t size);
+  // D2H of every live class, laid end to end, into `dst` (pinned: full PCIe rate), every chunk
+  // enqueued at once on the copy streams of the devices holding it; on_chunk(offset, bytes) as each
+  // chunk lands. Largest classes first, each class's chunks in order (StreamHasher hashes classes
+  // in parallel while later chunks copy).
+  void export_stream(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk) const override;
+  // H2D from `src` (export_stream's layout at pos) after a reset.
+  void import_stream(int64_t pos, const uint8_t* src, size_t size) override;
 
   const void* owner() const { return owner_; }
   DeviceTrunk& trunk() { return trunk_; }

@@ -68,6 +68,10 @@ __device__ __forceinline__ void dot_rows(const float* const (&xr)[RB], int nr, c
   for (int r = 0; r < RB; ++r)
     if (r < nr) vec = vec && (reinterpret_cast<uintptr_t>(xr[r]) % 16 == 0);
   if (vec) {
+    // Unrolled so that several 16-byte weight loads are in flight per lane before the first FMA
+    // (a decode GEMV is bound by memory latency × loads in flight); the FMA order is unchanged.
+    constexpr int kUnroll = RB == 1 ? 4 : 2;
+#pragma unroll kUnroll
     for (int base = lane * V; base < in; base += kWarp * V) {
       float wf[V];
       load_w16(w + base, wf);

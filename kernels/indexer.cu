@@ -1,4 +1,4 @@
-// The lightning indexer's scores (architecture note §3.6) for CSA layers:
+// The lightning indexer's scores (docs/architecture.md §3.6) for CSA layers:
 //   score[t, s] = Σ_h relu(qi[t,h]·IDXK[s]) · softmax_scale · (wi[t,h] · weight_scale),  s < (pos_t+1)/m
 // One warp per (row, entry): each head's dot is a lane-strided fma chain + warp_sum, the heads are
 // summed h-ascending in one fma chain. A row's scores depend only on its own q, weights and the

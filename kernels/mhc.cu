@@ -1,15 +1,19 @@
-// mHC (architecture note §3.2) on the GPU: hc_pre (mix, Sinkhorn, pre-weighted collapse), hc_post
-// (the transposed combine) and the hc head. One block per row for the reductions, so a row's
-// result never depends on the launch's row count:
+// mHC (docs/architecture.md §3.2) on the GPU: hc_pre (mix, Sinkhorn, pre-weighted collapse), hc_post
+// (the transposed combine) and the hc head. A row's result never depends on the launch's row count:
 //  - sum of squares over nD: thread-strided f32 fma chain + block_sum<256>;
-//  - each mix value: one warp, lane-strided (lane l takes l, l+32, …) fma chain of the normalised
-//    stream values (x·r, rounded first, as the CPU does) with fn, then warp_sum;
-//  - Sinkhorn: one thread, in the CPU's order (f32 sums instead of the CPU's double ones);
+//  - each mix value over nD = n·D inputs (the normalised stream values x·r, rounded first, as the
+//    CPU does, times fn): split into fixed slices of kSlice inputs; slice s of value i is one warp's
+//    lane-strided (lane l takes l, l+32, …) fma chain + warp_sum; the slices' partials are then
+//    added s-ascending by one thread. The split is a constant, so the order is a function of nD
+//    only; it spreads a decode row's 1.5 MB of fn (V4-Flash: 24 × 16384 f32) over rows × slices
+//    blocks instead of one block per row, which one SM streamed at a fraction of HBM speed;
+//  - Sinkhorn: one thread, in the CPU's order (f32 sums instead of the CPU's double ones), in registers;
 //  - the collapse / combine: per element, a fixed j-ascending fma chain.
 //
+//   hc_mix   grid (rows, slices)          block 256   partials [rows, M, slices]
 //   hc_pre   grid rows                    block 256   (n ≤ kMaxHc)
 //   hc_post  grid ceil(rows·D / 256)      block 256
-//   hc_head  grid out_rows                block 256
+//   hc_head  grid out_rows                block 256   (after hc_mix of its M = n values)
 #include "common.cuh"
 #include "ops.h"
 
@@ -41,54 +45,119 @@ __device__ void stream_mix(const float* Xt, int nD, float r, const float* fn, in
   }
 }
 
-__global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a) {
+constexpr int kSlice = 512;  // inputs per mix slice (a constant: the split never depends on rows)
+
+int slices_of(int nD) { return (nD + kSlice - 1) / kSlice; }
+
+// partial[t, i, s] = Σ over slice s of (X·r)·fn[i] for the M values i, row t = rows_idx[blockIdx.x]
+// (or blockIdx.x), slice s = blockIdx.y. Every block recomputes the row's r (the same bits).
+__global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const int32_t* rows_idx, int nD, float eps,
+                                                        const float* fn, int M, float* partial) {
+  __shared__ float scratch[kWarps];
+  const int t = rows_idx ? rows_idx[blockIdx.x] : blockIdx.x, s = blockIdx.y, S = gridDim.y;
+  const float* Xt = X + static_cast<int64_t>(t) * nD;
+  const float r = stream_rms(Xt, nD, eps, scratch);
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int e0 = s * kSlice, e1 = min(nD, e0 + kSlice);
+  for (int i = warp; i < M; i += kWarps) {
+    const float* f = fn + static_cast<int64_t>(i) * nD;
+    float acc = 0.0f;
+    for (int e = e0 + lane; e < e1; e += kWarp) acc = __fmaf_rn(Xt[e] * r, f[e], acc);
+    acc = warp_sum(acc);
+    if (lane == 0) partial[(static_cast<int64_t>(blockIdx.x) * M + i) * S + s] = acc;
+  }
+}
+
+// mix[i] from the slices' partials, s ascending (one thread per value).
+__device__ void gather_mix(const float* partial, int row, int M, int S, float* mix) {
+  for (int i = threadIdx.x; i < M; i += kBlock) {
+    const float* p = partial + (static_cast<int64_t>(row) * M + i) * S;
+    float acc = 0.0f;
+    for (int s = 0; s < S; ++s) acc = acc + p[s];
+    mix[i] = acc;
+  }
+}
+
+__global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float* partial, int S) {
   __shared__ float scratch[kWarps];
   __shared__ float mix[kMaxMix];
   __shared__ float pre[kMaxHc];
-  __shared__ float C[kMaxHc * kMaxHc];
   const int t = blockIdx.x, n = a.n, D = a.D, nD = n * D, M = (2 + n) * n;
   const float* Xt = a.X + static_cast<int64_t>(t) * nD;
-  const float r = stream_rms(Xt, nD, a.norm_eps, scratch);
-  stream_mix(Xt, nD, r, a.fn, M, mix);
+  if (partial) {
+    gather_mix(partial, t, M, S, mix);
+  } else {  // single-block path (hc_split off): one warp per value over all nD inputs
+    const float r = stream_rms(Xt, nD, a.norm_eps, scratch);
+    stream_mix(Xt, nD, r, a.fn, M, mix);
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
+    // One thread, in the CPU's order; the matrix lives in registers (fully unrolled over kMaxHc
+    // with j, k < n guards, so no run-time index): the 20 Sinkhorn iterations are a chain of
+    // dependent divisions, which through shared memory took ~50 µs per call on an H200. The same
+    // operations in the same order (no contraction: --fmad=false), so the same bits.
     const float eps = a.hc_eps;
     for (int j = 0; j < n; ++j) {
       pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + eps;
       a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
     }
-    for (int j = 0; j < n; ++j) {  // row softmax of the mixing logits, then + eps
-      float* row = C + j * n;
-      float mx = -INFINITY;
-      for (int k = 0; k < n; ++k) {
-        row[k] = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
-        mx = fmaxf(mx, row[k]);
+    float R[kMaxHc][kMaxHc];
+#pragma unroll
+    for (int j = 0; j < kMaxHc; ++j) {  // row softmax of the mixing logits, then + eps
+      if (j < n) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < kMaxHc; ++k)
+          if (k < n) {
+            R[j][k] = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
+            mx = fmaxf(mx, R[j][k]);
+          }
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < kMaxHc; ++k)
+          if (k < n) {
+            R[j][k] = expf(R[j][k] - mx);
+            s += R[j][k];
+          }
+#pragma unroll
+        for (int k = 0; k < kMaxHc; ++k)
+          if (k < n) R[j][k] = R[j][k] / s + eps;
       }
-      float s = 0.0f;
-      for (int k = 0; k < n; ++k) {
-        row[k] = expf(row[k] - mx);
-        s += row[k];
-      }
-      for (int k = 0; k < n; ++k) row[k] = row[k] / s + eps;
     }
     for (int it = 0; it < a.iters; ++it) {  // column norm; then (rows, columns) iters-1 times
       if (it > 0) {
-        for (int j = 0; j < n; ++j) {
+#pragma unroll
+        for (int j = 0; j < kMaxHc; ++j)
+          if (j < n) {
+            float s = 0.0f;
+#pragma unroll
+            for (int k = 0; k < kMaxHc; ++k)
+              if (k < n) s += R[j][k];
+            const float div = s + eps;
+#pragma unroll
+            for (int k = 0; k < kMaxHc; ++k)
+              if (k < n) R[j][k] /= div;
+          }
+      }
+#pragma unroll
+      for (int k = 0; k < kMaxHc; ++k)
+        if (k < n) {
           float s = 0.0f;
-          for (int k = 0; k < n; ++k) s += C[j * n + k];
+#pragma unroll
+          for (int j = 0; j < kMaxHc; ++j)
+            if (j < n) s += R[j][k];
           const float div = s + eps;
-          for (int k = 0; k < n; ++k) C[j * n + k] /= div;
+#pragma unroll
+          for (int j = 0; j < kMaxHc; ++j)
+            if (j < n) R[j][k] /= div;
         }
-      }
-      for (int k = 0; k < n; ++k) {
-        float s = 0.0f;
-        for (int j = 0; j < n; ++j) s += C[j * n + k];
-        const float div = s + eps;
-        for (int j = 0; j < n; ++j) C[j * n + k] /= div;
-      }
     }
     float* comb = a.comb + static_cast<int64_t>(t) * n * n;
-    for (int i = 0; i < n * n; ++i) comb[i] = C[i];
+#pragma unroll
+    for (int j = 0; j < kMaxHc; ++j)
+#pragma unroll
+      for (int k = 0; k < kMaxHc; ++k)
+        if (j < n && k < n) comb[j * n + k] = R[j][k];
   }
   __syncthreads();
   float* xt = a.x + static_cast<int64_t>(t) * D;
@@ -122,13 +191,18 @@ __global__ void hc_post_kernel(float* X, const float* y, const float* post, cons
 
 __global__ void __launch_bounds__(kBlock) hc_head_kernel(const float* X, const int32_t* rows_idx, int n, int D,
                                                          const float* fn, const float* base, const float* scale,
-                                                         float norm_eps, float hc_eps, float* h) {
+                                                         float norm_eps, float hc_eps, float* h, const float* partial,
+                                                         int S) {
   __shared__ float scratch[kWarps];
   __shared__ float mix[kMaxHc];
   const int out_row = blockIdx.x, nD = n * D;
   const float* Xt = X + static_cast<int64_t>(rows_idx[out_row]) * nD;
-  const float r = stream_rms(Xt, nD, norm_eps, scratch);
-  stream_mix(Xt, nD, r, fn, n, mix);
+  if (partial) {
+    gather_mix(partial, out_row, n, S, mix);
+  } else {
+    const float r = stream_rms(Xt, nD, norm_eps, scratch);
+    stream_mix(Xt, nD, r, fn, n, mix);
+  }
   __syncthreads();
   if (threadIdx.x < n) mix[threadIdx.x] = sigmoid_f(mix[threadIdx.x] * scale[0] + base[threadIdx.x]) + hc_eps;
   __syncthreads();
@@ -147,12 +221,22 @@ int elementwise_blocks(int64_t total) {
 
 }  // namespace
 
+size_t hc_mix_scratch(int rows, int n, int D) {
+  return static_cast<size_t>(rows) * (2 + n) * n * slices_of(n * D);
+}
+
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
   if (!a.X || !a.fn || !a.base || !a.scale || !a.x || !a.post || !a.comb || a.rows < 0 || a.n < 1 || a.n > kMaxHc ||
-      a.D <= 0 || a.iters < 1)
+      a.D <= 0 || a.iters < 1 || a.rows > 65535 * 1024)
     return cudaErrorInvalidValue;
-  hc_pre_kernel<<<a.rows, kBlock, 0, stream>>>(a);
+  const int nD = a.n * a.D, M = (2 + a.n) * a.n, S = slices_of(nD);
+  if (a.partial) {
+    hc_mix_kernel<<<dim3(a.rows, S), kBlock, 0, stream>>>(a.X, nullptr, nD, a.norm_eps, a.fn, M, a.partial);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  hc_pre_kernel<<<a.rows, kBlock, 0, stream>>>(a, a.partial, S);
   return cudaGetLastError();
 }
 
@@ -165,12 +249,18 @@ cudaError_t hc_post(float* X, const float* y, const float* post, const float* co
 }
 
 cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n, int D, const float* fn,
-                    const float* base, const float* scale, float norm_eps, float hc_eps, float* h,
+                    const float* base, const float* scale, float norm_eps, float hc_eps, float* h, float* partial,
                     cudaStream_t stream) {
   if (out_rows == 0) return cudaSuccess;
   if (!X || !rows_idx || !fn || !base || !scale || !h || out_rows < 0 || n < 1 || n > kMaxHc || D <= 0)
     return cudaErrorInvalidValue;
-  hc_head_kernel<<<out_rows, kBlock, 0, stream>>>(X, rows_idx, n, D, fn, base, scale, norm_eps, hc_eps, h);
+  const int S = slices_of(n * D);
+  if (partial) {
+    hc_mix_kernel<<<dim3(out_rows, S), kBlock, 0, stream>>>(X, rows_idx, n * D, norm_eps, fn, n, partial);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  hc_head_kernel<<<out_rows, kBlock, 0, stream>>>(X, rows_idx, n, D, fn, base, scale, norm_eps, hc_eps, h, partial, S);
   return cudaGetLastError();
 }
 

@@ -1,4 +1,4 @@
-// MoE (architecture note §3.8) on the GPU: the router, the fused experts and the combine.
+// MoE (docs/architecture.md §3.8) on the GPU: the router, the fused experts and the combine.
 //
 // route            grid rows, block 256, dynamic smem 2·E floats
 //   scores (sqrtsoftplus / sigmoid / softmax) in f32; hash rows take tid2eid[token] as stored,

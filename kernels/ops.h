@@ -104,14 +104,18 @@ struct HcPreArgs {
   float* x = nullptr;
   float* post = nullptr;
   float* comb = nullptr;
+  // [hc_mix_scratch(rows, n, D)] floats: the mix computed by rows × slices blocks (mhc.cu); null:
+  // one block per row computes it (the single-block order, kept for MEMRA_CUDA_HC_SPLIT=0).
+  float* partial = nullptr;
 };
+size_t hc_mix_scratch(int rows, int n, int D);
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream);
 // X[t,k,:] = post[t,k]·y[t,:] + Σ_j comb[t,j,k]·X[t,j,:]  in place.
 cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,
                     cudaStream_t stream);
 // hc head for the rows listed in `rows_idx` [out_rows]: h [out_rows, D] = Σ_j pre_j X[row, j, :].
 cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n, int D, const float* fn,
-                    const float* base, const float* scale, float norm_eps, float hc_eps, float* h,
+                    const float* base, const float* scale, float norm_eps, float hc_eps, float* h, float* partial,
                     cudaStream_t stream);
 
 // ---- embedding (embed_head.cu) ----------------------------------------------------------------

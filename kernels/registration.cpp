@@ -1,6 +1,6 @@
 // libmemra_cuda.so's C entry points (backend_registry.h): the versioned registration that
-// make_backend() asks for, the device list for `memra devices` (cuda_loader.cpp), and the MoE path
-// switch `memra gate fused-moe` uses. Nothing here lets an exception cross the C boundary.
+// make_backend() asks for, the device list for `memra devices` (cuda_loader.cpp), and the device
+// ceilings `memra bench` measures. Nothing here lets an exception cross the C boundary.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -11,6 +11,10 @@
 #include "core/error.h"
 #include "cuda_backend.h"
 #include "engine/backend_registry.h"
+
+namespace memra::cuda {
+void measure_device_rates(int device, size_t pinned_bytes, double out[4]);  // device_rates.cu
+}
 
 namespace {
 
@@ -61,20 +65,14 @@ int memra_cuda_device_describe(int index, char* buf, int buf_size) {
   return 0;
 }
 
-// Selects the MoE path of a backend made by this library: 0 fused (default), 1 per-expert.
-// Returns 0, or 1 with a one-line reason in error.
-int memra_cuda_set_moe_path(const memra::Backend* backend, int path, char* error, size_t error_size) {
-  const auto* cuda = dynamic_cast<const memra::cuda::CudaBackend*>(backend);
-  if (!cuda) {
-    write_error(error, error_size, "the backend is not a CUDA backend", "run with --backend cuda");
-    return 1;
-  }
-  if (path != 0 && path != 1) {
-    write_error(error, error_size, "unknown MoE path " + std::to_string(path), "");
-    return 1;
-  }
+// The ceilings of device `index`, measured now (`memra bench`; device_rates.cu): out[0] device copy
+// bandwidth (GB/s, bytes read + written), out[1] dense bf16 tensor-core rate (TFLOP/s), out[2] and
+// out[3] pinned D2H and H2D bandwidth (GB/s) for `pinned_bytes` (0: not measured). Returns 0, or 1
+// with a one-line reason in error.
+int memra_cuda_device_rates(int index, size_t pinned_bytes, double* out, char* error, size_t error_size) {
   try {
-    cuda->set_moe_path(path == 0 ? memra::cuda::MoePath::kFused : memra::cuda::MoePath::kPerExpert);
+    out[0] = out[1] = out[2] = out[3] = 0.0;
+    memra::cuda::measure_device_rates(index, pinned_bytes, out);
   } catch (const std::exception& e) {
     write_error(error, error_size, e.what(), "");
     return 1;

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <limits>
 
 #include "core/error.h"
@@ -18,6 +20,12 @@ namespace memra::cuda {
 namespace {
 
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
+
+// cuda-fast rounds of at least this many rows run the MoE as per-expert cuBLAS GEMMs.
+constexpr int kFastPerExpertRows = 128;
+// Buckets of the visible compressed entries (upload_plan).
+constexpr int kCsaBucket = 1024;
+constexpr int kHcaBucket = 256;
 
 Scoring scoring_of(const std::string& s) {
   if (s == "sigmoid") return Scoring::kSigmoid;
@@ -66,6 +74,38 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
     if (st != CUBLAS_STATUS_SUCCESS) check_text(cublasGetStatusString(st), "cublasCreate");
   }
   max_keys_ = attention_max_keys(static_cast<int>(cfg_.head_dim), device_);
+  const char* t = std::getenv("MEMRA_CUDA_TIME_LINEARS");
+  time_linears_ = t && std::string(t) == "1";
+  const char* h = std::getenv("MEMRA_CUDA_HC_SPLIT");
+  hc_split_ = !(h && std::string(h) == "0");
+}
+
+void Shard::time_begin() {
+  const size_t i = 2 * timing_flop_.size();
+  while (timing_events_.size() < i + 2) {
+    cudaEvent_t e;
+    check(cudaEventCreate(&e), "cudaEventCreate (linear timing)");
+    timing_events_.push_back(e);
+  }
+  check(cudaEventRecord(timing_events_[i], stream_), "cudaEventRecord (linear timing)");
+}
+
+void Shard::time_end(double flop) {
+  check(cudaEventRecord(timing_events_[2 * timing_flop_.size() + 1], stream_), "cudaEventRecord (linear timing)");
+  timing_flop_.push_back(flop);
+}
+
+void Shard::collect_linear_timing(double* ms, double* flop) {
+  DeviceGuard guard(device_);
+  check(cudaStreamSynchronize(stream_), "stream synchronisation");
+  *ms = *flop = 0;
+  for (size_t p = 0; p < timing_flop_.size(); ++p) {
+    float t = 0;
+    check(cudaEventElapsedTime(&t, timing_events_[2 * p], timing_events_[2 * p + 1]), "cudaEventElapsedTime (linear timing)");
+    *ms += t;
+    *flop += timing_flop_[p];
+  }
+  timing_flop_.clear();
 }
 
 Shard::~Shard() {
@@ -74,6 +114,7 @@ Shard::~Shard() {
   cudaSetDevice(device_);
   if (stream_) cudaStreamSynchronize(stream_);
   if (cublas_) cublasDestroy(cublas_);
+  for (cudaEvent_t e : timing_events_) cudaEventDestroy(e);
   if (stream_) cudaStreamDestroy(stream_);
   if (prev >= 0) cudaSetDevice(prev);
 }
@@ -83,11 +124,51 @@ void Shard::sync() const {
   check(cudaStreamSynchronize(stream_), "stream synchronisation");
 }
 
+std::vector<uint64_t> Shard::launch_signature() const {
+  std::vector<uint64_t> sig = {static_cast<uint64_t>(plan_.rows()), static_cast<uint64_t>(plan_.seq_count()),
+                               plan_.logit_rows.size(), plan_.closings_csa.size(), plan_.closings_hca.size(),
+                               static_cast<uint64_t>(csa_bucket_), static_cast<uint64_t>(hca_bucket_),
+                               static_cast<uint64_t>(moe_path_ == MoePath::kFused), static_cast<uint64_t>(hc_split_),
+                               reinterpret_cast<uint64_t>(plan_dev_.get()), reinterpret_cast<uint64_t>(conv_.get()),
+                               reinterpret_cast<uint64_t>(hc_partial_.get())};
+  for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
+                        &scores_, &rlogits_, &ew_, &margin_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &hh_, &logits_})
+    sig.push_back(reinterpret_cast<uint64_t>(f->get()));
+  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_}) sig.push_back(reinterpret_cast<uint64_t>(i->get()));
+  return sig;
+}
+
+size_t Shard::scratch_bytes() const {
+  size_t b = plan_dev_.bytes() + conv_.bytes() + hc_partial_.bytes();
+  for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
+                        &scores_, &rlogits_, &ew_, &margin_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &xg_, &eg_, &eu_, &eh_,
+                        &eoe_, &hh_, &logits_})
+    b += f->bytes();
+  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &order_}) b += i->bytes();
+  return b;
+}
+
 void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables) {
   DeviceGuard guard(device_);
   check(cudaStreamSynchronize(stream_), "stream synchronisation");  // the staging buffer is free again
   plan_ = plan;
   for (int s = 0; s < plan_.seq_count(); ++s) plan_.seqs[s].layers = tables[s];
+  // Launch shapes depend on a few bucketed sizes only, so that one captured decode step replays
+  // for thousands of positions (cuda_backend.cpp, graphs): closings padded to their bound
+  // (Σ T/m + 1; a padding entry has seq −1 and its block returns), the visible CSA entries rounded
+  // up to kCsaBucket (the indexer's grid and score stride; scores past a row's limit are never
+  // written nor read) and the visible HCA entries to kHcaBucket (attention's shared memory).
+  // None of this changes a value.
+  auto pad = [&](std::vector<Closing>& cl, int64_t m) {
+    if (m <= 0) return;
+    size_t cap = 0;
+    for (const SeqDesc& sd : plan_.seqs) cap += static_cast<size_t>(sd.T / m + 1);
+    cl.resize(std::max(cap, cl.size()), Closing{-1, -1});
+  };
+  pad(plan_.closings_csa, cfg_.csa_rate);
+  pad(plan_.closings_hca, cfg_.hca_rate);
+  csa_bucket_ = (plan_.max_visible_csa + kCsaBucket - 1) / kCsaBucket * kCsaBucket;
+  hca_bucket_ = (plan_.max_visible_hca + kHcaBucket - 1) / kHcaBucket * kHcaBucket;
   const size_t R = static_cast<size_t>(plan_.rows());
   // One block: tokens | row_pos | row_seq | seqs | csa | hca | logit rows.
   const size_t sizes[] = {R * 4, R * 4, R * 4, plan_.seqs.size() * sizeof(SeqDesc), plan_.closings_csa.size() * sizeof(Closing),
@@ -133,7 +214,7 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   isc_.ensure(dv, R * 2 * std::max<size_t>(di, 1), "indexer compressor scores");
   qi_.ensure(dv, R * Hi * std::max<size_t>(di, 1), "indexer queries");
   wi_.ensure(dv, R * std::max<size_t>(Hi, 1), "indexer weights");
-  scores_.ensure(dv, R * std::max<size_t>(plan_.max_visible_csa, 1), "indexer scores");
+  scores_.ensure(dv, R * std::max<size_t>(csa_bucket_, 1), "indexer scores");
   selected_.ensure(dv, R * std::max<size_t>(K, 1), "indexer selection");
   rlogits_.ensure(dv, R * E, "router logits");
   eid_.ensure(dv, R * k, "router experts");
@@ -150,6 +231,7 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   sh_.ensure(dv, R * I, "shared expert hidden");
   sy_.ensure(dv, R * D, "shared expert output");
   const size_t Tl = std::max<size_t>(plan_.logit_rows.size(), 1);
+  hc_partial_.ensure(dv, hc_mix_scratch(static_cast<int>(std::max(R, Tl)), static_cast<int>(n), static_cast<int>(D)), "hc mix partials");
   hh_.ensure(dv, Tl * D, "head rows");
   logits_.ensure(dv, Tl * V, "logits");
   if (fast_) {
@@ -170,6 +252,7 @@ void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int row
   a.rows = rows;
   a.in = static_cast<int>(w.cols);
   a.out = static_cast<int>(w.rows);
+  if (time_linears_) time_begin();
   if (fast_) {
     const size_t need = linear_fast_scratch(a);
     void* conv = need ? conv_.ensure(device_, need, "bf16 activations") : nullptr;
@@ -178,6 +261,7 @@ void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int row
   } else {
     check_launch(linear_exact(a, stream_), what);
   }
+  if (time_linears_) time_end(2.0 * rows * static_cast<double>(a.in) * a.out);
 }
 
 void Shard::norm(float* x, int64_t stride, int rows, int segs, int width, const float* weight, const float* inv_freq,
@@ -218,6 +302,7 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   hp.x = x_.get();
   hp.post = post_.get();
   hp.comb = comb_.get();
+  hp.partial = hc_split_ ? hc_partial_.get() : nullptr;
 
   hp.fn = w.hc_attn_fn, hp.base = w.hc_attn_base, hp.scale = w.hc_attn_scale;
   check_launch(hc_pre(hp, stream_), "hc_pre (attention)");
@@ -309,8 +394,8 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     ia.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(di)));
     ia.weight_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Hi)));
     ia.scores = scores_.get();
-    ia.score_stride = std::max(plan_.max_visible_csa, 1);
-    ia.max_visible = plan_.max_visible_csa;
+    ia.score_stride = std::max(csa_bucket_, 1);
+    ia.max_visible = csa_bucket_;  // the grid; each row stops at its own (pos + 1)/m
     check_launch(indexer_scores(ia, stream_), "indexer_scores");
     check_launch(topk_rows(scores_.get(), ia.score_stride, R, 0, d_row_pos_, static_cast<int>(w.m), K, selected_.get(), stream_),
                  "topk_rows (indexer)");
@@ -351,6 +436,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   aa.inv_freq = w.inv_freq;
   aa.half = half;
   aa.max_keys = W + (w.kind == LayerKind::kCSA ? K : w.kind == LayerKind::kHCA ? plan_.max_visible_hca : 0);
+  if (aa.max_keys <= max_keys_ && w.kind == LayerKind::kHCA) aa.max_keys = std::min(max_keys_, W + hca_bucket_);
   if (aa.max_keys > max_keys_)
     throw Error("layer " + std::to_string(l) + " attends to up to " + std::to_string(aa.max_keys) +
                     " keys per query, more than the " + std::to_string(max_keys_) +
@@ -376,6 +462,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   la.x_gstride = gin;
   la.w_gstride = static_cast<int64_t>(Ro) * gin;
   la.y_gstride = Ro;
+  if (time_linears_) time_begin();
   if (fast_) {
     const size_t need = linear_fast_scratch(la);
     void* conv = need ? conv_.ensure(device_, need, "bf16 activations") : nullptr;
@@ -383,6 +470,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   } else {
     check_launch(linear_exact(la, stream_), "linear_exact (wo_a, grouped)");
   }
+  if (time_linears_) time_end(2.0 * R * static_cast<double>(gin) * Ro * G);
   linear(w.wo_b, z_.get(), static_cast<int64_t>(G) * Ro, R, y, D, "linear_exact (wo_b)");
 }
 
@@ -448,7 +536,10 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
   ra.ew = ew_.get();
   ra.margin = margin_.get();
   check_launch(route(ra, stream_), "route");
-  if (moe_path_ == MoePath::kFused) {
+  // cuda-fast on a large round (a prefill): one cuBLAS GEMM per touched expert on the gathered
+  // rows (tensor cores); the fused kernels' f32 dots are for decode-sized rounds and the exact path.
+  const bool fused = moe_path_ == MoePath::kFused && !(fast_ && R >= kFastPerExpertRows);
+  if (fused) {
     ExpertsArgs ea;
     ea.x = x;
     ea.rows = R;
@@ -493,7 +584,7 @@ const float* Shard::head(const DevEnds& ends) {
   if (Tl == 0) return logits_.get();
   check_launch(hc_head(X_.get(), d_logit_rows_, Tl, static_cast<int>(cfg_.hc_mult), D, ends.hc_head_fn, ends.hc_head_base,
                        ends.hc_head_scale, static_cast<float>(cfg_.rms_norm_eps), static_cast<float>(cfg_.hc_eps),
-                       hh_.get(), stream_),
+                       hh_.get(), hc_split_ ? hc_partial_.get() : nullptr, stream_),
                "hc_head");
   norm(hh_.get(), D, Tl, 1, D, ends.final_norm, nullptr, "norm_rope (final norm)");
   linear(ends.head, hh_.get(), D, Tl, logits_.get(), cfg_.vocab_size, "linear_exact (LM head)");

@@ -76,9 +76,20 @@ class Shard {
               const char* what);
 
   void sync() const;
+  // Device bytes of this shard's scratch (activations of the largest round so far, plan, MoE).
+  size_t scratch_bytes() const;
+  // Everything a captured round's launches depend on besides the plan's device contents: the
+  // round's bucketed shape and the scratch addresses. Equal signatures replay one CUDA graph.
+  std::vector<uint64_t> launch_signature() const;
+  float* logits() const { return logits_.get(); }  // [logit rows, V] after head()
+  // With MEMRA_CUDA_TIME_LINEARS=1 every linear is bracketed by events: the time and FLOPs
+  // (2·rows·in·out) of the linears since the last call (synchronises the stream).
+  void collect_linear_timing(double* ms, double* flop);
 
  private:
   void per_expert(const DevLayer& w, const float* x);
+  void time_begin();
+  void time_end(double flop);
   void norm(float* x, int64_t stride, int rows, int segs, int width, const float* weight, const float* inv_freq,
             const char* what);
 
@@ -89,6 +100,12 @@ class Shard {
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   int max_keys_ = 0;
+  bool time_linears_ = false;
+  int csa_bucket_ = 0, hca_bucket_ = 0;  // visible compressed entries, rounded up (upload_plan)
+  bool hc_split_ = true;  // MEMRA_CUDA_HC_SPLIT=0: the mHC mix in one block per row (bench A/B)
+  Scratch<float> hc_partial_;
+  std::vector<cudaEvent_t> timing_events_;  // pairs, reused
+  std::vector<double> timing_flop_;        // per pair in use
 
   RoundPlan plan_;
   PinnedBuffer plan_host_;

@@ -1,4 +1,4 @@
-// Top-k per row with ties to the lower index (architecture note §10), for the lightning indexer.
+// Top-k per row with ties to the lower index (docs/architecture.md §5), for the lightning indexer.
 // Exact by construction, no floating-point arithmetic: scores map to order-preserving u32 keys
 // (−0 folded onto +0); a 4-pass radix select (8 bits a pass, shared-memory histogram with integer
 // atomics, whose result does not depend on their order) finds the k-th largest key τ and how many

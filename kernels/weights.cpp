@@ -30,6 +30,13 @@ const float* DeviceUploader::f32(const float* values, size_t n, const std::strin
   return buffers_.back().as<float>();
 }
 
+void* DeviceUploader::alloc(size_t bytes, const std::string& what) {
+  DeviceBuffer buf(device_, bytes, what.c_str());
+  bytes_ += buf.bytes();
+  buffers_.push_back(std::move(buf));
+  return buffers_.back().get();
+}
+
 const int32_t* DeviceUploader::i32(const std::vector<int64_t>& values, const std::string& what) {
   std::vector<int32_t> v(values.size());
   for (size_t i = 0; i < v.size(); ++i) {

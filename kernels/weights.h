@@ -72,6 +72,8 @@ class DeviceUploader {
   // anything else f32). Several tensors of one shape may be stacked into one matrix.
   DevMatrix matrix(const std::vector<const float*>& values, int64_t rows, int64_t cols, DType stored,
                    const std::string& what);
+  // Uninitialised device memory kept with the uploads (synthetic weights fill it on the device).
+  void* alloc(size_t bytes, const std::string& what);
   size_t bytes() const { return bytes_; }
 
  private:

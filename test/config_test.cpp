@@ -188,6 +188,12 @@ TEST_CASE("loader config: bad fields are errors naming the field", "[cpu][loader
   require_bad(with("hc_mult", 0), "hc_mult");
   require_bad(with("index_topk", 0), "index_topk");
   require_bad(with("scoring_func", "relu"), "scoring_func");
+  // Refused at load (not at forward): softmax scoring has no oracle, the model has one shared expert.
+  require_bad(with("scoring_func", "softmax"), "scoring_func");
+  require_error([&] { ModelConfig::parse(with("scoring_func", "softmax")); }, {"'softmax' is refused", "transformers"});
+  require_bad(with("n_shared_experts", 0), "n_shared_experts");
+  require_error([&] { ModelConfig::parse(with("n_shared_experts", 0)); }, {"n_shared_experts = 0 is refused"});
+  require_bad(with("n_shared_experts", 2), "n_shared_experts");
   require_bad(with("norm_topk_prob", "yes"), "norm_topk_prob");
   require_bad(with("model_type", "llama"), "model_type");
   {

@@ -124,7 +124,7 @@ TEST_CASE("argmax breaks ties by the lower index", "[cpu][engine]") {
   CHECK(argmax(row) == 1);
 }
 
-TEST_CASE("YaRN inverse frequencies match the architecture note's check values", "[cpu][rope]") {
+TEST_CASE("YaRN inverse frequencies match docs/architecture.md's check values", "[cpu][rope]") {
   RopeParams p;
   p.type = "yarn";
   p.theta = 160000;

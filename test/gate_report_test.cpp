@@ -1,4 +1,4 @@
-// Gate results as text, JSON and HTML: the one-line form the seeds print, the memra.report/1 JSON
+// Gate results as text, JSON and HTML: the one-line form (docs/reports.md), the memra.report/1 JSON
 // shape (figures typed, series summarised, verdicts combined), exit codes, HTML escaping, and a
 // self-contained page (one <svg> per series, no network resource). The [report-page] case writes
 // $MEMRA_BUILD/test-report.html for shell.report_render to validate and screenshot.
@@ -87,7 +87,7 @@ std::string build_dir() {
 
 }  // namespace
 
-TEST_CASE("a gate prints one line the way the seeds do", "[cpu][gate]") {
+TEST_CASE("a gate prints one result line (docs/reports.md)", "[cpu][gate]") {
   SECTION("PASS: name, verdict, figures in order, no evidence") {
     CHECK(passing_gate().line() == "[restore-roundtrip] PASS prompt=160 chunk_widths=1,64 capacity=192=>384 max_abs=0 logits_bits=true");
   }

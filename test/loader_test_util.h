@@ -3,7 +3,6 @@
 #pragma once
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -44,11 +43,9 @@ inline std::string read_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// The starter fixtures live next to the repository (MEMRA_SOURCE_DIR/../shared/fixtures), or in
-// $MEMRA_STARTER_FIXTURES (a git worktree elsewhere).
+// The starter fixtures: test/fixtures/NAME inside the repository (test/fixtures/README.md).
 inline std::string fixture(const std::string& name) {
-  const char* env = std::getenv("MEMRA_STARTER_FIXTURES");
-  fs::path p = env && *env ? fs::path(env) / name : fs::path(MEMRA_SOURCE_DIR) / ".." / "shared" / "fixtures" / name;
+  fs::path p = fs::path(MEMRA_SOURCE_DIR) / "test" / "fixtures" / name;
   INFO("fixture folder " << p.string() << " is missing: the loader tests need the starter fixtures");
   REQUIRE(fs::is_directory(p));
   return p.string();
@@ -89,6 +86,8 @@ inline nlohmann::json to_upstream(nlohmann::json hf, const std::vector<int>& rat
     nlohmann::json flat = {{"type", "yarn"}, {"factor", compress["factor"]},
                  {"original_max_position_embeddings", compress["original_max_position_embeddings"]}};
     hf["rope_scaling"] = flat;
+  } else {
+    hf["rope_scaling"] = nullptr;  // stated: no YaRN (a missing rope_scaling is refused)
   }
   return hf;
 }

@@ -21,7 +21,7 @@ using namespace memra;
 namespace {
 
 std::string fixture(const std::string& name) {
-  return (std::filesystem::path(MEMRA_SOURCE_DIR) / ".." / "shared" / "fixtures" / name).string();
+  return (std::filesystem::path(MEMRA_SOURCE_DIR) / "test" / "fixtures" / name).string();
 }
 
 const Model& tiny_a() {

@@ -8,9 +8,13 @@ build="${BUILD_DIR:-$root/build}"
 sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
 
 if [[ "${MEMRA_SKIP_APT:-0}" != 1 ]]; then
+  # libsodium-dev: keyed BLAKE2b tags of state files; clang + libclang-rt-dev: the sanitizer build
+  # (ASan/UBSan tests, the ASan CLI and the libFuzzer targets); pkg-config + libpcre2-dev: the
+  # tokenizer; chromium zsh fish man-db: report rendering, completion and install (man -M) tests.
   pkgs=(build-essential cmake ninja-build ccache git python3 python3-venv libcli11-dev nlohmann-json3-dev libxxhash-dev catch2
-        pkg-config libpcre2-dev  # the tokenizer's Unicode-property regexes
-        chromium zsh fish)  # the last three: report rendering and completion tests
+        libsodium-dev clang libclang-rt-dev
+        pkg-config libpcre2-dev
+        chromium zsh fish man-db)
   missing=()
   for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   if [[ ${#missing[@]} -gt 0 ]]; then

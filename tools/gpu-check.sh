@@ -17,8 +17,8 @@
 #              restore, cpu<->cuda state exchange, two GPUs == one GPU, cuda-fast vs cpu
 #   gates      memra gate all --backend cuda (restore, chunk, semantics, parity, fused-moe) on
 #              models/tiny and models/tiny-bf16, one GPU and --devices 0,1 when two are present
-#   bandwidth  snapshot/restore of a ≥ 1 GiB state vs pinned-copy bandwidth
-#   sanitizer  compute-sanitizer memcheck (ops, backend) and racecheck (ops), --quick inputs
+#   bandwidth  snapshot/restore of a ≥ 1 GiB state of V4-Flash's layout vs pinned-copy bandwidth
+#   sanitizer  compute-sanitizer memcheck and racecheck (ops, backend), --quick inputs
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0): memra does not use NCCL, the variable guards anyway.
 set -uo pipefail
 
@@ -34,6 +34,9 @@ if [[ "${1:-}" == "--pack" ]]; then
   mkdir -p build-gpu-pack/bin build-gpu-pack/deps/include build-gpu-pack/deps/share/cmake build-gpu-pack/deps/lib/cmake
   cp build-cuda/memra build-cuda/libmemra_cuda.so build-cuda/test/memra_cuda_test build-gpu-pack/bin/
   strip --strip-debug build-gpu-pack/bin/*
+  # memra_core links PCRE2 (the tokenizer): carry the library in case the GPU image lacks it
+  pcre=$(ldd build-cuda/memra | awk '/libpcre2-8/ {print $3}')
+  [[ -n "$pcre" ]] && cp -L "$pcre" build-gpu-pack/bin/
   cp -r /usr/include/CLI /usr/include/nlohmann /usr/include/catch2 /usr/include/xxhash.h build-gpu-pack/deps/include/
   cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json build-gpu-pack/deps/share/cmake/
   cp -r /usr/lib/cmake/Catch2 build-gpu-pack/deps/lib/cmake/
@@ -134,7 +137,7 @@ seed=$(date +%s)
 run "host logic (no GPU needed)" ops.txt 60 "$ctest_bin" host models/tiny models/tiny-bf16
 (( gpus == 0 )) && no_gpu=1  # nothing below can run
 # one process per op group: a sticky CUDA fault in one group cannot hide the others
-for group in linear norm mhc topk compressor attention moe; do
+for group in linear norm mhc topk compressor attention moe synthetic; do
   run "ops $group (seed $seed)" ops.txt 60 "$ctest_bin" ops --only "$group" --seed "$seed"
 done
 for model in models/tiny models/tiny-bf16; do
@@ -151,7 +154,7 @@ for model in models/tiny models/tiny-bf16; do
   fi
 done
 (( gpus >= 2 )) || note "gates --devices 0,1" SKIP "$gpus GPU visible"
-run "bandwidth (>= 1 GiB state)" bandwidth.txt 90 "$ctest_bin" bandwidth models/tiny --gib 1.0
+run "bandwidth (>= 1 GiB V4-Flash state)" bandwidth.txt 90 "$ctest_bin" bandwidth v4-flash --gib 1.0
 
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [[ "$runtime" == gvisor ]]; then
@@ -162,6 +165,8 @@ elif [[ -x "$sanitizer" ]]; then
   run "racecheck ops --quick" sanitizer.txt 100 "$sanitizer" --tool racecheck --error-exitcode 9 --print-limit 30 \
     "$ctest_bin" ops --quick --seed "$seed"
   run "memcheck backend tiny --quick" sanitizer.txt 100 "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 30 \
+    "$ctest_bin" backend models/tiny --quick
+  run "racecheck backend tiny --quick" sanitizer.txt 100 "$sanitizer" --tool racecheck --error-exitcode 9 --print-limit 30 \
     "$ctest_bin" backend models/tiny --quick
 else
   note "compute-sanitizer" SKIP "not installed"

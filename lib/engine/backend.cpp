@@ -2,6 +2,9 @@
 // check (backend.h).
 #include "engine/backend.h"
 
+#include <cstdlib>
+#include <cstring>
+#include <new>
 
 #include "core/error.h"
 
@@ -29,10 +32,79 @@ void State::attach(std::unique_ptr<StateComponent> c) {
   components_.push_back(std::move(c));
 }
 
-std::vector<ClassLayout> State::layout() const {
+void StateComponent::export_stream(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk) const {
+  const std::vector<CacheClass> classes = export_classes(pos);
+  size_t offset = 0;
+  for (const auto& c : classes) {
+    if (offset + c.bytes.size() > size)
+      throw Error("export buffer of " + std::to_string(size) + " bytes is too small for state component " + name());
+    std::memcpy(dst + offset, c.bytes.data(), c.bytes.size());
+    if (on_chunk) on_chunk(offset, c.bytes.size());
+    offset += c.bytes.size();
+  }
+}
+
+void StateComponent::import_stream(int64_t pos, const uint8_t* src, size_t size) {
+  std::vector<CacheClass> classes;
+  size_t offset = 0;
+  for (ClassLayout& l : layout(pos)) {
+    const size_t n = l.nbytes();
+    if (offset + n > size)
+      throw Error("import buffer of " + std::to_string(size) + " bytes is too small for state component " + name());
+    classes.emplace_back(std::move(l), std::vector<uint8_t>(src + offset, src + offset + n));
+    offset += n;
+  }
+  import_classes(pos, classes);
+}
+
+HostBuffer Backend::host_buffer(size_t bytes) const {
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+  if (!p) throw std::bad_alloc();
+  return HostBuffer(static_cast<uint8_t*>(p), bytes, [](uint8_t* q) { std::free(q); });
+}
+
+void State::export_stream(uint8_t* dst, size_t size, const ChunkFn& on_chunk) const {
+  size_t offset = 0;
+  for (const auto& c : components_) {
+    size_t n = 0;
+    for (const auto& l : c->layout(position_)) n += l.nbytes();
+    if (offset + n > size) throw Error("export buffer of " + std::to_string(size) + " bytes is too small for the state");
+    const size_t base = offset;
+    c->export_stream(position_, dst + base, n, [&](size_t at, size_t bytes) {
+      if (on_chunk) on_chunk(base + at, bytes);
+    });
+    offset += n;
+  }
+}
+
+void State::import_stream(int64_t pos, const uint8_t* src, size_t size) {
+  if (pos < 0) throw negative("state position " + std::to_string(pos) + " is negative");
+  if (pos > capacity_)
+    throw negative("capacity " + std::to_string(capacity_) + " is smaller than the state's position " +
+                       std::to_string(pos),
+                   "restore with a capacity of at least " + std::to_string(pos));
+  size_t offset = 0;
+  for (const auto& c : components_) {
+    size_t n = 0;
+    for (const auto& l : c->layout(pos)) n += l.nbytes();
+    if (offset + n > size) throw negative("the state's bytes end before component " + c->name() + "'s classes");
+    try {
+      c->import_stream(pos, src + offset, n);
+    } catch (const Error& e) {
+      throw negative("state component " + c->name() + ": " + e.what(), e.hint());
+    }
+    offset += n;
+  }
+  if (offset != size)
+    throw negative("the state's bytes hold " + std::to_string(size) + " bytes, its classes at position " +
+                   std::to_string(pos) + " " + std::to_string(offset));
+  position_ = pos;
+}
+
+std::vector<ClassLayout> State::layout(int64_t pos) const {
   std::vector<ClassLayout> out;
   for (const auto& c : components_) {
-    auto part = c->layout(position_);
+    auto part = c->layout(pos);
     out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
   }
   return out;

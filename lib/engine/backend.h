@@ -9,6 +9,7 @@
 // component carries the component's prefix, except the trunk's, which keep their v1.0 names.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -37,6 +38,40 @@ struct ForwardTrace {
   std::map<std::string, std::vector<int64_t>> shapes;
 };
 
+// Host memory that a backend's device copies to and from at full speed: pinned on a CUDA backend,
+// plain (64-byte aligned) otherwise. Made by Backend::host_buffer, owned by the caller.
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  HostBuffer(uint8_t* data, size_t size, std::function<void(uint8_t*)> release)
+      : data_(data), size_(size), release_(std::move(release)) {}
+  ~HostBuffer() { reset(); }
+  HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
+  HostBuffer& operator=(HostBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      data_ = o.data_, size_ = o.size_, release_ = std::move(o.release_);
+      o.data_ = nullptr, o.size_ = 0;
+    }
+    return *this;
+  }
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void reset() {
+    if (data_ && release_) release_(data_);
+    data_ = nullptr, size_ = 0;
+  }
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::function<void(uint8_t*)> release_;
+};
+
+// A streamed export reports each range [offset, offset + bytes) of the destination once it holds
+// its final bytes. Ranges of one class arrive in order; ranges of different classes in any order.
+using ChunkFn = std::function<void(size_t offset, size_t bytes)>;
+
 // One named part of a sequence's state, living where its backend lives.
 class StateComponent {
  public:
@@ -50,6 +85,16 @@ class StateComponent {
   // Replaces its contents with `classes`, which must be exactly layout(pos) (throws Error naming
   // the first disagreement).
   virtual void import_classes(int64_t pos, const std::vector<CacheClass>& classes) = 0;
+
+  // The fast path of snapshots and restores: the live classes at `pos`, laid end to end in
+  // layout(pos) order, streamed into `dst` (size ≥ their bytes; pinned memory from
+  // Backend::host_buffer copies at full speed) with on_chunk called as each range lands, so the
+  // caller can hash classes while later ranges are still in flight. Bit-exact like export_classes.
+  // Default: export_classes() and one range per class.
+  virtual void export_stream(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk) const;
+  // The inverse: replaces its contents with the classes at `pos` laid end to end in `src`
+  // (export_stream's layout). Default: import_classes().
+  virtual void import_stream(int64_t pos, const uint8_t* src, size_t size);
 };
 
 // A saved point of a state to come back to: speculative decoding marks before verifying a block
@@ -70,9 +115,15 @@ class State {
   StateComponent* component(const std::string& name) const;  // null when absent
   void attach(std::unique_ptr<StateComponent> component);      // throws on a duplicate name
 
-  // Every component's classes at the current position, in component order.
-  std::vector<ClassLayout> layout() const;
+  // Every component's classes at the current position (or at `pos`), in component order.
+  std::vector<ClassLayout> layout() const { return layout(position_); }
+  std::vector<ClassLayout> layout(int64_t pos) const;
   std::vector<CacheClass> export_classes() const;
+  // Streamed forms (StateComponent::export_stream): every component's classes end to end in
+  // layout() order; import_stream checks capacity like import_classes and sets the position. The
+  // caller has checked that the bytes are layout(pos)'s (names, dtypes, shapes).
+  void export_stream(uint8_t* dst, size_t size, const ChunkFn& on_chunk) const;
+  void import_stream(int64_t pos, const uint8_t* src, size_t size);
   // Sets the position and imports each component's classes (selected by prefix). A class that no
   // component claims is refused by name; so is a missing one. Throws Error (negative, exit 1).
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes);
@@ -103,6 +154,18 @@ struct SequenceStep {
 struct BackendOptions {
   std::vector<int> devices;  // CUDA device indices (empty: device 0)
   int threads = 0;           // CPU worker threads (0: one per core)
+  // The official inference code's QAT simulations in the attention path (numerics/qat.h: FP8
+  // quant-dequant of window and compressed kv, Hadamard + FP4 of the indexer q/k). CPU realizations
+  // only; state files record it.
+  bool qat = false;
+  // CUDA: run every MoE layer through one linear per expert instead of the fused kernels
+  // (`memra gate fused-moe` compares the two paths by bits).
+  bool moe_per_expert = false;
+  // CUDA: weights made on the device from this seed instead of read from the model, which then
+  // needs only its config (Model::synthetic). `memra bench` runs DeepSeek-V4 geometries without a
+  // checkpoint this way; the values (kernels/synthetic_weights.cu, bench/transformers_bench.py)
+  // are reproducible on any machine. 0: the model's own weights.
+  uint64_t synthetic_seed = 0;
 };
 
 class Backend {
@@ -128,6 +191,14 @@ class Backend {
   virtual std::vector<float> last_logits(const State& state) const = 0;
   // Waits for outstanding device work (no-op on the CPU).
   virtual void sync() const {}
+  // Whether the QAT simulations are on (BackendOptions::qat); recorded in state files.
+  virtual bool qat() const { return false; }
+  // Host memory for State::export_stream / import_stream (HostBuffer). Default: plain memory.
+  virtual HostBuffer host_buffer(size_t bytes) const;
+  // Numbers for reports (memra bench): device bytes by purpose (weights_bytes, scratch_bytes) and,
+  // when the backend times its linears (MEMRA_CUDA_TIME_LINEARS=1), linear_ms and linear_flop
+  // accumulated since the last call. Empty on the CPU.
+  virtual std::map<std::string, double> device_report() const { return {}; }
 };
 
 // Checks a batch before a backend touches any state: states present and distinct, capacity for

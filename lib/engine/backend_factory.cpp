@@ -12,6 +12,9 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const Model& mode
   const RealizationInfo& r = realization(name);
   if (r.name == "cpu") return make_cpu_backend(model, options);
   if (r.name == "cpu-fast") return make_cpu_fast_backend(model, options);
+  if (options.qat)
+    throw Error("--qat is implemented on the CPU realizations only, not " + std::string(r.name),
+                "use --backend cpu or cpu-fast with --qat");
   // A device library: its versioned registration creates the backend.
   auto reg_fn = reinterpret_cast<BackendRegistrationFn>(cuda_symbol(kBackendRegistrationSymbol));
   const BackendRegistration* reg = reg_fn();

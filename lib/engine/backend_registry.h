@@ -15,7 +15,9 @@
 namespace memra {
 
 // Bump when Backend, State, StateComponent, SequenceStep, BackendOptions or this struct change.
-inline constexpr int kBackendApiVersion = 1;
+// 2: streamed export/import of state components, Backend::host_buffer and device_report,
+//    BackendOptions::moe_per_expert and synthetic_seed.
+inline constexpr int kBackendApiVersion = 2;
 
 struct BackendRegistration {
   int api_version;     // kBackendApiVersion the library was built with

@@ -7,9 +7,28 @@
 #include "engine/cpu_gemm.h"
 #include "engine/cpu_layer.h"
 #include "engine/cpu_ops.h"
+#include "engine/faults.h"
 #include "engine/rope.h"
+#include "numerics/qat.h"
 
 namespace memra::cpu {
+
+namespace {
+
+// The official code's QAT simulations (numerics/qat.h, Arithmetic::qat): a main kv row or entry
+// [d] has its non-RoPE dims FP8-quantised in blocks of 64; an indexer query head or key [di] is
+// Hadamard-rotated, then FP4-quantised in blocks of 32. Where d − r is not a multiple of 64 the
+// last block is shorter (the official kernels need whole blocks; memra's fixtures are smaller).
+void qat_entry(const ModelConfig& cfg, bool indexer, float* v, int64_t n) {
+  if (indexer) {
+    hadamard_transform(v, n);
+    fp4_quant_dequant(v, n, 32);
+  } else {
+    fp8_quant_dequant(v, n - cfg.qk_rope_head_dim, 64);
+  }
+}
+
+}  // namespace
 
 void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const CompressorWeights& cw, CompressorState& cs,
                    const std::vector<float>* inv_freq, int64_t pos0, int64_t T, const std::vector<float>& x) {
@@ -18,6 +37,7 @@ void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const Compresso
   ar.linear(x.data(), T, D, cw.wkv, cw_n, kv.data());  // f32 projections (an f32 island)
   ar.linear(x.data(), T, D, cw.wgate, cw_n, score.data());
   std::vector<float> entry(w), p(2 * m);
+  const int64_t shift = c == 2 && MEMRA_FAULT("csa_window_shift") ? 1 : 0;
   for (int64_t t = 0; t < T; ++t) {
     const int64_t pos = pos0 + t, slot = pos % m;
     float* pk = cs.pend_kv.data() + slot * cw_n;
@@ -26,10 +46,11 @@ void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const Compresso
       pk[i] = kv[t * cw_n + i];
       ps[i] = score[t * cw_n + i] + cw.ape[slot * cw_n + i];
     }
-    if ((pos + 1) % m != 0) continue;
+    if ((pos + 1 + shift) % m != 0) continue;
     // Close window e = (pos+1)/m - 1: softmax over rows, separately per channel (§3.5).
-    const int64_t e = (pos + 1) / m - 1;
-    const bool has_prev = c == 2 && e > 0;
+    const int64_t e = (pos + 1 + shift) / m - 1;
+    if (shift && (e + 1) * w > static_cast<int64_t>(cs.entries.size())) continue;
+    const bool has_prev = c == 2 && e > 0 && !(T == 1 && MEMRA_FAULT("carry_lost"));
     for (int64_t ch = 0; ch < w; ++ch) {
       // rows: [prev Ca rows (CSA)] + [current rows, Cb half for CSA]
       const int64_t rows = c * m;
@@ -56,6 +77,7 @@ void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const Compresso
     }
     cpu::rms_norm(entry.data(), w, cw.norm, cfg.rms_norm_eps);
     rope_rotate(entry.data(), w, *inv_freq, e * m);
+    if (ar.qat) qat_entry(cfg, cw.indexer, entry.data(), w);
     std::copy(entry.begin(), entry.end(), cs.entries.begin() + e * w);
     if (c == 2) {  // the Ca half of this window feeds the next entry
       for (int64_t j = 0; j < m; ++j)
@@ -72,8 +94,10 @@ std::vector<int64_t> topk_lower_index(const std::vector<float>& scores, int64_t 
   std::vector<int64_t> idx(scores.size());
   std::iota(idx.begin(), idx.end(), 0);
   k = std::min<int64_t>(k, static_cast<int64_t>(idx.size()));
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                    [&](int64_t a, int64_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
+  const bool higher = MEMRA_FAULT("tie_higher_index");
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int64_t a, int64_t b) {
+    return scores[a] > scores[b] || (scores[a] == scores[b] && (a < b) != higher);
+  });
   idx.resize(k);
   return idx;
 }
@@ -110,6 +134,7 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
     }
     cpu::rms_norm(kv.data() + t * d, d, lw.kv_norm, cfg.rms_norm_eps);
     rope_rotate(kv.data() + t * d, d, inv, pos0 + t);
+    if (ar.qat) qat_entry(cfg, false, kv.data() + t * d, d);
   }
 
   // Compressed entries for every window this chunk closes (query t sees only those with e < (t+1)/m).
@@ -127,7 +152,10 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
     std::vector<float> sel_trace(T * K, -1.0f), margin_trace(T);
     for (int64_t t = 0; t < T; ++t) {
       const int64_t visible = (pos0 + t + 1) / m;
-      for (int64_t h = 0; h < Hi; ++h) rope_rotate(qi.data() + (t * Hi + h) * di, di, inv, pos0 + t);
+      for (int64_t h = 0; h < Hi; ++h) {
+        rope_rotate(qi.data() + (t * Hi + h) * di, di, inv, pos0 + t);
+        if (ar.qat) qat_entry(cfg, true, qi.data() + (t * Hi + h) * di, di);
+      }
       std::vector<float> scores(visible);
       for (int64_t s = 0; s < visible; ++s) {
         const float* key = ls.indexer.entries.data() + s * di;
@@ -154,6 +182,7 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
   std::vector<float> o(T * Hd);
   std::vector<const float*> keys;
   std::vector<float> logit;
+  const bool sink_dropped = MEMRA_FAULT("sink_dropped"), inverse_rope = !MEMRA_FAULT("inverse_rope_skipped");
   for (int64_t t = 0; t < T; ++t) {
     const int64_t pos = pos0 + t;
     keys.clear();
@@ -173,7 +202,7 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
         logit[j] = (ar.fast ? dot_fast(qh, keys[j], d) : static_cast<float>(cpu::dot(qh, keys[j], d))) * scale;
         mx = std::max(mx, logit[j]);
       }
-      double denom = std::exp(lw.sink[h] - mx);
+      double denom = sink_dropped ? 0.0 : std::exp(lw.sink[h] - mx);
       for (int64_t j = 0; j < n_keys; ++j) {
         logit[j] = std::exp(logit[j] - mx);
         denom += logit[j];
@@ -193,7 +222,7 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
           oh[i] = static_cast<float>(acc);
         }
       }
-      rope_rotate(oh, d, inv, pos, -1.0f);  // undo the rotation V picked up (K = V)
+      if (inverse_rope) rope_rotate(oh, d, inv, pos, -1.0f);  // undo the rotation V picked up (K = V)
     }
   }
   // The window ring takes this chunk's rows only after every query has read the old ones.
@@ -206,7 +235,7 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
   for (int64_t g = 0; g < G; ++g) {
     for (int64_t t = 0; t < T; ++t)
       std::copy(o.begin() + t * Hd + g * group_in, o.begin() + t * Hd + (g + 1) * group_in, og.begin() + t * group_in);
-    ar.linear(og.data(), T, group_in, lw.wo_a + g * R * group_in, R, zg.data());
+    ar.linear(og.data(), T, group_in, lw.wo_a.rows_from(g * R, group_in), R, zg.data());
     for (int64_t t = 0; t < T; ++t) std::copy(zg.begin() + t * R, zg.begin() + (t + 1) * R, z.begin() + t * G * R + g * R);
   }
   out.assign(T * D, 0.0f);

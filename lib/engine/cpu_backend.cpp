@@ -4,6 +4,7 @@
 // `cpu-fast` (blocked f32 GEMMs, bf16 storage between ops). Both run the shared layer loop
 // (cpu_forward.cpp) with their own arithmetic, and keep the trunk state in the host layout of
 // decode_state.h (cpu_state.h).
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -35,10 +36,13 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(const Model& model, const RealizationInfo& realization, const cpu::Arithmetic& arithmetic)
-      : cfg_(model.config()), realization_(realization), arithmetic_(arithmetic), weights_(model) {}
+  CpuBackend(const Model& model, const RealizationInfo& realization, const cpu::Arithmetic& arithmetic, bool qat)
+      : cfg_(model.config()), realization_(realization), arithmetic_(arithmetic), weights_(model) {
+    arithmetic_.qat = qat;
+  }
 
   const RealizationInfo& realization() const override { return realization_; }
+  bool qat() const override { return arithmetic_.qat; }
   const ModelConfig& config() const override { return cfg_; }
   std::unique_ptr<State> new_state(int64_t capacity) const override {
     return std::make_unique<CpuState>(cfg_, capacity);
@@ -66,18 +70,28 @@ class CpuBackend final : public Backend {
  private:
   const ModelConfig& cfg_;
   const RealizationInfo& realization_;
-  const cpu::Arithmetic& arithmetic_;
+  cpu::Arithmetic arithmetic_;
   cpu::ModelWeights weights_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(const Model& model, const BackendOptions&) {
-  return std::make_unique<CpuBackend>(model, realization("cpu"), cpu::exact_arithmetic());
+// QAT's Hadamard transform needs a power-of-two indexer head dim (DeepSeek-V4's is 128).
+static bool check_qat(const Model& model, const BackendOptions& options) {
+  const int64_t di = model.config().index_head_dim;
+  const bool csa = std::count(model.config().layer_types.begin(), model.config().layer_types.end(), LayerKind::kCSA) > 0;
+  if (options.qat && csa && (di < 1 || (di & (di - 1)) != 0))
+    throw Error("--qat: the indexer head dim " + std::to_string(di) + " is not a power of two (the Hadamard transform needs one)",
+                "run this model without --qat");
+  return options.qat;
 }
 
-std::unique_ptr<Backend> make_cpu_fast_backend(const Model& model, const BackendOptions&) {
-  return std::make_unique<CpuBackend>(model, realization("cpu-fast"), cpu::fast_arithmetic());
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, const BackendOptions& options) {
+  return std::make_unique<CpuBackend>(model, realization("cpu"), cpu::exact_arithmetic(), check_qat(model, options));
+}
+
+std::unique_ptr<Backend> make_cpu_fast_backend(const Model& model, const BackendOptions& options) {
+  return std::make_unique<CpuBackend>(model, realization("cpu-fast"), cpu::fast_arithmetic(), check_qat(model, options));
 }
 
 }  // namespace memra

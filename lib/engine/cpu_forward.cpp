@@ -27,10 +27,11 @@ void forward_batch(const Arithmetic& ar, const ModelConfig& cfg, const ModelWeig
   if (R == 0) return;
   ForwardTrace* trace = batch.size() == 1 ? batch[0].trace : nullptr;
 
-  std::vector<float> X(R * n * D);  // [R, n, D]
-  for (int64_t t = 0; t < R; ++t)
-    for (int64_t j = 0; j < n; ++j)
-      std::copy(w.embed + tokens[t] * D, w.embed + (tokens[t] + 1) * D, X.begin() + (t * n + j) * D);
+  std::vector<float> X(R * n * D), erow(D);  // [R, n, D]; erow [D]: a decoded embedding row
+  for (int64_t t = 0; t < R; ++t) {
+    const float* e = w.embed.row(tokens[t], D, erow.data());
+    for (int64_t j = 0; j < n; ++j) std::copy(e, e + D, X.begin() + (t * n + j) * D);
+  }
 
   std::vector<float> x, post, comb, y(R * D), xs, ys;
   for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {

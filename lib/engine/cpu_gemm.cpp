@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "core/thread_pool.h"
 
@@ -41,7 +42,8 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
 }
 
 // 4 rows × 3 outputs: 12 accumulators + 3 weight vectors + 1 input vector = 16 ymm registers.
-__attribute__((target("avx2,fma"))) void tile_avx2(const float* x, int64_t in, const float* w, int64_t out,
+// wb: the weight rows o0 .. o1 (row o at wb + (o - o0)·in).
+__attribute__((target("avx2,fma"))) void tile_avx2(const float* x, int64_t in, const float* wb, int64_t out,
                                                    float* y, int64_t r0, int64_t r1, int64_t o0, int64_t o1) {
   int64_t r = r0;
   for (; r + 4 <= r1; r += 4) {
@@ -50,7 +52,7 @@ __attribute__((target("avx2,fma"))) void tile_avx2(const float* x, int64_t in, c
       __m256 acc[4][3];
       for (auto& row : acc)
         for (auto& a : row) a = _mm256_setzero_ps();
-      const float* w0 = w + o * in;
+      const float* w0 = wb + (o - o0) * in;
       const float* w1 = w0 + in;
       const float* w2 = w1 + in;
       int64_t k = 0;
@@ -67,22 +69,22 @@ __attribute__((target("avx2,fma"))) void tile_avx2(const float* x, int64_t in, c
         for (int j = 0; j < 3; ++j) {
           float s = hsum(acc[i][j]);
           const float* xr = x + (r + i) * in;
-          const float* wr = w + (o + j) * in;
+          const float* wr = wb + (o + j - o0) * in;
           for (int64_t kk = k; kk < in; ++kk) s += xr[kk] * wr[kk];
           y[(r + i) * out + o + j] = s;
         }
     }
     for (; o < o1; ++o)
-      for (int i = 0; i < 4; ++i) y[(r + i) * out + o] = dot_avx2(x + (r + i) * in, w + o * in, in);
+      for (int i = 0; i < 4; ++i) y[(r + i) * out + o] = dot_avx2(x + (r + i) * in, wb + (o - o0) * in, in);
   }
   for (; r < r1; ++r)
-    for (int64_t o = o0; o < o1; ++o) y[r * out + o] = dot_avx2(x + r * in, w + o * in, in);
+    for (int64_t o = o0; o < o1; ++o) y[r * out + o] = dot_avx2(x + r * in, wb + (o - o0) * in, in);
 }
 
-void tile_portable(const float* x, int64_t in, const float* w, int64_t out, float* y, int64_t r0, int64_t r1,
+void tile_portable(const float* x, int64_t in, const float* wb, int64_t out, float* y, int64_t r0, int64_t r1,
                    int64_t o0, int64_t o1) {
   for (int64_t r = r0; r < r1; ++r)
-    for (int64_t o = o0; o < o1; ++o) y[r * out + o] = dot8(x + r * in, w + o * in, in);
+    for (int64_t o = o0; o < o1; ++o) y[r * out + o] = dot8(x + r * in, wb + (o - o0) * in, in);
 }
 
 const bool kHaveAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -91,7 +93,7 @@ const bool kHaveAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports(
 
 float dot_fast(const float* a, const float* b, int64_t n) { return kHaveAvx2 ? dot_avx2(a, b, n) : dot8(a, b, n); }
 
-void gemm(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float* y) {
+void gemm(const float* x, int64_t rows, int64_t in, const Matrix& w, int64_t out, float* y) {
   // Blocks of 48 outputs (16 micro-tiles) × 64 rows keep a weight block in L1/L2 while rows stream.
   constexpr int64_t kOut = 48, kRows = 64;
   const int64_t out_blocks = (out + kOut - 1) / kOut;
@@ -99,12 +101,18 @@ void gemm(const float* x, int64_t rows, int64_t in, const float* w, int64_t out,
   parallel_for(
       out_blocks,
       [&](int64_t b0, int64_t b1) {
+        std::vector<float> scratch(w.f32 ? 0 : kOut * in);  // [kOut, in]: a packed block's rows, decoded
         for (int64_t b = b0; b < b1; ++b) {
           const int64_t o0 = b * kOut, o1 = std::min(out, o0 + kOut);
+          const float* wb = w.f32 ? w.f32 + o0 * in : nullptr;
+          if (!wb) {
+            for (int64_t o = o0; o < o1; ++o) w.row(o, in, scratch.data() + (o - o0) * in);
+            wb = scratch.data();
+          }
           for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
             const int64_t r1 = std::min(rows, r0 + kRows);
-            if (kHaveAvx2) tile_avx2(x, in, w, out, y, r0, r1, o0, o1);
-            else tile_portable(x, in, w, out, y, r0, r1, o0, o1);
+            if (kHaveAvx2) tile_avx2(x, in, wb, out, y, r0, r1, o0, o1);
+            else tile_portable(x, in, wb, out, y, r0, r1, o0, o1);
           }
         }
       },

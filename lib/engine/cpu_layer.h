@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/cpu_ops.h"
 #include "engine/decode_state.h"
 #include "model/config.h"
 
@@ -24,8 +25,9 @@ inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // double-accumulated products. `cpu-fast`: blocked f32 GEMMs over all rows, f32 attention dots and
 // sums, MoE grouped by expert. Both store f32 between ops (docs/bands.md says why not bf16).
 struct Arithmetic {
-  void (*linear)(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float* y);  // y = x·wᵀ
-  bool fast;  // f32 attention dots and sums, grouped MoE
+  void (*linear)(const float* x, int64_t rows, int64_t in, const Matrix& w, int64_t out, float* y);  // y = x·wᵀ
+  bool fast;         // f32 attention dots and sums, grouped MoE
+  bool qat = false;  // the official code's QAT simulations (numerics/qat.h; BackendOptions::qat)
 };
 const Arithmetic& exact_arithmetic();
 const Arithmetic& fast_arithmetic();
@@ -37,10 +39,11 @@ struct HcWeights {
 };
 
 struct CompressorWeights {
-  const float* wkv = nullptr;    // [c·w, D]
-  const float* wgate = nullptr;  // [c·w, D]
+  Matrix wkv;                    // [c·w, D]
+  Matrix wgate;                  // [c·w, D]
   const float* ape = nullptr;    // [m, c·w]
   const float* norm = nullptr;   // [w]
+  bool indexer = false;          // the indexer's keys (QAT: Hadamard + FP4), else main entries (FP8)
 };
 
 struct LayerWeights {
@@ -50,30 +53,31 @@ struct LayerWeights {
   HcWeights hc_attn, hc_ffn;
   const float* attn_norm;              // [D]
   const float* ffn_norm;               // [D]
-  const float* wq_a;                   // [q_l, D]
+  Matrix wq_a;                         // [q_l, D]
   const float* q_norm;                 // [q_l]
-  const float* wq_b;                   // [H·d, q_l]
-  const float* wkv;                    // [d, D]
+  Matrix wq_b;                         // [H·d, q_l]
+  Matrix wkv;                          // [d, D]
   const float* kv_norm;                // [d]
   const float* sink;                   // [H]
-  const float* wo_a;                   // [G·R, H·d/G]
-  const float* wo_b;                   // [D, G·R]
+  Matrix wo_a;                         // [G·R, H·d/G]
+  Matrix wo_b;                         // [D, G·R]
   CompressorWeights compressor;        // CSA/HCA
   CompressorWeights indexer;           // CSA
-  const float* idx_wq_b = nullptr;     // [Hi·di, q_l]
-  const float* idx_weights = nullptr;  // [Hi, D]
+  Matrix idx_wq_b;                     // [Hi·di, q_l]
+  Matrix idx_weights;                  // [Hi, D]
   MlpKind mlp;
-  const float* gate;                     // [E, D]
+  Matrix gate;                           // [E, D]
   const float* gate_bias = nullptr;      // [E] (learned)
   const int64_t* tid2eid = nullptr;      // [V, k] (hash)
-  std::vector<const float*> w1, w2, w3;  // per expert: [I, D], [D, I], [I, D]
-  const float* shared_w1;
-  const float* shared_w2;
-  const float* shared_w3;
+  std::vector<Matrix> w1, w2, w3;        // per expert: [I, D], [D, I], [I, D]
+  Matrix shared_w1;
+  Matrix shared_w2;
+  Matrix shared_w3;
 };
 
-// Every weight of the model bound as f32 pointers (names from model/tensor_names.h). Not movable:
-// layers point at the RoPE tables it owns.
+// Every weight of the model (names from model/tensor_names.h): matrices as Matrix (F32 in place,
+// other formats packed and decoded per row), vectors and the hc matrices as f32 pointers
+// (Model::f32: small). Not movable: layers point at the RoPE tables it owns.
 struct ModelWeights {
   explicit ModelWeights(const Model& model);
   ModelWeights(const ModelWeights&) = delete;
@@ -81,8 +85,8 @@ struct ModelWeights {
 
   std::vector<float> inv_main, inv_compress;  // RoPE inverse frequencies [r/2]: sliding, compressed layers
   std::vector<LayerWeights> layers;
-  const float* embed;       // [V, D]
-  const float* head;        // [V, D]
+  Matrix embed;             // [V, D]
+  Matrix head;              // [V, D]
   const float* final_norm;  // [D]
   HcWeights hc_head;        // fn [n, nD], base [n], scale [1]
 };
@@ -95,27 +99,29 @@ void hc_head(const ModelConfig& cfg, const ModelWeights& w, const float* X_t, fl
 void forward_batch(const Arithmetic& ar, const ModelConfig& cfg, const ModelWeights& w, std::span<const SequenceStep> batch,
                    const std::vector<DecodeState*>& states);
 
-// mHC (§3.2): collapses the n streams of X [T,n,D] into x [T,D]; writes post [T,n] and comb [T,n,n].
+// mHC (docs/architecture.md §3.2): collapses the n streams of X [T,n,D] into x [T,D]; writes post
+// [T,n] and comb [T,n,n].
 void hc_pre(const Arithmetic& ar, const ModelConfig& cfg, const std::vector<float>& X, int64_t T, const HcWeights& w,
             std::vector<float>& x, std::vector<float>& post, std::vector<float>& comb);
 // X'[t,k,:] = post[t,k]·y[t,:] + Σ_j comb[t,j,k]·X[t,j,:]  (the transposed combine)
 void hc_post(const ModelConfig& cfg, std::vector<float>& X, int64_t T, const std::vector<float>& y,
              const std::vector<float>& post, const std::vector<float>& comb);
 
-// Attention site (§3.4–3.7) for rows at positions pos0..pos0+T-1: reads and advances the layer's
+// Attention site (docs/architecture.md §3.4–3.7) for rows at positions pos0..pos0+T-1: reads and advances the layer's
 // window ring, compressors and indexer keys; out [T, D].
 void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, LayerState& ls,
                int64_t pos0, int64_t T, const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace);
-// Projects rows into the open window, closing entries at window ends (§3.5; appended to cs.entries).
+// Projects rows into the open window, closing entries at window ends (docs/architecture.md
+// §3.5; appended to cs.entries).
 void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const CompressorWeights& cw, CompressorState& cs,
                    const std::vector<float>* inv_freq, int64_t pos0, int64_t T, const std::vector<float>& x);
 
-// MoE site (§3.8): hash or learned routing, routed experts in ascending id order plus the shared
+// MoE site (docs/architecture.md §3.8): hash or learned routing, routed experts in ascending id order plus the shared
 // expert; out [T, D].
 void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, int64_t layer,
          std::span<const int32_t> tokens, const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace);
 
-// Top-k with ties broken by the lower index (architecture note §10); ids in selection order.
+// Top-k with ties broken by the lower index (docs/architecture.md §5); ids in selection order.
 std::vector<int64_t> topk_lower_index(const std::vector<float>& scores, int64_t k);
 // k-th largest minus (k+1)-th largest (inf when there is no (k+1)-th).
 float selection_margin(std::vector<float> scores, int64_t k);

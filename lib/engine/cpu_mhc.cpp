@@ -4,6 +4,7 @@
 
 #include "engine/cpu_layer.h"
 #include "engine/cpu_ops.h"
+#include "engine/faults.h"
 
 namespace memra::cpu {
 
@@ -57,7 +58,8 @@ void hc_pre(const Arithmetic& ar, const ModelConfig& cfg, const std::vector<floa
       }
     };
     normalize_columns();
-    for (int64_t it = 0; it + 1 < cfg.hc_sinkhorn_iters; ++it) {
+    const int64_t iters = cfg.hc_sinkhorn_iters - (MEMRA_FAULT("sinkhorn_short") ? 1 : 0);
+    for (int64_t it = 0; it + 1 < iters; ++it) {
       normalize_rows();
       normalize_columns();
     }
@@ -74,6 +76,7 @@ void hc_post(const ModelConfig& cfg, std::vector<float>& X, int64_t T, const std
              const std::vector<float>& post, const std::vector<float>& comb) {
   const int64_t n = cfg.hc_mult, D = cfg.hidden_size;
   std::vector<float> out(n * D);
+  const bool transposed = MEMRA_FAULT("mhc_transposed");
   for (int64_t t = 0; t < T; ++t) {
     float* Xt = X.data() + t * n * D;
     const float* C = comb.data() + t * n * n;
@@ -81,7 +84,7 @@ void hc_post(const ModelConfig& cfg, std::vector<float>& X, int64_t T, const std
     for (int64_t k = 0; k < n; ++k) {
       for (int64_t i = 0; i < D; ++i) {
         double s = 0.0;
-        for (int64_t j = 0; j < n; ++j) s += static_cast<double>(C[j * n + k]) * Xt[j * D + i];
+        for (int64_t j = 0; j < n; ++j) s += static_cast<double>(C[transposed ? k * n + j : j * n + k]) * Xt[j * D + i];
         out[k * D + i] = post[t * n + k] * yt[i] + static_cast<float>(s);
       }
     }

@@ -1,5 +1,6 @@
-// MoE on the CPU: sqrtsoftplus/sigmoid/softmax scoring, hash or learned (bias-selected) routing,
-// routed experts with the SwiGLU clamp in ascending id order, plus the shared expert.
+// MoE on the CPU: sqrtsoftplus or sigmoid scoring (softmax is refused at load, docs/architecture.md
+// §1), hash or learned (bias-selected) routing, routed experts with the SwiGLU clamp in ascending id
+// order, plus the shared expert.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,24 +8,25 @@
 
 #include "engine/cpu_layer.h"
 #include "engine/cpu_ops.h"
+#include "engine/faults.h"
 
 namespace memra::cpu {
 
-static void expert(const ModelConfig& cfg, const float* x, const float* w1, const float* w2, const float* w3,
+static void expert(const ModelConfig& cfg, const float* x, const Matrix& w1, const Matrix& w2, const Matrix& w3,
                    float* y) {
   const int64_t D = cfg.hidden_size, I = cfg.moe_intermediate_size;
   const float limit = static_cast<float>(cfg.swiglu_limit);
-  std::vector<float> h(I);
+  std::vector<float> h(I), scratch(std::max(D, I));  // scratch: one decoded weight row
   for (int64_t i = 0; i < I; ++i) {
-    float g = static_cast<float>(cpu::dot(x, w1 + i * D, D));
-    float u = static_cast<float>(cpu::dot(x, w3 + i * D, D));
+    float g = static_cast<float>(cpu::dot(x, w1.row(i, D, scratch.data()), D));
+    float u = static_cast<float>(cpu::dot(x, w3.row(i, D, scratch.data()), D));
     if (limit > 0) {
       g = std::min(g, limit);
       u = std::clamp(u, -limit, limit);
     }
     h[i] = cpu::silu(g) * u;
   }
-  for (int64_t o = 0; o < D; ++o) y[o] = static_cast<float>(cpu::dot(h.data(), w2 + o * I, I));
+  for (int64_t o = 0; o < D; ++o) y[o] = static_cast<float>(cpu::dot(h.data(), w2.row(o, I, scratch.data()), I));
 }
 
 // cpu-fast: every expert runs once over the rows routed to it (three GEMMs), the shared expert once
@@ -35,7 +37,7 @@ static void experts_grouped(const Arithmetic& ar, const ModelConfig& cfg, const 
   const int64_t T = static_cast<int64_t>(idx.size()), D = cfg.hidden_size, I = cfg.moe_intermediate_size;
   const int64_t E = cfg.n_routed_experts;
   const float limit = static_cast<float>(cfg.swiglu_limit);
-  auto ffn = [&](const float* xs, int64_t rows, const float* w1, const float* w2, const float* w3, std::vector<float>& ys) {
+  auto ffn = [&](const float* xs, int64_t rows, const Matrix& w1, const Matrix& w2, const Matrix& w3, std::vector<float>& ys) {
     std::vector<float> g(rows * I), u(rows * I);
     ar.linear(xs, rows, D, w1, I, g.data());
     ar.linear(xs, rows, D, w3, I, u.data());
@@ -78,6 +80,8 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
   std::vector<float> experts_trace(T * k), margin_trace(T, std::numeric_limits<float>::infinity());
   std::vector<float> routed(D), eo(D), shared(D);
   out.assign(T * D, 0.0f);
+  const int64_t row_off = MEMRA_FAULT("hash_row_off") ? 1 : 0;
+  const float scale = MEMRA_FAULT("route_scale_dropped") ? 1.0f : static_cast<float>(cfg.routed_scaling_factor);
   std::vector<std::vector<int64_t>> all_idx(T);
   std::vector<std::vector<float>> all_wts(T);
   for (int64_t t = 0; t < T; ++t) {
@@ -85,17 +89,12 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
     const float* lt = logits.data() + t * E;
     if (cfg.scoring_func == "sigmoid") {
       for (int64_t e = 0; e < E; ++e) score[e] = cpu::sigmoid(lt[e]);
-    } else if (cfg.scoring_func == "softmax") {
-      float mx = *std::max_element(lt, lt + E);
-      double s = 0.0;
-      for (int64_t e = 0; e < E; ++e) s += (score[e] = std::exp(lt[e] - mx));
-      for (int64_t e = 0; e < E; ++e) score[e] /= static_cast<float>(s);
     } else {  // sqrtsoftplus
       for (int64_t e = 0; e < E; ++e) score[e] = std::sqrt(cpu::softplus(lt[e]));
     }
     std::vector<int64_t> idx;
     if (lw.mlp == MlpKind::kHash) {
-      const int64_t* row = lw.tid2eid + static_cast<int64_t>(tokens[t]) * k;
+      const int64_t* row = lw.tid2eid + (static_cast<int64_t>(tokens[t]) + row_off) % cfg.vocab_size * k;
       idx.assign(row, row + k);
     } else {
       std::vector<float> sel(E);
@@ -106,7 +105,7 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
     std::vector<float> wts(k);
     float wsum = 0.0f;
     for (int64_t i = 0; i < k; ++i) wsum += (wts[i] = score[idx[i]]);
-    for (int64_t i = 0; i < k; ++i) wts[i] = wts[i] / (wsum + 1e-20f) * static_cast<float>(cfg.routed_scaling_factor);
+    for (int64_t i = 0; i < k; ++i) wts[i] = wts[i] / (wsum + 1e-20f) * scale;
     std::vector<int64_t> sorted_idx = idx;
     std::sort(sorted_idx.begin(), sorted_idx.end());
     for (int64_t i = 0; i < k; ++i) experts_trace[t * k + i] = static_cast<float>(sorted_idx[i]);

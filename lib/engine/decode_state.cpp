@@ -1,6 +1,6 @@
 // Decode state allocation and its packing into named cache classes (the live tensors that snapshots,
 // hashes and gates compare). One layout table (class_layout) drives both directions, so the names,
-// shapes and order of cache_classes(), expected_cache_classes() and decode_state_from_classes()
+// shapes and order of cache_classes(), trunk_layout() and decode_state_from_classes()
 // cannot drift apart.
 #include "engine/decode_state.h"
 
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/checked.h"
 #include "core/error.h"
 
 namespace memra {
@@ -95,14 +96,19 @@ CompressorState make_compressor(int64_t m, int64_t c, int64_t w, int64_t capacit
   s.ratio = m;
   s.overlap = c;
   s.width = w;
-  s.pend_kv.assign(static_cast<size_t>(m * c * w), 0.0f);
-  s.pend_score.assign(static_cast<size_t>(m * c * w), 0.0f);
+  // Sizes are checked: a wrapped product would allocate too little and be written past.
+  const size_t pend = elements_checked(product_checked({m, c, w}, "compressor window buffer"), sizeof(float),
+                                       "compressor window buffer");
+  const size_t entries = elements_checked(mul_checked(capacity / m, w, "decode state compressor entries"),
+                                          sizeof(float), "decode state compressor entries");
+  s.pend_kv.assign(pend, 0.0f);
+  s.pend_score.assign(pend, 0.0f);
   if (c == 2) {
     // Before the first window closes the previous-window rows are kv 0 and score -inf (§3.5).
     s.prev_kv.assign(static_cast<size_t>(m * w), 0.0f);
     s.prev_score.assign(static_cast<size_t>(m * w), -std::numeric_limits<float>::infinity());
   }
-  s.entries.assign(static_cast<size_t>((capacity / m) * w), 0.0f);
+  s.entries.assign(entries, 0.0f);
   return s;
 }
 
@@ -202,7 +208,9 @@ DecodeState make_decode_state(const ModelConfig& config, int64_t capacity) {
   state.layers.resize(static_cast<size_t>(config.num_hidden_layers));
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     LayerState& ls = state.layers[l];
-    ls.window.assign(static_cast<size_t>(config.sliding_window * d), 0.0f);  // [W, d]
+    ls.window.assign(elements_checked(mul_checked(config.sliding_window, d, "decode state window"), sizeof(float),
+                                      "decode state window"),
+                     0.0f);  // [W, d]
     const int64_t m = ratio_of(config, l);
     if (config.layer_types[l] == LayerKind::kCSA) {
       ls.compressor = make_compressor(m, 2, d, capacity);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/checked.h"
 #include "core/error.h"
 
 namespace memra {
@@ -12,7 +13,10 @@ void prefill(const Backend& backend, State& state, std::span<const int32_t> toke
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t V = backend.vocab_size();
   if (chunk <= 0) chunk = std::max<int64_t>(T, 1);
-  if (logits) logits->reserve(logits->size() + T * V);
+  if (logits)
+    logits->reserve(elements_checked(add_checked(static_cast<int64_t>(logits->size()), mul_checked(T, V, "prefill logits"),
+                                                 "prefill logits"),
+                                     sizeof(float), "prefill logits"));
   for (int64_t begin = 0; begin < T; begin += chunk) {
     const int64_t width = std::min(chunk, T - begin);
     SequenceStep step{&state, tokens.subspan(begin, width), nullptr, nullptr};
@@ -40,7 +44,7 @@ int32_t argmax(std::span<const float> row) {
 }
 
 std::vector<int32_t> generate_greedy(const Backend& backend, State& state, int64_t steps,
-                                     std::vector<float>* step_logits) {
+                                     std::vector<float>* step_logits, const std::function<void(int32_t)>& on_token) {
   std::vector<int32_t> out;
   if (steps <= 0) return out;
   std::vector<float> last = backend.last_logits(state);
@@ -49,6 +53,7 @@ std::vector<int32_t> generate_greedy(const Backend& backend, State& state, int64
   for (int64_t s = 0; s < steps; ++s) {
     const int32_t token = argmax(last);
     out.push_back(token);
+    if (on_token) on_token(token);
     last = decode_step(backend, state, token);
     if (step_logits) step_logits->insert(step_logits->end(), last.begin(), last.end());
   }

@@ -25,9 +25,11 @@ std::vector<float> decode_step(const Backend& backend, State& state, int32_t tok
 int32_t argmax(std::span<const float> row);
 
 // Greedy: `steps` times, picks argmax(last logits) and feeds it (so the position advances by steps).
-// Returns the picked tokens; optionally collects the logits each fed token produced [steps, V].
+// Returns the picked tokens; optionally collects the logits each fed token produced [steps, V];
+// on_token (when set) gets each token as soon as it is picked (streaming output).
 std::vector<int32_t> generate_greedy(const Backend& backend, State& state, int64_t steps,
-                                     std::vector<float>* step_logits = nullptr);
+                                     std::vector<float>* step_logits = nullptr,
+                                     const std::function<void(int32_t)>& on_token = {});
 
 // A new state of `capacity` holding `classes` at `pos` (all components of the backend's states, plus
 // those `attach` adds to the empty state first, e.g. a drafter); throws Error naming the first class

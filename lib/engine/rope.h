@@ -1,4 +1,4 @@
-// RoPE tables (architecture note §3.3): interleaved pairs on the last r dims of a head, plain θ on
+// RoPE tables (docs/architecture.md §3.3): interleaved pairs on the last r dims of a head, plain θ on
 // sliding layers and θ' + YaRN (no mscale) on compressed layers. Computed in f32 exactly as
 // transformers does (powf, f32 ramp), so angles agree bit for bit with the oracle.
 #pragma once

@@ -1,6 +1,7 @@
 // State classes: typed host views and comparisons (state_class.h).
 #include "engine/state_class.h"
 
+#include "core/checked.h"
 #include "core/error.h"
 
 namespace memra {
@@ -9,9 +10,13 @@ uint64_t ClassLayout::numel() const {
   uint64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw Error("class " + name + " has a negative dimension");
-    n *= static_cast<uint64_t>(d);
+    n = mul_checked(n, static_cast<uint64_t>(d), "class " + name);
   }
   return n;
+}
+
+size_t ClassLayout::nbytes() const {
+  return mul_checked(numel(), static_cast<uint64_t>(dtype_size(dtype)), "class " + name);
 }
 
 CacheClass CacheClass::f32(std::string name, std::vector<int64_t> shape, std::span<const float> values) {

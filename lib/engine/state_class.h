@@ -18,8 +18,8 @@ struct ClassLayout {
   DType dtype = DType::kF32;  // F32, BF16, I32 or I64
   std::vector<int64_t> shape;
 
-  uint64_t numel() const;
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  uint64_t numel() const;  // Error when the product overflows
+  size_t nbytes() const;   // Error when numel × dtype size overflows
 };
 
 struct CacheClass : ClassLayout {

@@ -1,6 +1,7 @@
 // Guarded JSON parsing: size cap, UTF-8 check, depth cap and duplicate keys before/while nlohmann parses.
 #include "format/json_guard.h"
 
+#include <cstdio>
 #include <set>
 #include <vector>
 
@@ -104,13 +105,28 @@ nlohmann::json parse_json_guarded(std::string_view text, const std::string& what
   return out;
 }
 
-std::string printable(std::string_view name) {
+std::string printable(std::string_view text, size_t max_bytes) {
   std::string out;
-  for (size_t i = 0; i < name.size() && i < 200; ++i) {
-    unsigned char c = static_cast<unsigned char>(name[i]);
-    out.push_back(c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c));
+  size_t i = 0;
+  while (i < text.size() && out.size() < max_bytes) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    size_t len = 1;
+    if (c >= 0x80) {  // keep a valid UTF-8 sequence whole, escape anything else byte by byte
+      size_t bad = 0;
+      len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+      if (len == 0 || i + len > text.size() || !valid_utf8(text.substr(i, len), &bad)) len = 0;
+    }
+    if (c < 0x20 || c == 0x7f || len == 0) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+    } else {
+      out.append(text.substr(i, len));
+      i += len;
+    }
   }
-  if (name.size() > 200) out += "...";
+  if (i < text.size()) out += "...";
   return out;
 }
 

@@ -19,9 +19,10 @@ bool valid_utf8(std::string_view text, size_t* bad_offset = nullptr);
 nlohmann::json parse_json_guarded(std::string_view text, const std::string& what, bool reject_duplicate_keys = true,
                                   size_t max_bytes = 100u << 20, int max_depth = 64);
 
-// A name taken from a file, made safe for a one-line message: control bytes become '?', and
-// more than 200 bytes are cut with "...".
-std::string printable(std::string_view name);
+// Text taken from a file or a command line, made safe for a one-line message: control bytes (ESC,
+// NUL, newlines, DEL) and bytes that are not valid UTF-8 become \xNN, and what is past max_bytes
+// of output is cut with "...". Every memra error message goes through it (cli/main.cpp).
+std::string printable(std::string_view text, size_t max_bytes = 200);
 
 // Reads a JSON file (at most max_bytes) through parse_json_guarded.
 nlohmann::json read_json_file(const std::string& path, size_t max_bytes = 64u << 20);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "format/json_guard.h"
@@ -113,7 +114,7 @@ class DictParser {
       if (peek() < '0' || peek() > '9') fail("header shape is not a tuple of non-negative integers");
       uint64_t v = 0;
       while (peek() >= '0' && peek() <= '9') {
-        if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, static_cast<uint64_t>(peek() - '0'), &v) ||
+        if (!mul_fits(v, 10u, &v) || !add_fits(v, static_cast<uint64_t>(peek() - '0'), &v) ||
             v > kMaxNpyElements)
           fail("header shape entry is too large");
         ++i_;
@@ -137,7 +138,7 @@ std::string serialize_npy_f32(const float* data, const std::vector<int64_t>& sha
   uint64_t numel = 1;
   std::string dims;
   for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxNpyElements)
+    if (d < 0 || !mul_fits(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxNpyElements)
       throw Error("npy: invalid shape for an f32 array");
     dims += std::to_string(d) + ", ";
   }
@@ -163,7 +164,8 @@ std::string serialize_npy_f32(const float* data, const std::vector<int64_t>& sha
   }
   out += dict;
   size_t header_end = out.size();
-  out.resize(header_end + numel * 4);
+  out.resize(elements_checked(static_cast<int64_t>(add_checked(header_end, mul_checked(numel, uint64_t{4}, "npy data"), "npy file")),
+                              1, "npy file"));
   for (uint64_t i = 0; i < numel; ++i) {  // little-endian regardless of host
     uint32_t bits;
     std::memcpy(&bits, data + i, 4);
@@ -176,7 +178,7 @@ void write_npy_f32(const std::string& path, const float* data, const std::vector
   write_file_atomic(path, serialize_npy_f32(data, shape));
 }
 
-NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& what) {
+NpyHeader parse_npy_header(const uint8_t* bytes, size_t size, const std::string& what) {
   const std::string hint = "the file is not a valid .npy file";
   if (size < 10 || std::memcmp(bytes, "\x93NUMPY", 6) != 0) throw Error(what + " is not a .npy file (bad magic)", hint);
   uint8_t major = bytes[6];
@@ -200,24 +202,35 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& what) {
   for (char c : header)
     if (static_cast<unsigned char>(c) >= 0x80 || c == '\0') throw Error(what + " .npy header is not ASCII", hint);
 
-  NpyArray a;
+  NpyHeader h;
   bool fortran = false;
-  DictParser(header, what).parse(&a.descr, &fortran, &a.shape);
-  size_t item = descr_size(a.descr);
-  if (item == 0)
-    throw Error(what + " has unsupported dtype '" + printable(a.descr) + "' (expected <f4, <f8, <i4, <i8, |i1 or |u1)", hint);
-  if (fortran && a.shape.size() > 1) throw Error(what + " is stored in Fortran order; save it C-contiguous", hint);
+  DictParser(header, what).parse(&h.descr, &fortran, &h.shape);
+  h.item_size = descr_size(h.descr);
+  if (h.item_size == 0)
+    throw Error(what + " has unsupported dtype '" + printable(h.descr) + "' (expected <f4, <f8, <i4, <i8, |i1 or |u1)", hint);
+  if (fortran && h.shape.size() > 1) throw Error(what + " is stored in Fortran order; save it C-contiguous", hint);
   uint64_t numel = 1;
-  for (int64_t d : a.shape)
-    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxNpyElements)
+  for (int64_t d : h.shape)
+    if (!mul_fits(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxNpyElements)
       throw Error(what + " shape product overflows", hint);
-  a.numel = numel;
-  uint64_t data_size = size - prefix - header_len;
-  if (data_size != numel * item)
+  h.numel = numel;
+  h.data_offset = prefix + header_len;
+  h.data_bytes = mul_checked(numel, static_cast<uint64_t>(h.item_size), what + " data size");
+  return h;
+}
+
+NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& what) {
+  const NpyHeader h = parse_npy_header(bytes, size, what);
+  const uint64_t data_size = size - h.data_offset;
+  if (data_size != h.data_bytes)
     throw Error(what + " holds " + std::to_string(data_size) + " data bytes but its shape and dtype need " +
-                    std::to_string(numel * item),
-                hint);
-  a.data.assign(bytes + prefix + header_len, bytes + size);
+                    std::to_string(h.data_bytes),
+                "the file is not a valid .npy file");
+  NpyArray a;
+  a.descr = h.descr;
+  a.shape = h.shape;
+  a.numel = h.numel;
+  a.data.assign(bytes + h.data_offset, bytes + size);
   return a;
 }
 

@@ -21,6 +21,18 @@ struct NpyArray {
   std::vector<uint8_t> data;   // numel * item size bytes, little-endian
 };
 
+// The preamble and header dict of a .npy file (`size` bytes may stop anywhere after the header):
+// checked like parse_npy() does, without looking at the data.
+struct NpyHeader {
+  std::string descr;
+  std::vector<int64_t> shape;
+  uint64_t numel = 0;
+  size_t item_size = 0;
+  uint64_t data_offset = 0;  // bytes before the data
+  uint64_t data_bytes = 0;   // numel · item_size
+};
+NpyHeader parse_npy_header(const uint8_t* bytes, size_t size, const std::string& what);
+
 // Parses a whole .npy file held in memory. Accepts descr <f4 <f8 <i4 <i8 (and |i1 |u1), C order
 // (or Fortran order for 0-D/1-D); anything else is an Error naming `what`.
 NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& what);

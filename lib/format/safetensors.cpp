@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "format/json_guard.h"
 
@@ -104,10 +105,49 @@ bool parse_dtype(std::string_view name, DType* out) {
   return false;
 }
 
-SafetensorsFile SafetensorsFile::open(const std::string& path) { return parse(InputBytes::open(path)); }
+SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  auto stream = StdinReader::open_stream(path);
+  if (!stream) return parse(InputBytes::open(path));
+  return parse(read_stream(*stream, path == "-" ? "stdin" : path, stdin_limit()));
+}
+
+InputBytes SafetensorsFile::read_stream(StdinReader& in, const std::string& name, uint64_t max_bytes) {
+  // Header first: the length (8 bytes), then the JSON it announces, then only the data the JSON
+  // describes. A bad length, a bad header or a data section larger than max_bytes fails before any
+  // more is read, so `cat /dev/zero | memra snapshot -` stops after 8 bytes.
+  std::vector<uint8_t> bytes;
+  auto done = [&] { return InputBytes::from_buffer(name, std::move(bytes)); };
+  if (in.read(bytes, 8) < 8) return done();
+  const uint64_t header_len = read_u64_le(bytes.data());
+  if (header_len < 2 || header_len > kMaxHeaderBytes) return done();  // parse() names the problem
+  if (in.read(bytes, static_cast<size_t>(header_len)) < header_len) return done();
+  uint64_t data_end = 0;
+  try {
+    std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), header_len);
+    const nlohmann::json header = parse_json_guarded(text, name + ": header", true);
+    if (header.is_object())
+      for (auto it = header.begin(); it != header.end(); ++it) {
+        if (it.key() == "__metadata__" || !it->is_object() || !it->contains("data_offsets")) continue;
+        const nlohmann::json& off = (*it)["data_offsets"];
+        uint64_t end = 0;
+        if (off.is_array() && off.size() == 2 && json_u64(off[1], &end)) data_end = std::max(data_end, end);
+      }
+  } catch (const Error&) {
+    return done();  // parse() reports the header's problem
+  }
+  if (data_end > max_bytes)
+    throw Error(name + ": the header describes " + std::to_string(data_end) + " bytes of data, more than the " +
+                    std::to_string(max_bytes) + " memra buffers from a stream",
+                "write it to a file and pass the path (files are mapped, not buffered), or raise --max-memory");
+  in.read(bytes, static_cast<size_t>(data_end));
+  // One byte past the described data tells a reader that needs an exact end (state files) that
+  // there is more; plain safetensors readers ignore trailing bytes.
+  if (!in.at_end()) in.read(bytes, 1);
+  return done();
+}
 
 SafetensorsFile SafetensorsFile::parse(InputBytes bytes) {
-  const std::string where = bytes.path().empty() ? std::string("safetensors input") : bytes.path();
+  const std::string where = bytes.path().empty() ? std::string("safetensors input") : bytes.path() == "-" ? std::string("stdin") : bytes.path();
   const std::string hint = "the file is not a valid safetensors file; re-export or re-download it";
   const size_t size = bytes.size();
   if (size < 8)
@@ -165,7 +205,7 @@ SafetensorsFile SafetensorsFile::parse(InputBytes bytes) {
       if (!json_u64(d, &v) || v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         throw Error(tw + " has a shape entry that is not a non-negative integer", hint);
       uint64_t next;
-      if (__builtin_mul_overflow(numel, v, &next) || next > kMaxElements)
+      if (!mul_fits(numel, v, &next) || next > kMaxElements)
         throw Error(tw + " shape product overflows (more than " + std::to_string(kMaxElements) + " elements)", hint);
       numel = next;
       t.shape.push_back(static_cast<int64_t>(v));
@@ -181,9 +221,10 @@ SafetensorsFile SafetensorsFile::parse(InputBytes bytes) {
                       "] are out of range (data section is " + std::to_string(data_size) + " bytes)",
                   hint);
     const uint64_t nbytes = end - begin;
-    if (nbytes != numel * dtype_size(t.dtype))  // numel ≤ 2^40, size ≤ 8: no overflow
+    const uint64_t need = mul_checked(numel, static_cast<uint64_t>(dtype_size(t.dtype)), tw + " byte size");
+    if (nbytes != need)
       throw Error(tw + " holds " + std::to_string(nbytes) + " bytes but shape and dtype " + printable(dname) + " need " +
-                      std::to_string(numel * dtype_size(t.dtype)),
+                      std::to_string(need),
                   hint);
     t.data_begin = begin;
     t.nbytes = static_cast<size_t>(nbytes);
@@ -292,12 +333,12 @@ void SafetensorsWriter::add(const std::string& name, DType dtype, const std::vec
                             const void* data, size_t nbytes) {
   uint64_t numel = 1;
   for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxElements)
+    if (d < 0 || !mul_fits(numel, static_cast<uint64_t>(d), &numel) || numel > kMaxElements)
       throw Error("tensor " + name + " has an invalid shape");
   }
-  if (numel * dtype_size(dtype) != nbytes)
-    throw Error("tensor " + name + ": " + std::to_string(nbytes) + " bytes given, shape and dtype need " +
-                std::to_string(numel * dtype_size(dtype)));
+  const uint64_t need = mul_checked(numel, static_cast<uint64_t>(dtype_size(dtype)), "tensor " + name + " byte size");
+  if (need != nbytes)
+    throw Error("tensor " + name + ": " + std::to_string(nbytes) + " bytes given, shape and dtype need " + std::to_string(need));
   if (name == "__metadata__" || name.empty()) throw Error("tensor name '" + name + "' is reserved or empty");
   for (const auto& it : items_)
     if (it.name == name) throw Error("tensor " + name + " added twice");

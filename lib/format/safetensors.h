@@ -37,6 +37,9 @@ class SafetensorsFile {
  public:
   static SafetensorsFile open(const std::string& path);    // `-` reads stdin; throws Error
   static SafetensorsFile parse(InputBytes bytes);           // throws Error
+  // Reads one safetensors file from a stream, header first (see open): the bytes parse() needs,
+  // never more than 8 + header + max_bytes of data + 1.
+  static InputBytes read_stream(StdinReader& in, const std::string& name, uint64_t max_bytes);
   const std::vector<TensorView>& tensors() const { return tensors_; }  // in data-offset order
   const TensorView* find(std::string_view name) const;
   const TensorView& get(std::string_view name) const;  // throws Error naming the tensor

@@ -5,25 +5,12 @@
 #include <chrono>
 #include <cstring>
 
-#include "backend/cuda_loader.h"
 #include "core/error.h"
 #include "gate/class_diff.h"
 
 namespace memra {
 
 namespace {
-
-// libmemra_cuda.so: int memra_cuda_set_moe_path(const Backend*, int path, char* error, size_t size)
-using SetMoePath = int (*)(const Backend*, int, char*, size_t);
-
-void set_path(SetMoePath fn, const Backend& backend, int path) {
-  char error[512] = {};
-  if (fn(&backend, path, error, sizeof error) != 0) {
-    std::string text(error);
-    const size_t nl = text.find('\n');
-    throw Error(text.substr(0, nl), nl == std::string::npos ? "" : text.substr(nl + 1));
-  }
-}
 
 struct Arm {
   std::vector<float> logits;  // prefill rows, then one row per greedy step
@@ -80,28 +67,21 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-GateResult gate_fused_moe(const Model& model, const Backend& backend, const TrunkGateOptions& trunk,
-                          const FusedMoeOptions& options) {
-  if (backend.realization().device != Device::kCuda)
-    throw Error("the fused-moe gate compares the CUDA backend's two MoE paths; " + backend.name() + " has one",
-                "run it with --backend cuda");
+GateResult gate_fused_moe(const Model& model, const Backend& fused_backend, const Backend& per_expert_backend,
+                          const TrunkGateOptions& trunk, const FusedMoeOptions& options) {
+  for (const Backend* b : {&fused_backend, &per_expert_backend})
+    if (b->realization().device != Device::kCuda)
+      throw Error("the fused-moe gate compares the CUDA backend's two MoE paths; " + b->name() + " has one",
+                  "run it with --backend cuda");
+  if (fused_backend.name() != per_expert_backend.name())
+    throw Error("the fused-moe gate needs one realization on both paths, not " + fused_backend.name() + " and " +
+                per_expert_backend.name());
   GateResult g;
   g.name = "fused-moe";
-  auto fn = reinterpret_cast<SetMoePath>(cuda_symbol("memra_cuda_set_moe_path"));
+  const Backend& backend = fused_backend;
   const std::vector<int32_t> prompt = gate_prompt(model.config(), trunk);
-  struct Restore {  // leave the backend on its default (fused) path whatever happens
-    SetMoePath fn;
-    const Backend& b;
-    ~Restore() {
-      char e[16];
-      fn(&b, 0, e, sizeof e);
-    }
-  } restore{fn, backend};
-
-  set_path(fn, backend, 1);
-  const Arm per = run_arm(backend, prompt, options.steps);
-  set_path(fn, backend, 0);
-  const Arm fused = run_arm(backend, prompt, options.steps);
+  const Arm per = run_arm(per_expert_backend, prompt, options.steps);
+  const Arm fused = run_arm(fused_backend, prompt, options.steps);
 
   const bool logits_bits = per.logits.size() == fused.logits.size() &&
                            std::memcmp(per.logits.data(), fused.logits.data(), per.logits.size() * sizeof(float)) == 0;
@@ -115,10 +95,8 @@ GateResult gate_fused_moe(const Model& model, const Backend& backend, const Trun
 
   std::vector<double> t_per, t_fused;
   for (int64_t r = 0; r < options.reps; ++r) {  // interleaved, so drift hits both arms alike
-    set_path(fn, backend, 1);
-    t_per.push_back(time_prefill(backend, prompt));
-    set_path(fn, backend, 0);
-    t_fused.push_back(time_prefill(backend, prompt));
+    t_per.push_back(time_prefill(per_expert_backend, prompt));
+    t_fused.push_back(time_prefill(fused_backend, prompt));
   }
   const double per_s = median(t_per), fused_s = median(t_fused);
   g.figure("realization", backend.name());

@@ -18,7 +18,9 @@ struct FusedMoeOptions {
   int64_t reps = 5;   // timing repetitions per path
 };
 
-GateResult gate_fused_moe(const Model& model, const Backend& backend, const TrunkGateOptions& trunk,
-                          const FusedMoeOptions& options);
+// `fused_backend` and `per_expert_backend`: the same CUDA realization made with
+// BackendOptions::moe_per_expert false and true.
+GateResult gate_fused_moe(const Model& model, const Backend& fused_backend, const Backend& per_expert_backend,
+                          const TrunkGateOptions& trunk, const FusedMoeOptions& options);
 
 }  // namespace memra

@@ -1,4 +1,4 @@
-// Gate results: the one-line form the seeds print (`[name] PASS key=value …`), the JSON report
+// Gate results: the one-line form (`[name] PASS key=value …`, docs/reports.md), the JSON report
 // (schema memra.report/1, command "gate", checked by manifests/report.schema.json) and the exit
 // code of a set of results. Figures are kept as the strings they print as; the JSON form turns the
 // ones that are plain JSON numbers or booleans back into numbers and booleans.

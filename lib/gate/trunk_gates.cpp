@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <random>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "engine/memory_plan.h"
 #include "gate/band.h"
 #include "gate/class_diff.h"
 #include "parity/parity_run.h"
@@ -28,6 +30,23 @@ std::vector<int32_t> gate_prompt(const ModelConfig& cfg, const TrunkGateOptions&
   return t;
 }
 
+// Refuses a gate whose states, copies and scratch cannot fit (before the prompt is even drawn). The
+// host plan counts states and scratch when any of the gate's backends keeps them on the host.
+static void check_gate_memory(const Model& model, std::initializer_list<const Backend*> backends,
+                              const TrunkGateOptions& opt, RunShape shape, const std::string& gate) {
+  shape.device = Device::kCuda;
+  for (const Backend* b : backends)
+    if (b->realization().device == Device::kCpu) shape.device = Device::kCpu;
+  require_fits(plan_memory(model.config(), shape, model_resident_bytes(model, shape.device)), effective_memory_limit(opt.max_memory),
+               "the " + gate + " gate (capacity " + std::to_string(shape.capacity) + ")");
+}
+
+static int64_t prompt_length(const TrunkGateOptions& opt) {
+  if (!opt.tokens.empty()) return static_cast<int64_t>(opt.tokens.size());
+  if (opt.prompt < 1) throw Error("the gate prompt needs at least one token");
+  return opt.prompt;
+}
+
 static double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double m = 0;
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
@@ -44,9 +63,20 @@ GateResult gate_restore_roundtrip(const Model& model, const Backend& backend, co
   const ModelConfig& cfg = model.config();
   GateResult g;
   g.name = "restore-roundtrip";
+  if (opt.warm < 0 || opt.continuation < 1 || opt.grow < 0)
+    throw Error("the restore gate needs warm >= 0, continuation >= 1 and grow >= 0 steps");
+  const int64_t P = prompt_length(opt);
+  const int64_t small = add_checked(add_checked(P, opt.warm, "gate capacity"), add_checked(opt.continuation, 1, "gate capacity"),
+                                    "gate capacity");
+  const int64_t grown = add_checked(small, opt.grow, "gate capacity");
+  RunShape shape;
+  shape.capacity = grown;
+  shape.states = 3;       // the warm state, the file restore, the in-process restore
+  shape.live_copies = 3;  // the snapshot, the file's classes, the verified re-hash (plus the class diffs below)
+  shape.live_position = small;
+  shape.chunk = P;
+  check_gate_memory(model, {&backend}, opt, shape, "restore round-trip");
   const auto prompt = gate_prompt(cfg, opt);
-  const int64_t P = static_cast<int64_t>(prompt.size());
-  const int64_t small = P + opt.warm + opt.continuation + 1, grown = small + opt.grow;
 
   std::unique_ptr<State> a = backend.new_state(small);
   prefill(backend, *a, prompt, 0, nullptr);
@@ -57,7 +87,7 @@ GateResult gate_restore_roundtrip(const Model& model, const Backend& backend, co
   namespace fs = std::filesystem;
   fs::path dir = opt.scratch_dir.empty() ? fs::temp_directory_path() : fs::path(opt.scratch_dir);
   fs::path file = dir / ("memra-gate-restore-" + std::to_string(::getpid()) + ".mst");
-  StateWriteResult written = write_state_file(file.string(), host, {model.fingerprint().hex(), backend.precision_class()});
+  StateWriteResult written = write_state_file(file.string(), host, {model.fingerprint().hex(), backend.precision_class(), backend.qat()});
   std::unique_ptr<State> b;
   try {
     StateFile sf = StateFile::open(file.string(), StateCheck::kFull);
@@ -112,6 +142,19 @@ GateResult gate_chunk_invariance(const Model& model, const Backend& backend, con
   GateResult g;
   g.name = "chunk-invariance";
   if (opt.widths.size() < 2) throw Error("chunk invariance needs at least two widths");
+  int64_t widest = 1;
+  for (int64_t w : opt.widths) {
+    if (w < 1) throw Error("chunk invariance widths must be at least 1");
+    widest = std::max(widest, w);
+  }
+  RunShape shape;
+  shape.capacity = prompt_length(opt);
+  shape.states = 2;
+  shape.live_copies = 2;
+  shape.chunk = std::min(widest, shape.capacity);
+  shape.chunk_logits = true;
+  shape.logits_rows = mul_checked(2, shape.capacity, "gate logits");
+  check_gate_memory(model, {&backend}, opt, shape, "chunk invariance");
   const auto prompt = gate_prompt(cfg, opt);
   const int64_t P = static_cast<int64_t>(prompt.size());
   std::vector<float> ref_logits;
@@ -156,6 +199,15 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
   const ModelConfig& cfg = model.config();
   GateResult g;
   g.name = "chunk-semantics";
+  if (opt.steps < 1) throw Error("chunk semantics needs at least one teacher-forced step");
+  RunShape shape;
+  shape.capacity = add_checked(prompt_length(opt), opt.steps, "gate capacity");
+  shape.states = 2;
+  shape.live_copies = 2;
+  shape.chunk = prompt_length(opt);
+  shape.chunk_logits = true;
+  shape.logits_rows = mul_checked(2, prompt_length(opt), "gate logits");
+  check_gate_memory(model, {&mono_backend, &chunk_backend}, opt, shape, "chunk semantics");
   const auto prompt = gate_prompt(cfg, opt);
   const int64_t P = static_cast<int64_t>(prompt.size()), cap = P + opt.steps;
   std::unique_ptr<State> mono = mono_backend.new_state(cap), chunk = chunk_backend.new_state(cap);
@@ -223,9 +275,11 @@ GateResult gate_parity(const Model& model, const Backend& backend, const std::st
   ParityRun run = run_parity(model, backend, model_dir, dump_dir);
   g.details = run.report;
   if (run.result == "REFUSED") {
-    g.refuse(run.validation.reasons.front() + "; regenerate: " + run.validation.regenerate);
+    g.refuse(run.validation.reasons.front() + "; " + run.hint);
     return g;
   }
+  for (const auto& st : run.stages)  // too few rows compared proves nothing either way (docs/parity.md)
+    if (run.result == "INCONCLUSIVE" && st.verdict() == "INCONCLUSIVE") g.refuse("INCONCLUSIVE " + st.line());
   int64_t failing = 0;
   Series s{"parity: rel-to-max error per stage (band = tolerance)", "stage", "rel to max", {}, {}, {}, true};
   for (const auto& st : run.stages) {

@@ -28,6 +28,7 @@ struct TrunkGateOptions {
   uint32_t seed = 0;                // prompt ids drawn from this seed …
   std::vector<int32_t> tokens;      // … unless given
   std::string scratch_dir;          // where the restore gate writes its state file (default: temp dir)
+  uint64_t max_memory = 0;          // memory plan limit in bytes (0: the default share; engine/memory_plan.h)
 };
 
 // The prompt the gates use: options.tokens if given, else `prompt` ids in [2, V) from the seed.

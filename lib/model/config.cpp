@@ -1,6 +1,9 @@
 // config.json → ModelConfig, for both the transformers form (save_pretrained) and the upstream form
-// (DeepSeek's inference config names). Missing behaviour fields take transformers' DeepseekV4Config
-// defaults; every value is type-checked and bounded, and each error names the field.
+// (DeepSeek's inference config names). A field that changes the logits but is invisible in the
+// weights (epsilons, scales, RoPE bases and tables, index_topk, ...) must be present: a default
+// would silently change the math. Structural fields (hc_mult, compress_rates, n_shared_experts,
+// ...) may take transformers' defaults, since every tensor shape is checked against them. Every
+// value is type-checked and bounded, and each error names the field.
 #include "model/config.h"
 
 #include <cmath>
@@ -9,6 +12,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "format/json_guard.h"
 
@@ -18,7 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-const char* kHint = "fix config.json (see the architecture note §1 for the fields)";
+const char* kHint = "fix config.json (see docs/architecture.md §1 for the fields)";
 
 [[noreturn]] void bad(const std::string& field, const std::string& what) {
   throw Error("config.json: " + field + " " + what, kHint);
@@ -82,6 +86,24 @@ double get_double(const json& j, std::initializer_list<const char*> names, doubl
   return v;
 }
 
+// A field that changes the logits but cannot be seen in the weights' shapes: refused when missing,
+// because a default would silently change the math (and transformers' DeepseekV4Config and the
+// upstream ModelArgs do not even agree on some of them).
+[[noreturn]] void missing_math(const std::string& field, const std::string& transformers_default) {
+  bad(field, "is missing: it changes the logits and memra assumes no default (transformers' default is " +
+                 transformers_default + "); set it explicitly");
+}
+
+double need_double(const json& j, std::initializer_list<const char*> names, double lo, double hi, const char* def) {
+  if (!opt_double(j, names)) missing_math(*names.begin(), def);
+  return get_double(j, names, 0.0, lo, hi);
+}
+
+int64_t need_int(const json& j, std::initializer_list<const char*> names, int64_t lo, int64_t hi, const char* def) {
+  if (!opt_int(j, names)) missing_math(*names.begin(), def);
+  return get_int(j, names, std::nullopt, lo, hi);
+}
+
 std::string get_string(const json& j, std::initializer_list<const char*> names, const std::string& def) {
   std::string used;
   const json* v = find_field(j, names, &used);
@@ -115,11 +137,15 @@ bool parse_layer_kind(const std::string& s, LayerKind* out) {
 RopeParams parse_rope(const json& r, const std::string& field, double default_theta, bool attention_factor_default_one) {
   if (!r.is_object()) bad(field, "must be an object");
   RopeParams p;
+  std::string used;
+  if (!find_field(r, {"rope_type", "type"}, &used)) missing_math(field + ".rope_type", "default");
   std::string type = get_string(r, {"rope_type", "type"}, "default");
   if (type != "default" && type != "yarn")
     bad(field + ".rope_type", "'" + printable(type) + "' is not supported (only default and yarn)");
   p.type = type;
   p.theta = get_double(r, {"rope_theta"}, default_theta, 1e-6, 1e30);
+  if (auto own = opt_double(r, {"rope_theta"}); own && std::fabs(*own - default_theta) > 1e-9 * std::fabs(*own))
+    bad(field + ".rope_theta", "= " + std::to_string(*own) + " disagrees with the top-level theta " + std::to_string(default_theta));
   if (type == "yarn") {
     auto factor = opt_double(r, {"factor"});
     if (!factor) bad(field + ".factor", "is missing (required for yarn)");
@@ -129,7 +155,8 @@ RopeParams parse_rope(const json& r, const std::string& field, double default_th
     if (!orig) bad(field + ".original_max_position_embeddings", "is missing (required for yarn)");
     p.original_max_position_embeddings = *orig;
     if (!(*orig >= 1 && *orig <= 1e12)) bad(field + ".original_max_position_embeddings", "must be positive");
-    // transformers reads `beta or default`: 0 also means the default.
+    // transformers reads `beta or default` (0 also means the default), and save_pretrained leaves
+    // them out; the upstream ModelArgs default is the same 32 / 1, so missing is not ambiguous.
     double bf = opt_double(r, {"beta_fast"}).value_or(0.0), bs = opt_double(r, {"beta_slow"}).value_or(0.0);
     p.beta_fast = bf != 0.0 ? bf : 32.0;
     p.beta_slow = bs != 0.0 ? bs : 1.0;
@@ -157,7 +184,7 @@ RopeParams parse_rope(const json& r, const std::string& field, double default_th
 void check_product(std::initializer_list<int64_t> dims, const std::string& what) {
   uint64_t p = 1;
   for (int64_t d : dims) {
-    if (d < 0 || __builtin_mul_overflow(p, static_cast<uint64_t>(d), &p) || p > kMaxTensorElements)
+    if (d < 0 || !mul_fits(p, static_cast<uint64_t>(d), &p) || p > kMaxTensorElements)
       throw Error("config.json: tensor " + what + " would have more than 2^31 elements", kHint);
   }
 }
@@ -273,18 +300,34 @@ ModelConfig ModelConfig::parse(const json& j) {
   if (c.num_experts_per_tok > c.n_routed_experts)
     bad("num_experts_per_tok", "= " + std::to_string(c.num_experts_per_tok) + " exceeds n_routed_experts = " +
                                    std::to_string(c.n_routed_experts));
-  c.n_shared_experts = get_int(j, {"n_shared_experts"}, 1, 0, 1);
+  // Exactly one shared expert: the model has one (DeepSeek's code asserts it) and transformers builds
+  // one whatever the field says, so any other value would run something no oracle checks.
+  c.n_shared_experts = get_int(j, {"n_shared_experts"}, 1, 0, 1 << 16);
+  if (c.n_shared_experts != 1)
+    bad("n_shared_experts", "= " + std::to_string(c.n_shared_experts) +
+                                " is refused: DeepSeek-V4 has exactly one shared expert (must be 1)");
   c.moe_intermediate_size = get_int(j, {"moe_intermediate_size", "moe_inter_dim"}, std::nullopt, 1, kMaxDim);
+  {
+    std::string used;
+    if (!find_field(j, {"scoring_func", "score_func"}, &used)) missing_math("scoring_func", "sqrtsoftplus");
+  }
   c.scoring_func = get_string(j, {"scoring_func", "score_func"}, "sqrtsoftplus");
-  if (c.scoring_func != "sqrtsoftplus" && c.scoring_func != "sigmoid" && c.scoring_func != "softmax")
-    bad("scoring_func", "'" + printable(c.scoring_func) + "' is not one of sqrtsoftplus, sigmoid, softmax");
+  // softmax scoring is refused: transformers 5.17 cannot run it for DeepSeek-V4 (no oracle), and
+  // DeepSeek's code would not renormalise its top-k weights the way transformers does.
+  if (c.scoring_func == "softmax")
+    bad("scoring_func", "'softmax' is refused: no oracle can check it (transformers 5.17 has no softmax scoring for "
+                        "DeepSeek-V4); use sqrtsoftplus or sigmoid");
+  if (c.scoring_func != "sqrtsoftplus" && c.scoring_func != "sigmoid")
+    bad("scoring_func", "'" + printable(c.scoring_func) + "' is not one of sqrtsoftplus, sigmoid");
+  if (!j.contains("norm_topk_prob") || j["norm_topk_prob"].is_null()) missing_math("norm_topk_prob", "true");
   c.norm_topk_prob = get_bool(j, "norm_topk_prob", true);
-  c.routed_scaling_factor = get_double(j, {"routed_scaling_factor", "route_scale"}, 1.5, 1e-6, 1e6);
-  c.swiglu_limit = get_double(j, {"swiglu_limit"}, 10.0, 0.0, 1e30);
-  c.hc_mult = get_int(j, {"hc_mult"}, 4, 1, 64);
-  c.hc_sinkhorn_iters = get_int(j, {"hc_sinkhorn_iters"}, 20, 1, 100000);
-  c.hc_eps = get_double(j, {"hc_eps"}, 1e-6, 0.0, 1.0);
-  c.rms_norm_eps = get_double(j, {"rms_norm_eps", "norm_eps"}, 1e-6, 0.0, 1.0);
+  c.routed_scaling_factor = need_double(j, {"routed_scaling_factor", "route_scale"}, 1e-6, 1e6, "1.5");
+  c.swiglu_limit = need_double(j, {"swiglu_limit"}, 0.0, 1e30, "10.0");
+  c.hc_mult = get_int(j, {"hc_mult"}, 4, 1, 64);  // structural: the hc weights' shapes check it
+  c.hc_sinkhorn_iters = need_int(j, {"hc_sinkhorn_iters"}, 1, 100000, "20");
+  c.hc_eps = need_double(j, {"hc_eps"}, 0.0, 1.0, "1e-6");
+  c.rms_norm_eps = need_double(j, {"rms_norm_eps", "norm_eps"}, 0.0, 1.0, "1e-6");
+  // RoPE bases: top level, or inside nested rope_parameters (checked below).
   c.rope_theta = get_double(j, {"rope_theta"}, 10000.0, 1e-6, 1e30);
   c.compress_rope_theta = get_double(j, {"compress_rope_theta"}, 160000.0, 1e-6, 1e30);
   c.max_position_embeddings = get_int(j, {"max_position_embeddings", "max_seq_len"}, 1048576, 1, kMaxPositions);
@@ -383,8 +426,7 @@ ModelConfig ModelConfig::parse(const json& j) {
   } else if (qk) {
     c.qk_rope_head_dim = *qk;
   } else {
-    if (c.head_dim % 8 != 0) bad("qk_rope_head_dim", "is missing and head_dim/8 is not whole");
-    c.qk_rope_head_dim = c.head_dim / 8;
+    missing_math("qk_rope_head_dim (or partial_rotary_factor)", "head_dim/8");
   }
   if (c.qk_rope_head_dim <= 0 || c.qk_rope_head_dim > c.head_dim || c.qk_rope_head_dim % 2 != 0)
     bad("qk_rope_head_dim", "= " + std::to_string(c.qk_rope_head_dim) + " must be even and in (0, head_dim = " +
@@ -392,7 +434,21 @@ ModelConfig ModelConfig::parse(const json& j) {
 
   // RoPE tables: nested rope_parameters{main, compress}, else the flat yarn dict for compressed layers.
   const json* rp = j.contains("rope_parameters") && j["rope_parameters"].is_object() ? &j["rope_parameters"] : nullptr;
+  bool any_compressed = false;
+  for (LayerKind k : c.layer_types) any_compressed = any_compressed || k != LayerKind::kSliding;
+  const bool has_top_theta = opt_double(j, {"rope_theta"}).has_value();
+  const bool has_top_compress_theta = opt_double(j, {"compress_rope_theta"}).has_value();
   if (rp && rp->contains("main") && rp->contains("compress")) {
+    // A base stated only inside the nested table is the base (and what geometry_json reports).
+    if (!has_top_theta) {
+      if (!(*rp)["main"].is_object() || !opt_double((*rp)["main"], {"rope_theta"})) missing_math("rope_theta", "10000");
+      c.rope_theta = opt_double((*rp)["main"], {"rope_theta"}).value();
+    }
+    if (!has_top_compress_theta) {
+      if (!(*rp)["compress"].is_object() || !opt_double((*rp)["compress"], {"rope_theta"}))
+        missing_math("compress_rope_theta", "160000");
+      c.compress_rope_theta = opt_double((*rp)["compress"], {"rope_theta"}).value();
+    }
     c.rope_main = parse_rope((*rp)["main"], "rope_parameters.main", c.rope_theta, false);
     c.rope_compress = parse_rope((*rp)["compress"], "rope_parameters.compress", c.compress_rope_theta, false);
     for (const char* part : {"main", "compress"}) {
@@ -402,6 +458,8 @@ ModelConfig ModelConfig::parse(const json& j) {
     }
   } else {
     if (j.contains("rope_parameters") && !j["rope_parameters"].is_null() && !rp) bad("rope_parameters", "must be an object");
+    if (!has_top_theta) missing_math("rope_theta", "10000");
+    if (any_compressed && !has_top_compress_theta) missing_math("compress_rope_theta", "160000");
     const json* flat = rp;
     std::string field = "rope_parameters";
     if (!flat && j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
@@ -409,6 +467,10 @@ ModelConfig ModelConfig::parse(const json& j) {
       field = "rope_scaling";
       if (!flat->is_object()) bad("rope_scaling", "must be an object");
     }
+    // Whether the compressed layers use YaRN changes every logit: it must be stated, as a table or
+    // as an explicit `"rope_scaling": null` (no scaling).
+    if (!flat && any_compressed && !j.contains("rope_scaling") && !j.contains("rope_parameters"))
+      missing_math("rope_parameters (or rope_scaling)", "no YaRN; write \"rope_scaling\": null for that");
     c.rope_main = RopeParams{};
     c.rope_main.theta = c.rope_theta;
     if (flat) {
@@ -431,7 +493,8 @@ ModelConfig ModelConfig::parse(const json& j) {
   for (LayerKind k : c.layer_types) any_csa = any_csa || k == LayerKind::kCSA;
   c.index_n_heads = get_int(j, {"index_n_heads"}, any_csa ? std::optional<int64_t>(64) : std::optional<int64_t>(0), 0, kMaxDim);
   c.index_head_dim = get_int(j, {"index_head_dim"}, any_csa ? std::optional<int64_t>(128) : std::optional<int64_t>(0), 0, kMaxDim);
-  c.index_topk = get_int(j, {"index_topk"}, any_csa ? std::optional<int64_t>(512) : std::optional<int64_t>(0), 0, int64_t{1} << 24);
+  if (any_csa && !opt_int(j, {"index_topk"})) missing_math("index_topk", "512");
+  c.index_topk = get_int(j, {"index_topk"}, std::optional<int64_t>(0), 0, int64_t{1} << 24);
   if (any_csa) {
     if (c.index_n_heads < 1) bad("index_n_heads", "must be at least 1 when a layer is compressed_sparse_attention");
     if (c.index_head_dim < 1) bad("index_head_dim", "must be at least 1 when a layer is compressed_sparse_attention");
@@ -442,6 +505,11 @@ ModelConfig ModelConfig::parse(const json& j) {
   }
   bool any_hash = false;
   for (MlpKind k : c.mlp_layer_types) any_hash = any_hash || k == MlpKind::kHash;
+
+  // The tensor table stays small enough to build: about 3 tensors per expert per layer.
+  if (static_cast<uint64_t>(c.num_hidden_layers) * static_cast<uint64_t>(c.n_routed_experts + 16) > (uint64_t{1} << 22))
+    bad("n_routed_experts", "x num_hidden_layers = " + std::to_string(c.n_routed_experts) + " x " +
+                                std::to_string(c.num_hidden_layers) + " is more experts than any checkpoint holds (limit 2^22)");
 
   // Every weight's element count fits in 2^31 (checked without overflow).
   const int64_t D = c.hidden_size, n = c.hc_mult, H = c.num_attention_heads, d = c.head_dim;

@@ -33,7 +33,7 @@ struct QuantizationConfig {
   nlohmann::json to_json() const;   // {"quant_method": "fp8"|null, ..., "expert_dtype": ...}
 };
 
-// One resolved RoPE table (the architecture note §3.3).
+// One resolved RoPE table (docs/architecture.md §3.3).
 struct RopeParams {
   std::string type = "default";  // "default" or "yarn"
   double theta = 10000.0;

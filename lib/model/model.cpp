@@ -204,6 +204,31 @@ std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
   return t;
 }
 
+std::vector<std::string> model_input_files(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  const fs::path dir(model_dir);
+  std::error_code ec;
+  for (const char* name : {"config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json",
+                           "tokenizer_config.json"})
+    if (fs::exists(dir / name, ec)) out.push_back((dir / name).string());
+  try {
+    const fs::path index = dir / "model.safetensors.index.json";
+    if (fs::exists(index, ec)) {
+      nlohmann::json j = read_json_file(index.string(), 64u << 20);
+      if (j.is_object() && j.contains("weight_map") && j["weight_map"].is_object()) {
+        std::set<std::string> shards;
+        for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it)
+          if (it.value().is_string() && safe_file_name(it.value().get<std::string>())) shards.insert(it.value().get<std::string>());
+        for (const auto& f : shards) out.push_back((dir / f).string());
+      }
+    }
+  } catch (const Error&) {
+    // A broken index fails the load itself, with its own message.
+  }
+  return out;
+}
+
 struct Model::Lazy {
   std::mutex hash_mutex;
   bool hashed = false;
@@ -377,6 +402,16 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
                           std::to_string(static_cast<int64_t>(i) % k) + "], outside [0, " + std::to_string(E) + ")",
                       hint);
       }
+      // A row that names an expert twice routes differently in transformers (the expert counts
+      // twice) and upstream (once): no single answer exists, so the table is refused.
+      for (size_t row = 0; row + k <= w.ids.size(); row += static_cast<size_t>(k))
+        for (int64_t a = 0; a < k; ++a)
+          for (int64_t b = a + 1; b < k; ++b)
+            if (w.ids[row + a] == w.ids[row + b])
+              throw Error("tensor " + spec.name + " row " + std::to_string(row / k) + " names expert " +
+                              std::to_string(w.ids[row + a]) + " twice (at " + std::to_string(a) + " and " +
+                              std::to_string(b) + "); transformers and the upstream code route such a row differently",
+                          "regenerate tid2eid with distinct experts per row");
     } else if (want_fp4) {
       // Packed FP4: [N, K/2] bytes, scale [N, ceil(K/32)].
       if (!is_packed_fp4_dtype(v.dtype))
@@ -473,6 +508,21 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
   return model;
 }
 
+Model Model::synthetic(const ModelConfig& config, uint64_t seed) {
+  Model model;
+  model.config_ = config;
+  model.dir_ = "(synthetic, seed " + std::to_string(seed) + ")";
+  Hasher h;
+  const std::string geometry = config.geometry_json().dump();
+  h.update_u64(geometry.size());
+  h.update(geometry);
+  h.update("synthetic");
+  h.update_u64(seed);
+  model.lazy_->fingerprint = h.digest();
+  model.lazy_->hashed = true;  // no tensors to hash
+  return model;
+}
+
 const WeightTensor& Model::tensor(const std::string& canonical) const {
   auto it = index_.find(canonical);
   if (it == index_.end()) throw Error("model has no tensor " + canonical);
@@ -490,6 +540,13 @@ const float* Model::f32(const std::string& canonical) const {
   auto [cached, inserted] = lazy_->f32.try_emplace(it->second);
   if (inserted) cached->second = w.view.decode_all();
   return cached->second.data();
+}
+
+size_t Model::f32_cached_bytes() const {
+  std::lock_guard<std::mutex> lock(lazy_->f32_mutex);
+  size_t n = 0;
+  for (const auto& [index, copy] : lazy_->f32) n += copy.size() * sizeof(float);
+  return n;
 }
 
 uint64_t Model::stored_bytes() const {

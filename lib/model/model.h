@@ -96,6 +96,11 @@ struct HashStats {
   int threads = 0;
 };
 
+// The files Model::load reads in `model_dir` that exist: config.json, model.safetensors or the
+// index and every shard it names. Never throws; for the output rules (an output may not replace
+// a file its own command reads).
+std::vector<std::string> model_input_files(const std::string& model_dir);
+
 class Model {
  public:
   // Reads config.json and the headers of model.safetensors or model.safetensors.index.json + shards.
@@ -104,6 +109,10 @@ class Model {
   // or mistyped tensor or scale, and a missing or unreadable shard, is an Error naming it.
   // tid2eid values must lie in [0, E).
   static Model load(const std::string& model_dir, const LoadProgress& progress = {});
+  // A model of `config` without weights, for a backend that makes its own from a seed
+  // (BackendOptions::synthetic_seed, `memra bench`). tensor() throws; the fingerprint covers the
+  // geometry and the seed.
+  static Model synthetic(const ModelConfig& config, uint64_t seed);
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
   ~Model();
@@ -121,6 +130,8 @@ class Model {
   // once on first use and cached (thread-safe). Meant for small tensors and small models; a
   // V4-Flash-size checkpoint is never widened as a whole unless every tensor is asked for.
   const float* f32(const std::string& canonical) const;
+  // Bytes held by f32()'s decoded copies (what the checkpoint has been widened by so far).
+  size_t f32_cached_bytes() const;
 
   // XXH3-128 of a tensor's stored bytes (a block format's weight bytes then its scale bytes).
   // Computed for all tensors on first use, in parallel (hash_all()).

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 
 #include "core/error.h"
 
@@ -15,10 +17,20 @@ Tolerance tolerance_for(const RealizationInfo& engine, const std::string& dump_d
   // paths agree to ~1e-6 relative-to-max; 1e-5 leaves a decade of headroom and still catches any
   // real mechanism error, which shows up at 1e-3 and above: docs/parity.md).
   if (dump_dtype == "float32" || dump_dtype == "float64") return {cls, engine.parity_rel_to_max, engine.parity_rel_to_max};
-  // A bf16 reference is only good to the bf16 class, whatever the engine.
-  const double bf16 = realization("cpu-fast").parity_rel_to_max;
+  // A bf16 reference is only good to the bf16 class, whatever the engine: the tolerance of the
+  // realizations that store bf16 (cuda-fast).
+  double bf16 = 0.0;
+  for (const RealizationInfo& r : realizations())
+    if (r.storage == "bf16") bf16 = std::max(bf16, r.parity_rel_to_max);
   return {cls, std::max(bf16, engine.parity_rel_to_max), std::max(bf16, engine.parity_rel_to_max)};
 }
+
+bool flip_in_band(double reference_margin, double engine_margin, double band) {
+  if (reference_margin == 0.0) return engine_margin > 0.0 && engine_margin <= band;  // a tie: the rule decides it
+  return reference_margin > 0.0 && reference_margin <= band;
+}
+
+int64_t min_rows_compared(int64_t rows_total) { return rows_total <= 0 ? 0 : (rows_total + 1) / 2; }
 
 static std::string num(double v) {
   char b[64];
@@ -26,28 +38,36 @@ static std::string num(double v) {
   return b;
 }
 
+std::string StageResult::verdict() const {
+  if (!pass) return "FAIL";
+  return rows < min_rows ? "INCONCLUSIVE" : "PASS";
+}
+
 std::string StageResult::line() const {
-  std::string s = name + "  " + (pass ? "PASS" : "FAIL");
+  std::string s = name + "  " + verdict() + "  rows " + std::to_string(rows) + "/" + std::to_string(rows_total);
+  if (rows < min_rows) s += " (floor " + std::to_string(min_rows) + ")";
   if (kind == "values") {
     s += "  max_abs " + num(max_abs) + " at " + std::to_string(index) + " (got " + num(got) + ", want " + num(want) +
          ")  rel_to_max " + num(rel_to_max) + " (tolerance " + num(tolerance) + ")";
     if (top1_total >= 0) s += "  top1 " + std::to_string(top1_agree) + "/" + std::to_string(top1_total);
   } else {
-    s += "  rows " + std::to_string(rows) + "  flips " + std::to_string(flips.size()) + " (" +
+    s += "  flips " + std::to_string(flips.size()) + " (" +
          std::to_string(flips_out_of_band) + " out of band)";
     for (const Flip& f : flips) {
       if (&f - flips.data() >= 3) {
         s += " ...";
         break;
       }
-      s += "  [pos " + std::to_string(f.position) + " margin " + num(f.margin) + (f.in_band ? " IN-BAND" : " OUT-OF-BAND") + "]";
+      s += "  [pos " + std::to_string(f.position) + " margin " + num(f.margin) + " (engine " + num(f.engine_margin) + ")" +
+           (f.in_band ? " IN-BAND" : " OUT-OF-BAND") + "]";
     }
   }
   return s;
 }
 
 nlohmann::json StageResult::to_json() const {
-  nlohmann::json j = {{"name", name}, {"kind", kind}, {"result", pass ? "PASS" : "FAIL"}};
+  nlohmann::json j = {{"name", name},         {"kind", kind},   {"result", verdict()},
+                      {"rows", rows},         {"rows_total", rows_total}, {"min_rows", min_rows}};
   if (kind == "values") {
     j["max_abs"] = max_abs;
     j["index"] = index;
@@ -55,18 +75,16 @@ nlohmann::json StageResult::to_json() const {
     j["want"] = want;
     j["rel_to_max"] = rel_to_max;
     j["tolerance"] = tolerance;
-    j["rows"] = rows;
     if (top1_total >= 0) {
       j["top1_agree"] = top1_agree;
       j["top1_total"] = top1_total;
     }
   } else {
-    j["rows"] = rows;
     j["flips_out_of_band"] = flips_out_of_band;
     nlohmann::json fl = nlohmann::json::array();
     for (const Flip& f : flips)
       fl.push_back({{"position", f.position}, {"reference", f.reference}, {"engine", f.engine}, {"margin", f.margin},
-                    {"class", f.in_band ? "IN-BAND" : "OUT-OF-BAND"}});
+                    {"engine_margin", f.engine_margin}, {"class", f.in_band ? "IN-BAND" : "OUT-OF-BAND"}});
     j["flips"] = fl;
   }
   return j;
@@ -114,14 +132,15 @@ StageResult compare_values(const std::string& name, const std::vector<float>& go
 }
 
 StageResult compare_decisions(const std::string& name, const std::vector<float>& engine, const std::vector<int64_t>& reference,
-                              int64_t k, const std::vector<float>& margin, double band) {
+                              int64_t k, const std::vector<float>& margin, const std::vector<float>& engine_margin,
+                              double band) {
   if (engine.size() != reference.size() || k <= 0)
     throw Error("stage " + name + ": engine has " + std::to_string(engine.size()) + " decisions, the dump " +
                 std::to_string(reference.size()));
   StageResult r;
   r.name = name;
   r.kind = "decisions";
-  r.rows = static_cast<int64_t>(reference.size()) / k;
+  r.rows = r.rows_total = static_cast<int64_t>(reference.size()) / k;
   for (int64_t t = 0; t < r.rows; ++t) {
     std::vector<int64_t> a, b;
     for (int64_t i = 0; i < k; ++i) {
@@ -131,8 +150,9 @@ StageResult compare_decisions(const std::string& name, const std::vector<float>&
     std::sort(a.begin(), a.end());
     std::sort(b.begin(), b.end());
     if (a == b) continue;
-    double m = t < static_cast<int64_t>(margin.size()) ? margin[t] : INFINITY;
-    Flip f{t, b, a, m, m <= band};
+    const double m = t < static_cast<int64_t>(margin.size()) ? margin[t] : INFINITY;
+    const double em = t < static_cast<int64_t>(engine_margin.size()) ? engine_margin[t] : INFINITY;
+    Flip f{t, b, a, m, em, flip_in_band(m, em, band)};
     if (!f.in_band) ++r.flips_out_of_band;
     r.flips.push_back(f);
   }
@@ -140,19 +160,35 @@ StageResult compare_decisions(const std::string& name, const std::vector<float>&
   return r;
 }
 
-int64_t first_in_band_flip(const std::vector<StageResult>& decisions) {
-  int64_t t0 = -1;
-  for (const auto& d : decisions)
-    for (const Flip& f : d.flips)
-      if (f.in_band && (t0 < 0 || f.position < t0)) t0 = f.position;
-  return t0;
+int64_t causal_rank(const std::string& stage) {
+  if (stage == "logits") return std::numeric_limits<int64_t>::max() - 1;
+  if (stage == "logits_incremental") return std::numeric_limits<int64_t>::max();
+  const size_t dot = stage.find('.');
+  const std::string kind = stage.substr(0, dot);
+  const int64_t layer = dot == std::string::npos ? 0 : std::atoll(stage.c_str() + dot + 1);
+  return 3 * layer + (kind == "indexer" ? 0 : kind == "router" ? 1 : 2);
 }
 
-void restrict_decisions(StageResult& d, int64_t t0) {
+InBandCut first_in_band_flip(const std::vector<StageResult>& decisions) {
+  InBandCut cut;
+  for (const auto& d : decisions)
+    for (const Flip& f : d.flips) {
+      if (!f.in_band) continue;
+      const int64_t rank = causal_rank(d.name);
+      if (cut.position < 0 || f.position < cut.position || (f.position == cut.position && rank < cut.rank))
+        cut = {f.position, rank};
+    }
+  return cut;
+}
+
+void restrict_decisions(StageResult& d, const InBandCut& cut) {
+  const bool at_cut_too = causal_rank(d.name) <= cut.rank;  // this stage at the cut's position precedes it
+  const int64_t end = cut.position + (at_cut_too ? 1 : 0);  // positions [0, end) are judged
   std::vector<Flip> kept;
   for (const Flip& f : d.flips)
-    if (f.position <= t0) kept.push_back(f);
+    if (f.position < end) kept.push_back(f);
   d.flips = std::move(kept);
+  d.rows = std::min(d.rows_total, end);
   d.flips_out_of_band = 0;
   for (const Flip& f : d.flips) d.flips_out_of_band += !f.in_band;
   d.pass = d.flips_out_of_band == 0;

@@ -1,6 +1,8 @@
-// Stage comparisons for parity: numeric stages (max abs diff with its index and both values,
-// relative-to-max, top-1 agreement for logits) and discrete decisions (router expert sets, indexer
-// selections) whose flips are judged against the reference's margin.
+// Stage comparisons for parity (docs/parity.md): numeric stages (max abs diff with its index and
+// both values, relative-to-max, top-1 agreement for logits) and discrete decisions (router expert
+// sets, indexer selections) whose flips are judged against both sides' selection margins. Every
+// stage reports how many rows it compared out of how many it has; a stage that compared fewer than
+// its floor is INCONCLUSIVE, never a PASS.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,13 +27,27 @@ struct Flip {
   int64_t position;
   std::vector<int64_t> reference, engine;  // the two sets
   double margin;                            // the reference's selection margin at that position
+  double engine_margin;                     // the engine's (inf when it has none, e.g. hash routing)
   bool in_band;
 };
+
+// Whether a flip is a legitimate near-tie: the reference's margin is within the band and above 0.
+// A reference margin of exactly 0 is a tie that the lower-index rule (docs/architecture.md §5)
+// decides identically on both sides, so a flip there means the tie rule differs: OUT-OF-BAND,
+// unless the engine's values are not tied (0 < engine margin <= band).
+bool flip_in_band(double reference_margin, double engine_margin, double band);
+
+// The fewest rows a stage with `rows_total` rows must compare to count: half of them (rounded up),
+// at least 1. Fewer (after an in-band flip cut the comparison short) is INCONCLUSIVE.
+int64_t min_rows_compared(int64_t rows_total);
 
 struct StageResult {
   std::string name;
   std::string kind;  // "values" or "decisions"
   bool pass = true;
+  int64_t rows = 0;        // rows (positions) compared
+  int64_t rows_total = 0;  // rows the stage has
+  int64_t min_rows = 0;    // the floor; rows < min_rows makes a passing stage INCONCLUSIVE
   // values
   double max_abs = 0;
   int64_t index = -1;  // flat index of the max abs diff
@@ -39,27 +55,40 @@ struct StageResult {
   double rel_to_max = 0;
   double tolerance = 0;
   int64_t top1_agree = -1, top1_total = -1;  // rows whose argmax agrees (logits stages)
-  // decisions (values: rows compared, fewer than all after an in-band flip)
-  int64_t rows = 0;
+  // decisions
   std::vector<Flip> flips;
   int64_t flips_out_of_band = 0;
 
-  std::string line() const;  // one human line: "logits  PASS  max_abs ... "
+  std::string verdict() const;  // "FAIL" when !pass, else "INCONCLUSIVE" below the floor, else "PASS"
+  std::string line() const;     // one human line: "logits  PASS  rows 160/160  max_abs ... "
   nlohmann::json to_json() const;
 };
 
-// got/want of equal length; row_width > 0 adds top-1 agreement over rows of that width.
+// got/want of equal length; row_width > 0 adds top-1 agreement over rows of that width. rows and
+// rows_total are left for the caller (the values may be a prefix of the stage).
 StageResult compare_values(const std::string& name, const std::vector<float>& got, const std::vector<float>& want,
                            double tolerance, int64_t row_width = 0);
 
-// Row sets of width k (values < 0 are padding), with the reference's per-row margins.
+// Row sets of width k (values < 0 are padding), with both sides' per-row margins (a missing
+// margin array counts as inf: no near-tie can be claimed). rows = rows_total = the row count.
 StageResult compare_decisions(const std::string& name, const std::vector<float>& engine, const std::vector<int64_t>& reference,
-                              int64_t k, const std::vector<float>& reference_margin, double band);
+                              int64_t k, const std::vector<float>& reference_margin,
+                              const std::vector<float>& engine_margin, double band);
 
-// Position of the earliest in-band flip over all decision stages, or -1. Everything causally after
-// it (later positions, and later stages at that position) may legitimately differ.
-int64_t first_in_band_flip(const std::vector<StageResult>& decisions);
-// Keeps only the flips at positions <= t0 and re-judges the stage.
-void restrict_decisions(StageResult& decisions, int64_t t0);
+// Causal order of stages within a position: per layer L the indexer (inside attention), then the
+// router (after attention), then the layer's streams; then logits, logits_incremental.
+int64_t causal_rank(const std::string& stage);
+
+// The earliest in-band flip over all decision stages: its position (-1 when none) and the causal
+// rank of the first stage that flipped there. Everything causally after it (later positions, and
+// later stages at that position) may legitimately differ.
+struct InBandCut {
+  int64_t position = -1;
+  int64_t rank = -1;
+};
+InBandCut first_in_band_flip(const std::vector<StageResult>& decisions);
+// Keeps only the flips before the cut (earlier positions; at the cut's position only stages not
+// causally after it), counts those rows as compared and re-judges the stage.
+void restrict_decisions(StageResult& decisions, const InBandCut& cut);
 
 }  // namespace memra

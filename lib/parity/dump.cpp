@@ -43,6 +43,11 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 }  // namespace
 
+std::string stage_family(const std::string& name) {
+  if (name == "tokens" || name == "logits" || name == "logits_incremental") return name;
+  return name.substr(0, name.find('.'));
+}
+
 void compare_geometry(const json& want_json, const json& got_json, const std::set<std::string>& optional,
                       DumpValidation& v) {
   std::map<std::string, json> want, got;
@@ -126,19 +131,59 @@ std::map<std::string, std::vector<int64_t>> predicted_dump_shapes(const ModelCon
   return s;
 }
 
+std::vector<std::string> dump_input_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  std::error_code ec;
+  const fs::path manifest = fs::path(dir) / "manifest.json";
+  if (!fs::exists(manifest, ec)) return out;
+  out.push_back(manifest.string());
+  try {
+    const json m = read_json_file(manifest.string(), 16u << 20);
+    if (m.is_object() && m.contains("data_file") && m["data_file"].is_string()) {
+      const std::string f = m["data_file"].get<std::string>();
+      if (!f.empty() && f.find('/') == std::string::npos) out.push_back((fs::path(dir) / f).string());
+    }
+  } catch (const Error&) {
+    // A broken manifest fails the open itself.
+  }
+  return out;
+}
+
 ReferenceDump ReferenceDump::open(const std::string& dir) {
-  ReferenceDump d;
-  d.dir_ = dir;
   const std::string mpath = (std::filesystem::path(dir) / "manifest.json").string();
   if (!std::filesystem::is_directory(dir)) throw Error("dump folder " + dir + " does not exist", "give the folder that holds manifest.json");
   if (!std::filesystem::exists(mpath))
     throw Error(dir + " has no manifest.json", "regenerate the dump with tools/oracle/dump_reference.py");
-  d.manifest_ = read_json_file(mpath, 16u << 20);
+  return from_manifest(dir, read_json_file(mpath, 16u << 20), [&](const std::string& data_file) {
+    return std::make_shared<SafetensorsFile>(SafetensorsFile::open((std::filesystem::path(dir) / data_file).string()));
+  });
+}
+
+namespace {
+
+// A string member, or `def` when absent; any other type is an Error naming it (nlohmann's value()
+// would throw its own type_error, which is not a message for a user).
+std::string string_field(const json& obj, const char* key, const std::string& def, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return def;
+  if (!it->is_string()) throw Error(where + ": '" + key + "' must be a string");
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+ReferenceDump ReferenceDump::from_manifest(const std::string& dir, json manifest,
+                                           const std::function<std::shared_ptr<SafetensorsFile>(const std::string&)>& open_data) {
+  ReferenceDump d;
+  d.dir_ = dir;
+  const std::string mpath = (std::filesystem::path(dir) / "manifest.json").string();
+  d.manifest_ = std::move(manifest);
   const json& m = d.manifest_;
   if (!m.is_object()) throw Error(mpath + " is not a JSON object");
-  if (m.value("format", "") != "memra.dump")
+  if (string_field(m, "format", "", mpath) != "memra.dump")
     throw Error(mpath + ": format is not memra.dump", "regenerate the dump with tools/oracle/dump_reference.py");
-  const std::string version = m.value("format_version", "");
+  const std::string version = string_field(m, "format_version", "", mpath);
   if (version.rfind("1.", 0) != 0)
     throw Error(mpath + ": unsupported format_version '" + printable(version) + "' (this memra reads 1.x)");
   if (!m.contains("tokens") || !m["tokens"].is_number_integer() || m["tokens"].get<int64_t>() < 1 ||
@@ -151,23 +196,42 @@ ReferenceDump ReferenceDump::open(const std::string& dir) {
     if (d.incremental_prefix_ < 1 || d.incremental_prefix_ >= d.tokens_)
       throw Error(mpath + ": 'incremental_prefix' must lie in [1, tokens)");
   }
-  const std::string data_file = m.value("data_file", "");
+  const std::string data_file = string_field(m, "data_file", "", mpath);
   if (data_file.empty() || data_file.find('/') != std::string::npos || data_file.find("..") != std::string::npos)
     throw Error(mpath + ": 'data_file' must name a file inside the dump folder");
-  d.data_ = std::make_shared<SafetensorsFile>(SafetensorsFile::open((std::filesystem::path(dir) / data_file).string()));
   if (!m.contains("arrays") || !m["arrays"].is_object()) throw Error(mpath + ": 'arrays' must be an object");
   if (!m.contains("geometry") || !m["geometry"].is_object()) throw Error(mpath + ": 'geometry' must be an object");
+  string_field(m, "regenerate", "", mpath);
+  if (m.contains("producer") && m["producer"].is_object()) string_field(m["producer"], "compute_dtype", "unknown", mpath);
+  for (auto it = m["arrays"].begin(); it != m["arrays"].end(); ++it) {
+    if (!it->is_object()) throw Error(mpath + ": arrays." + printable(it.key()) + " must be an object");
+    string_field(*it, "xxh3", "", mpath + ": arrays." + printable(it.key()));
+    string_field(*it, "dtype", "", mpath + ": arrays." + printable(it.key()));
+  }
+  d.data_ = open_data(data_file);
   return d;
 }
 
 std::string ReferenceDump::compute_dtype() const {
-  if (manifest_.contains("producer") && manifest_["producer"].is_object())
-    return manifest_["producer"].value("compute_dtype", "unknown");
-  return "unknown";
+  if (manifest_.contains("producer") && manifest_["producer"].is_object()) {
+    const json& p = manifest_["producer"];
+    if (p.contains("compute_dtype") && p["compute_dtype"].is_string()) return p["compute_dtype"].get<std::string>();
+  }
+  return "";
 }
 
-DumpValidation ReferenceDump::validate(const ModelConfig& config) const {
+// The compute dtypes parity has a tolerance for (compare.cpp tolerance_for).
+static const std::set<std::string> kComputeDtypes = {"float32", "float64", "bfloat16", "float16"};
+
+bool ReferenceDump::qat() const {
+  if (!manifest_.contains("producer") || !manifest_["producer"].is_object()) return false;
+  const auto& p = manifest_["producer"];
+  return p.contains("qat") && p["qat"].is_boolean() && p["qat"].get<bool>();
+}
+
+DumpValidation ReferenceDump::validate(const ModelConfig& config, const std::set<std::string>& stages) const {
   DumpValidation v;
+  auto wanted = [&](const std::string& family) { return family == "tokens" || stages.empty() || stages.count(family) > 0; };
   v.regenerate = manifest_.value("regenerate", "");
   if (v.regenerate.empty()) v.regenerate = "tools/oracle/dump_reference.py MODEL_DIR --out " + dir_;
 
@@ -175,17 +239,40 @@ DumpValidation ReferenceDump::validate(const ModelConfig& config) const {
   compare_geometry(config.geometry_json(), manifest_["geometry"], kOptionalFields, v);
   if (!v.reasons.empty()) {
     v.refused = true;
+    v.geometry_disagrees = true;
     return v;  // no array is looked at under a disagreeing geometry
   }
+  const std::string dtype = compute_dtype();
+  if (dtype.empty())
+    v.reasons.push_back("dump manifest lacks producer.compute_dtype: the tolerance depends on it");
+  else if (!kComputeDtypes.count(dtype))
+    v.reasons.push_back("dump manifest's producer.compute_dtype '" + printable(dtype) +
+                        "' is not one parity has a tolerance for (float32, float64, bfloat16, float16)");
+  if (wanted("logits_incremental") && incremental_prefix_ < 0)
+    v.reasons.push_back("dump has no incremental logits (manifest lacks incremental_prefix): stage logits_incremental "
+                        "cannot be compared; narrow the stages with --stages to compare the others");
 
   // 2. Arrays: manifest entry, file entry and config prediction must all agree; bytes must hash.
   const auto predicted = predicted_dump_shapes(config, tokens_, incremental_prefix_);
   const json& arrays = manifest_["arrays"];
   const std::string data_file = manifest_.value("data_file", "");
+  std::map<std::string, std::vector<std::string>> lacking;  // family → arrays it needs that the dump lacks
   for (const auto& [name, shape] : predicted) {
+    if (!arrays.contains(name)) {
+      v.arrays.push_back({name, "MISSING", "not in the manifest"});
+      if (wanted(stage_family(name))) lacking[stage_family(name)].push_back(name);
+      continue;
+    }
     const DType dtype = name == "tokens" || name.ends_with(".experts") || name.ends_with(".selected") ? DType::kI32 : DType::kF32;
-    check_dump_array(name, arrays.contains(name) ? &arrays[name] : nullptr, data_->find(name), shape, dtype,
-                     name == "tokens" || name == "logits", data_file, v);
+    check_dump_array(name, &arrays[name], data_->find(name), shape, dtype, true, data_file, v);
+  }
+  for (const auto& [family, names] : lacking) {
+    std::string list;
+    for (size_t i = 0; i < names.size() && i < 4; ++i) list += (i ? ", " : "") + names[i];
+    if (names.size() > 4) list += ", ...";
+    v.reasons.push_back("dump lacks " + std::to_string(names.size()) + " array" + (names.size() > 1 ? "s" : "") +
+                        " of stage " + family + " (" + list + ")" +
+                        (family == "tokens" ? "" : "; to compare only the stages it has, name them with --stages"));
   }
   for (auto it = arrays.begin(); it != arrays.end(); ++it)
     if (!predicted.count(it.key())) v.arrays.push_back({printable(it.key()), "unexpected", "not predicted by the config; not compared"});

@@ -1,10 +1,11 @@
 // Reference dumps: a folder with manifest.json (geometry the dump was computed under, producer,
 // seed, regeneration command, per-array dtype/shape/XXH3-128) and the arrays in safetensors.
-// Validation is manifest-first (seed 003): the model's config is the authority, the dump the
+// Validation is manifest-first (docs/parity.md): the model's config is the authority, the dump the
 // claimant. Geometry is compared field by field before any value is read; every array's shape is
 // asserted against the product the config predicts, never divided to infer a dimension.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -32,28 +33,47 @@ struct ArrayCheck {
   std::string detail;
 };
 
+// The stage families parity compares (docs/parity.md), in report order. A run compares all of them
+// unless the user narrows the set explicitly (`memra parity --stages`).
+inline const std::vector<std::string> kStageFamilies = {"hidden", "router", "indexer", "logits", "logits_incremental"};
+// The family an array belongs to: "tokens", or one of kStageFamilies ("hidden.3" → "hidden").
+std::string stage_family(const std::string& array_name);
+
 struct DumpValidation {
   bool refused = false;
+  bool geometry_disagrees = false;   // refused because the dump was made under another geometry
   std::vector<std::string> reasons;  // why refused, one line each
   std::vector<GeometryCheck> geometry;
   std::vector<ArrayCheck> arrays;
   std::string regenerate;  // the manifest's regeneration command (or a default)
 };
 
+// The files ReferenceDump::open reads in `dir` that exist (manifest.json and its data file); never
+// throws. For the output rules.
+std::vector<std::string> dump_input_files(const std::string& dir);
+
 class ReferenceDump {
  public:
   // Reads manifest.json and opens the data file (hostile-safe). Throws Error (exit 2) when the
   // folder is not a readable dump; geometry disagreement is NOT an error here (see validate()).
   static ReferenceDump open(const std::string& dir);
+  // The same checks over a manifest already parsed; `open_data` opens the named data file (the
+  // folder's file for open(); the fuzzer hands in a fixed one).
+  static ReferenceDump from_manifest(const std::string& dir, nlohmann::json manifest,
+                                     const std::function<std::shared_ptr<SafetensorsFile>(const std::string&)>& open_data);
 
   const nlohmann::json& manifest() const { return manifest_; }
   const std::string& dir() const { return dir_; }
   int64_t tokens() const { return tokens_; }  // T claimed by the manifest
   int64_t incremental_prefix() const { return incremental_prefix_; }  // P, or -1 when absent
-  std::string compute_dtype() const;  // producer.compute_dtype, or "unknown"
+  std::string compute_dtype() const;  // producer.compute_dtype, or "" when absent
+  bool qat() const;                   // producer.qat: made with the QAT simulations (dump_reference.py --qat)
 
   // Manifest-first validation against `config`; never reads array values before geometry passes.
-  DumpValidation validate(const ModelConfig& config) const;
+  // Every array of a family in `stages` (empty: all families) must be present: a dump that lacks
+  // one is refused naming it, as is a manifest without producer.compute_dtype (the tolerance
+  // depends on it). Never a silent skip, never a looser tolerance.
+  DumpValidation validate(const ModelConfig& config, const std::set<std::string>& stages = {}) const;
 
   bool has(const std::string& name) const;
   std::vector<float> f32(const std::string& name) const;      // F32 (or F64) array as f32

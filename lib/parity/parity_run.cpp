@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "core/checked.h"
 #include "core/error.h"
+#include "engine/memory_plan.h"
 #include "engine/engine.h"
 
 namespace memra {
@@ -17,11 +19,22 @@ static nlohmann::json validation_json(const DumpValidation& v) {
   return {{"geometry", g}, {"arrays", a}};
 }
 
-ParityRun run_parity(const Model& model, const Backend& backend, const std::string& model_dir, const std::string& dump_dir) {
+ParityRun run_parity(const Model& model, const Backend& backend, const std::string& model_dir, const std::string& dump_dir,
+                     const std::set<std::string>& stages) {
+  for (const auto& s : stages)
+    if (std::find(kStageFamilies.begin(), kStageFamilies.end(), s) == kStageFamilies.end())
+      throw Error("unknown parity stage '" + s + "'", "stages are hidden, router, indexer, logits, logits_incremental");
+  auto wanted = [&](const std::string& family) { return stages.empty() || stages.count(family) > 0; };
   const ModelConfig& cfg = model.config();
   ReferenceDump dump = ReferenceDump::open(dump_dir);
   ParityRun run;
-  run.validation = dump.validate(cfg);
+  run.validation = dump.validate(cfg, stages);
+  // A dump made with the QAT simulations compares only with a backend running them, and vice versa.
+  if (dump.qat() != backend.qat()) {
+    run.validation.refused = true;
+    run.validation.reasons.push_back(dump.qat() ? "the dump was made with the QAT simulations (dump_reference.py --qat); add --qat"
+                                                : "the backend runs the QAT simulations (--qat); the dump was made without them");
+  }
   run.tolerance = tolerance_for(backend.realization(), dump.compute_dtype());
   const Tolerance& tol = run.tolerance;
   nlohmann::json& report = run.report;
@@ -29,12 +42,29 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
             {"model", model_dir},         {"dump", dump_dir},      {"fingerprint", model.fingerprint().hex()},
             {"precision_class", tol.precision_class},
             {"tolerance", {{"rel_to_max", tol.rel_to_max}, {"decision_band", tol.decision_band}}}};
+  nlohmann::json compared = nlohmann::json::array();
+  for (const auto& f : kStageFamilies)
+    if (wanted(f)) compared.push_back(f);
+  report["compared_stages"] = compared;
   report["validation"] = validation_json(run.validation);
   if (run.validation.refused) {
     run.result = "REFUSED";
+    std::string regenerate = run.validation.regenerate;
+    if (run.validation.geometry_disagrees) {
+      // The dump is not broken, it belongs to another model: regenerating it would not help.
+      const nlohmann::json& m = dump.manifest();
+      const int64_t seed = m.contains("seed") && m["seed"].is_number_integer() ? m["seed"].get<int64_t>() : 1;
+      regenerate = "\"$(tools/oracle/setup-venv.sh)\" tools/oracle/dump_reference.py " + model_dir + " --out DIR --tokens " +
+                   std::to_string(dump.tokens()) + " --seed " + std::to_string(seed);
+      run.hint = "this dump was made for another geometry: compare it with the model it was made from, or make a dump of " +
+                 model_dir + " with: " + regenerate;
+    } else {
+      run.hint = "regenerate the dump: " + regenerate;
+    }
     report["result"] = run.result;
     report["reasons"] = run.validation.reasons;
-    report["regenerate"] = run.validation.regenerate;
+    report["regenerate"] = regenerate;
+    report["hint"] = run.hint;
     return run;
   }
 
@@ -44,6 +74,17 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
     if (ids[t] < 0 || ids[t] >= V)
       throw Error("dump token " + std::to_string(ids[t]) + " at " + std::to_string(t) + " is outside the vocabulary");
   std::vector<int32_t> tokens(ids.begin(), ids.end());
+  RunShape shape;  // the full pass with traces, then the incremental one
+  shape.capacity = shape.chunk = T;
+  shape.states = 2;
+  shape.chunk_logits = true;
+  shape.logits_rows = T;
+  shape.device = backend.realization().device;
+  shape.other_bytes = mul_checked(mul_checked(static_cast<uint64_t>(T), static_cast<uint64_t>(cfg.num_hidden_layers), "parity traces"),
+                                  static_cast<uint64_t>(cfg.hc_mult * cfg.hidden_size + 2 * cfg.num_experts_per_tok + cfg.index_topk + 4) * sizeof(float),
+                                  "parity traces");
+  require_fits(plan_memory(cfg, shape, model_resident_bytes(model, shape.device)), default_memory_limit(),
+               "parity over the dump's " + std::to_string(T) + " tokens");
   std::unique_ptr<State> state = backend.new_state(T);
   std::vector<float> logits(T * V);
   ForwardTrace trace;
@@ -52,7 +93,8 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
 
   // Decisions first: an in-band flip (a near-tie the two realizations legitimately break
   // differently) changes everything causally downstream of it, so values are compared only before
-  // the first such position (docs/bands.md, "Parity tolerances").
+  // the first such position (docs/parity.md). Every decision the dump has takes part in finding
+  // that position, also when --stages leaves it out of the report.
   struct ValueStage {
     std::string name;
     std::vector<float> got, want;
@@ -61,23 +103,26 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
     int64_t top1_width;  // > 0: report top-1 agreement over rows of this width
   };
   std::vector<ValueStage> values;
-  std::vector<StageResult> decisions;
+  std::vector<StageResult> decisions;  // every decision stage the dump has
+  std::vector<bool> judged;            // … and whether it is one the run reports
+  auto add_decisions = [&](const std::string& family, const std::string& sel, const std::string& margin, int64_t k) {
+    if (!dump.has(sel)) return;  // validation refused this when the family is wanted
+    decisions.push_back(compare_decisions(sel, trace.arrays[sel], dump.ints(sel), k,
+                                          dump.has(margin) ? dump.f32(margin) : std::vector<float>{}, trace.arrays[margin],
+                                          tol.decision_band));
+    judged.push_back(wanted(family));
+  };
   const int64_t nD = cfg.hc_mult * cfg.hidden_size;
   for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
     const std::string L = std::to_string(l);
-    if (dump.has("hidden." + L))
+    if (wanted("hidden"))
       values.push_back({"hidden." + L, std::move(trace.arrays["hidden." + L]), dump.f32("hidden." + L), nD, 0, 0});
-    const std::string re = "router." + L + ".experts", rm = "router." + L + ".margin";
-    if (dump.has(re))
-      decisions.push_back(compare_decisions(re, trace.arrays[re], dump.ints(re), cfg.num_experts_per_tok,
-                                            dump.has(rm) ? dump.f32(rm) : std::vector<float>{}, tol.decision_band));
-    const std::string is = "indexer." + L + ".selected", im = "indexer." + L + ".margin";
-    if (dump.has(is))
-      decisions.push_back(compare_decisions(is, trace.arrays[is], dump.ints(is), cfg.index_topk,
-                                            dump.has(im) ? dump.f32(im) : std::vector<float>{}, tol.decision_band));
+    add_decisions("router", "router." + L + ".experts", "router." + L + ".margin", cfg.num_experts_per_tok);
+    if (cfg.layer_types[l] == LayerKind::kCSA)
+      add_decisions("indexer", "indexer." + L + ".selected", "indexer." + L + ".margin", cfg.index_topk);
   }
-  values.push_back({"logits", std::move(logits), dump.f32("logits"), V, 0, V});
-  if (dump.has("logits_incremental") && dump.incremental_prefix() > 0) {
+  if (wanted("logits")) values.push_back({"logits", std::move(logits), dump.f32("logits"), V, 0, V});
+  if (wanted("logits_incremental")) {
     const int64_t P = dump.incremental_prefix();
     std::unique_ptr<State> inc = backend.new_state(T);
     prefill(backend, *inc, std::span<const int32_t>(tokens).first(P), 0, nullptr);
@@ -89,32 +134,48 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
     values.push_back({"logits_incremental", std::move(rows), dump.f32("logits_incremental"), V, P, V});
   }
 
-  const int64_t t0 = first_in_band_flip(decisions);
+  const InBandCut cut = first_in_band_flip(decisions);
+  const int64_t t0 = cut.position;
   if (t0 >= 0) {
-    for (auto& d : decisions) restrict_decisions(d, t0);
+    for (auto& d : decisions) restrict_decisions(d, cut);
     report["compared_before_position"] = t0;
   }
-  auto& stages = run.stages;
+  auto& out = run.stages;
   for (auto& v : values) {
-    int64_t rows = static_cast<int64_t>(v.want.size()) / v.row_width;
+    const int64_t rows_total = static_cast<int64_t>(v.want.size()) / v.row_width;
+    int64_t rows = rows_total;
     if (t0 >= 0) rows = std::clamp<int64_t>(t0 - v.first_row, 0, rows);
-    if (rows * v.row_width != static_cast<int64_t>(v.want.size())) {
+    if (rows != rows_total) {
       v.got.resize(rows * v.row_width);
       v.want.resize(rows * v.row_width);
     }
     StageResult r = compare_values(v.name, v.got, v.want, tol.rel_to_max, v.top1_width);
     r.rows = rows;
-    stages.push_back(std::move(r));
+    r.rows_total = rows_total;
+    out.push_back(std::move(r));
   }
-  stages.insert(stages.end(), decisions.begin(), decisions.end());
-  bool all_pass = true;
+  for (size_t i = 0; i < decisions.size(); ++i)
+    if (judged[i]) out.push_back(decisions[i]);
+  if (out.empty()) throw Error("parity: no stage to compare", "name at least one stage with --stages");
+  // The floor: a stage that compared fewer than half its rows proves too little to PASS.
+  bool any_fail = false, any_inconclusive = false;
   nlohmann::json sj = nlohmann::json::array();
-  for (const auto& s : stages) {
-    all_pass = all_pass && s.pass;
+  for (auto& s : out) {
+    s.min_rows = min_rows_compared(s.rows_total);
+    any_fail = any_fail || s.verdict() == "FAIL";
+    any_inconclusive = any_inconclusive || s.verdict() == "INCONCLUSIVE";
     sj.push_back(s.to_json());
   }
   report["stages"] = sj;
-  run.result = all_pass ? "PASS" : "FAIL";
+  run.result = any_fail ? "FAIL" : any_inconclusive ? "INCONCLUSIVE" : "PASS";
+  // The first failing stage in causal order (causal_rank): where to look first.
+  const StageResult* first = nullptr;
+  for (const auto& s : out)
+    if (s.verdict() == "FAIL" && (!first || causal_rank(s.name) < causal_rank(first->name))) first = &s;
+  if (first) {
+    run.first_failing_stage = first->name;
+    report["first_failing_stage"] = first->name;
+  }
   report["result"] = run.result;
   return run;
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/hash.h"
 #include "engine/backend.h"
 
 namespace memra {
@@ -28,5 +29,31 @@ HostSnapshot snapshot_state(const State& state);
 // `attach` adds components beyond the backend's (a drafter) to the empty state before the import.
 std::unique_ptr<State> restore_state(const Backend& backend, const HostSnapshot& host, int64_t capacity,
                                      const std::function<void(State&)>& attach = {});
+
+// The fast snapshot: every class streamed (State::export_stream) into one buffer of the backend's
+// host memory (pinned on CUDA) and hashed class by class (class_hash) on worker threads while
+// later ranges are still in flight. What write_state_file needs, without a second pass.
+struct StreamedSnapshot {
+  int64_t pos = 0;
+  int64_t capacity = 0;
+  std::vector<ClassLayout> layout;  // every class, in order
+  HostBuffer bytes;                 // the classes end to end
+  std::vector<Hash128> hashes;      // class_hash() of each, in order
+
+  size_t size() const;  // bytes of the classes
+};
+StreamedSnapshot stream_snapshot(const Backend& backend, const State& state, int threads = 0);
+// Its core, for any streamed export: `run_export` streams the classes of `layout` into `dst`
+// (calling the ChunkFn it is given as ranges land); returns class_hash() of each class.
+std::vector<Hash128> hash_stream(const std::vector<ClassLayout>& layout, const uint8_t* dst,
+                                 const std::function<void(const ChunkFn&)>& run_export, int threads = 0);
+
+// A fresh state of `capacity` from classes laid end to end (State::import_stream). `layout` must be
+// the new state's layout at `pos` (names, dtypes, shapes), else a negative Error naming the first
+// difference (a class no component holds, a missing one). `attach` adds components beyond the
+// backend's (a drafter) to the empty state before the import.
+std::unique_ptr<State> restore_stream(const Backend& backend, int64_t pos, int64_t capacity,
+                                      const std::vector<ClassLayout>& layout, const uint8_t* bytes, size_t size,
+                                      const std::function<void(State&)>& attach = {});
 
 }  // namespace memra

@@ -3,6 +3,7 @@
 #include "state/state_file.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "format/json_guard.h"
@@ -27,7 +29,7 @@ const char* const kCorruptHint = "the state file is corrupt, truncated or not a 
 
 // Keys the format owns; extra metadata may not use them (nor the hash. prefix).
 const char* const kReservedKeys[] = {"format", "format_version", "writer", "model_fingerprint",
-                                     "precision_class", "position", "capacity"};
+                                     "precision_class", "position", "capacity", "qat"};
 
 struct HeaderEntry {
   std::string_view name;
@@ -98,10 +100,63 @@ struct Prepared {
   StateWriteResult result;
 };
 
-// Validates the snapshot and builds the header. `hashes` null: hash the classes here; otherwise use
-// them (placeholders of the right width give a header of the final length).
-Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const StateWriteOptions& options,
-                 const std::vector<Hash128>* hashes = nullptr) {
+// What a state file holds, from either snapshot form: position, capacity and the classes in order.
+struct Item {
+  const std::string* name;
+  DType dtype;
+  const std::vector<int64_t>* shape;
+  const uint8_t* data;
+  size_t nbytes;
+};
+struct Source {
+  int64_t pos = 0, capacity = 0;
+  std::vector<Item> items;
+};
+
+Source source_of(const HostSnapshot& snap) {
+  Source src{snap.pos, snap.capacity, {}};
+  for (const auto& c : snap.classes) src.items.push_back({&c.name, c.dtype, &c.shape, c.bytes.data(), c.bytes.size()});
+  return src;
+}
+
+Source source_of(const StreamedSnapshot& snap) {
+  Source src{snap.pos, snap.capacity, {}};
+  size_t offset = 0;
+  for (const auto& l : snap.layout) {
+    src.items.push_back({&l.name, l.dtype, &l.shape, snap.bytes.data() + offset, l.nbytes()});
+    offset += l.nbytes();
+  }
+  return src;
+}
+
+std::vector<ClassBytes> class_bytes(const Source& src) {
+  std::vector<ClassBytes> items;
+  for (const auto& it : src.items) items.push_back({*it.name, dtype_name(it.dtype), it.shape, it.data, it.nbytes});
+  return items;
+}
+
+// Keyed BLAKE2b-256 over a domain string, the canonical header of the metadata without the tag and
+// hash.metadata (length-prefixed), then every class's bytes in data order (their lengths are in
+// that header, so the stream is unambiguous).
+template <typename Bytes>
+std::string auth_tag(const AuthKey& key, const std::vector<HeaderEntry>& entries,
+                     std::map<std::string, std::string> metadata, const Bytes& payload) {
+  metadata.erase(kMetadataHashKey);
+  metadata.erase(kAuthTagKey);
+  const std::string header = canonical_header(entries, metadata);
+  KeyedHasher h(key);
+  h.update(std::string_view("memra.state auth 1"));
+  h.update_u64(header.size());
+  h.update(header);
+  for (const auto& [data, size] : payload) h.update(data, size);
+  return h.hex_digest();
+}
+
+// Validates the source and builds the header. `hashes` null: hash the classes here; otherwise use
+// them (placeholders of the right width give a header of the final length; `placeholder_tag`
+// likewise stands in for the keyed tag).
+Prepared prepare(const Source& snap, const StateOrigin& origin, const StateWriteOptions& options,
+                 const std::vector<Hash128>* hashes = nullptr, bool placeholder_tag = false) {
   Hash128 probe;
   if (!canonical_hex(origin.model_fingerprint, &probe))
     throw Error("model fingerprint '" + printable(origin.model_fingerprint) + "' is not 32 lower-case hex digits",
@@ -112,23 +167,27 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
 
   std::vector<ClassBytes> items;
   std::vector<std::string_view> seen;
-  for (const auto& c : snap.classes) {
-    if (!valid_class_name(c.name)) throw Error("class name '" + printable(c.name) + "' is not allowed in a state file");
+  for (const auto& c : snap.items) {
+    const std::string& name = *c.name;
+    if (!valid_class_name(name)) throw Error("class name '" + printable(name) + "' is not allowed in a state file");
     uint64_t n = 1;
-    for (int64_t d : c.shape) {
-      if (d <= 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
-        throw Error("class " + c.name + " has shape " + shape_text(c.shape) + " (every dimension must be positive)");
+    for (int64_t d : *c.shape) {
+      if (d <= 0 || !mul_fits(n, static_cast<uint64_t>(d), &n))
+        throw Error("class " + name + " has shape " + shape_text(*c.shape) + " (every dimension must be positive)");
     }
     if (!is_supported_class_dtype(c.dtype))
-      throw Error("class " + c.name + " has dtype " + dtype_name(c.dtype) + " (state classes are F32, BF16, I32 or I64)");
-    if (!is_extension(c.name) && c.dtype != DType::kF32) throw Error("trunk class " + c.name + " must be F32");
-    if (n * dtype_size(c.dtype) != c.bytes.size())
-      throw Error("class " + c.name + " holds " + std::to_string(c.bytes.size()) + " bytes, its shape needs " +
-                  std::to_string(n * dtype_size(c.dtype)));
-    if (std::find(seen.begin(), seen.end(), c.name) != seen.end()) throw Error("class " + c.name + " appears twice");
-    seen.push_back(c.name);
-    items.push_back({c.name, dtype_name(c.dtype), &c.shape, c.bytes.data(), c.bytes.size()});
+      throw Error("class " + name + " has dtype " + dtype_name(c.dtype) + " (state classes are F32, BF16, I32 or I64)");
+    if (!is_extension(name) && c.dtype != DType::kF32) throw Error("trunk class " + name + " must be F32");
+    uint64_t need = 0;
+    if (!mul_fits(n, dtype_size(c.dtype), &need) || need != c.nbytes)
+      throw Error("class " + name + " holds " + std::to_string(c.nbytes) + " bytes, its shape needs " +
+                  std::to_string(n) + " x " + std::to_string(dtype_size(c.dtype)));
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) throw Error("class " + name + " appears twice");
+    seen.push_back(name);
+    items.push_back({name, dtype_name(c.dtype), c.shape, c.data, c.nbytes});
   }
+  if (hashes && hashes->size() != items.size()) throw Error("internal: " + std::to_string(hashes->size()) +
+                                                            " class hashes for " + std::to_string(items.size()) + " classes");
 
   Prepared p;
   p.result.class_hashes = hashes ? *hashes : class_hashes(items, options.threads);
@@ -138,23 +197,24 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
   for (const auto& [k, v] : options.extra_metadata) {
     for (const char* r : kReservedKeys)
       if (k == r) throw Error("metadata key " + k + " is reserved by the state format");
-    if (k.rfind("hash.", 0) == 0) throw Error("metadata key " + k + " is reserved by the state format");
+    if (k.rfind("hash.", 0) == 0 || k.rfind("auth.", 0) == 0)
+      throw Error("metadata key " + k + " is reserved by the state format");
     md[k] = v;
   }
   md["format"] = kStateFormatName;
   // 1.0 byte for byte when the file holds only trunk classes (readers of 1.0 read it as before);
   // 1.1 when it carries component classes (a drafter's).
   bool extended = false;
-  for (const auto& c : snap.classes) extended |= is_extension(c.name);
+  for (const auto& c : snap.items) extended |= is_extension(*c.name);
   md["format_version"] = std::to_string(kStateFormatMajor) + "." + std::to_string(extended ? kStateFormatMinor : 0);
   md["writer"] = std::string("memra ") + MEMRA_VERSION;
   md["model_fingerprint"] = origin.model_fingerprint;
   md["precision_class"] = origin.precision_class;
+  if (origin.qat) md["qat"] = "on";
   md["position"] = std::to_string(snap.pos);
   md["capacity"] = std::to_string(snap.capacity);
   for (size_t i = 0; i < items.size(); ++i) md["hash." + std::string(items[i].name)] = p.result.class_hashes[i].hex();
   md["hash.state"] = p.result.state_hash.hex();
-  md[kMetadataHashKey] = metadata_hash(md).hex();
 
   std::vector<HeaderEntry> entries;
   uint64_t offset = 0;
@@ -162,6 +222,12 @@ Prepared prepare(const HostSnapshot& snap, const StateOrigin& origin, const Stat
     entries.push_back({it.name, it.dtype, it.shape, offset, offset + it.nbytes});
     offset += it.nbytes;
   }
+  if (options.key) {  // the placeholder header only needs the tag's length
+    std::vector<std::pair<const void*, size_t>> payload;
+    for (const auto& it : items) payload.emplace_back(it.data, it.nbytes);
+    md[kAuthTagKey] = placeholder_tag ? std::string(64, '0') : auth_tag(*options.key, entries, md, payload);
+  }
+  md[kMetadataHashKey] = metadata_hash(md).hex();
   p.header = canonical_header(entries, md);
   p.result.file_bytes = 8 + p.header.size() + offset;
   return p;
@@ -173,26 +239,24 @@ std::string header_length_bytes(uint64_t n) {
   return out;
 }
 
-}  // namespace
-
-StateWriteResult write_state_file(const std::string& path, const HostSnapshot& snap, const StateOrigin& origin,
-                                  const StateWriteOptions& options) {
-  if (path == "-") {  // a pipe cannot be rewritten: hash first, then stream
-    Prepared p = prepare(snap, origin, options);
-    AtomicWriter out(path);
+// Writes the file atomically. `known` null: the class hashes are computed on other threads while
+// the payload goes to disk, and the header (whose length does not depend on the hash values) is
+// written last, before fsync and rename; otherwise they are the given ones (a streamed snapshot
+// hashed its classes as they landed).
+StateWriteResult write_source(const std::string& path, const Source& snap, const StateOrigin& origin,
+                              const StateWriteOptions& options, const std::vector<Hash128>* known) {
+  AtomicWriter out(path);
+  if (!out.seekable() || known) {  // stdout, a pipe or a device cannot be rewritten: hash first, then stream
+    Prepared p = prepare(snap, origin, options, known);
     out.write(header_length_bytes(p.header.size()));
     out.write(p.header);
-    for (const auto& c : snap.classes) out.write(c.bytes.data(), c.bytes.size());
+    for (const auto& c : snap.items) out.write(c.data, c.nbytes);
     out.commit();
     return p.result;
   }
-  // Hash on other threads while the payload goes to disk; the header (whose length does not
-  // depend on the hash values) is written last, before fsync and rename.
-  const std::vector<Hash128> zeros(snap.classes.size());
-  const Prepared placeholder = prepare(snap, origin, options, &zeros);
-  AtomicWriter out(path);  // payload first, header rewritten in place last
-  std::vector<ClassBytes> items;
-  for (const auto& c : snap.classes) items.push_back({c.name, dtype_name(c.dtype), &c.shape, c.bytes.data(), c.bytes.size()});
+  const std::vector<Hash128> zeros(snap.items.size());
+  const Prepared placeholder = prepare(snap, origin, options, &zeros, true);  // payload first, header written last
+  const std::vector<ClassBytes> items = class_bytes(snap);
   std::vector<Hash128> hashes;
   std::exception_ptr hash_error;
   std::thread hasher([&] {
@@ -204,9 +268,9 @@ StateWriteResult write_state_file(const std::string& path, const HostSnapshot& s
   });
   try {
     uint64_t offset = 8 + placeholder.header.size();
-    for (const auto& c : snap.classes) {
-      out.write_at(offset, c.bytes.data(), c.bytes.size());
-      offset += c.bytes.size();
+    for (const auto& c : snap.items) {
+      out.write_at(offset, c.data, c.nbytes);
+      offset += c.nbytes;
     }
   } catch (...) {
     hasher.join();
@@ -221,16 +285,31 @@ StateWriteResult write_state_file(const std::string& path, const HostSnapshot& s
   return p.result;
 }
 
+}  // namespace
+
+StateWriteResult write_state_file(const std::string& path, const HostSnapshot& snap, const StateOrigin& origin,
+                                  const StateWriteOptions& options) {
+  return write_source(path, source_of(snap), origin, options, nullptr);
+}
+
+StateWriteResult write_state_file(const std::string& path, const StreamedSnapshot& snap, const StateOrigin& origin,
+                                  const StateWriteOptions& options) {
+  return write_source(path, source_of(snap), origin, options, &snap.hashes);
+}
+
 std::string serialize_state_file(const HostSnapshot& snap, const StateOrigin& origin, const StateWriteOptions& options) {
-  Prepared p = prepare(snap, origin, options);
+  const Source src = source_of(snap);
+  Prepared p = prepare(src, origin, options);
   std::string out = header_length_bytes(p.header.size()) + p.header;
   out.reserve(p.result.file_bytes);
-  for (const auto& c : snap.classes) out.append(reinterpret_cast<const char*>(c.bytes.data()), c.bytes.size());
+  for (const auto& c : src.items) out.append(reinterpret_cast<const char*>(c.data), c.nbytes);
   return out;
 }
 
 StateFile StateFile::open(const std::string& path, StateCheck check, int threads) {
-  return parse(InputBytes::open(path), check, threads);
+  auto stream = StdinReader::open_stream(path);  // header first: a stream that is not a state fails on its first bytes
+  if (!stream) return parse(InputBytes::open(path), check, threads);
+  return parse(SafetensorsFile::read_stream(*stream, path, stdin_limit()), check, threads);
 }
 
 StateFile StateFile::parse(InputBytes bytes, StateCheck check, int threads) {
@@ -309,12 +388,18 @@ StateFile StateFile::parse(InputBytes bytes, StateCheck check, int threads) {
   Hash128 probe;
   if (!canonical_hex(get("model_fingerprint"), &probe)) throw bad("model_fingerprint is not 32 lower-case hex digits");
   if (get("precision_class").empty()) throw bad("precision_class is empty");
+  if (md.count("qat") && md.at("qat") != "on") throw bad("qat '" + printable(md.at("qat")) + "' is not 'on'");
   get("writer");
   if (!parse_count(get("position"), &f.position_)) throw bad("position '" + printable(get("position")) + "' is not a count");
   if (!parse_count(get("capacity"), &f.capacity_)) throw bad("capacity '" + printable(get("capacity")) + "' is not a count");
   if (f.capacity_ < 1 || f.position_ > f.capacity_)
     throw bad("position " + std::to_string(f.position_) + " exceeds capacity " + std::to_string(f.capacity_));
   if (!canonical_hex(get("hash.state"), &f.state_hash_)) throw bad("hash.state is not 32 lower-case hex digits");
+  if (auto tag = md.find(kAuthTagKey); tag != md.end()) {
+    const std::string& t = tag->second;
+    if (t.size() != 64 || t.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw bad(std::string(kAuthTagKey) + " is not 64 lower-case hex digits");
+  }
 
   if (check == StateCheck::kFull) f.verify_payload(threads);
   return f;
@@ -339,6 +424,24 @@ void StateFile::verify_payload(int threads) {
   payload_verified_ = true;
 }
 
+void StateFile::verify_auth(const AuthKey& key) const {
+  const std::string where = "state file " + path();
+  auto tag = metadata_.find(kAuthTagKey);
+  if (tag == metadata_.end())
+    throw negative(where + " carries no keyed tag (" + kAuthTagKey + "): it was written without --key, so who wrote it cannot be checked",
+                   "write it again with --key, or drop --key to accept it on its XXH3 hashes alone (they catch accidents, not forgery)");
+  std::vector<HeaderEntry> entries;
+  std::vector<std::pair<const void*, size_t>> payload;
+  for (const auto& c : classes_) {
+    const uint64_t begin = static_cast<uint64_t>(c.data - classes_.front().data);
+    entries.push_back({c.name, dtype_name(c.dtype), &c.shape, begin, begin + c.nbytes});
+    payload.emplace_back(c.data, c.nbytes);
+  }
+  if (!tags_equal(auth_tag(key, entries, metadata_, payload), tag->second))
+    throw negative(where + ": keyed tag mismatch: the file was modified after it was written, or written with another key",
+                   "do not use this state; get it again from where it was written");
+}
+
 const StateClassView* StateFile::find(std::string_view name) const {
   for (const auto& c : classes_)
     if (c.name == name) return &c;
@@ -361,34 +464,62 @@ HostSnapshot StateFile::to_host() const {
   return host;
 }
 
+std::vector<NonFiniteClass> nonfinite_classes(const StateFile& file) {
+  std::vector<NonFiniteClass> out;
+  for (const auto& c : file.classes()) {
+    if (c.dtype != DType::kF32) continue;
+    NonFiniteClass n{c.name};
+    for (uint64_t i = 0; i < c.numel; ++i) {
+      float v;
+      std::memcpy(&v, c.data + 4 * i, 4);
+      if (std::isfinite(v)) continue;
+      if (n.nan + n.inf == 0) n.first = i;
+      ++(std::isnan(v) ? n.nan : n.inf);
+    }
+    if (n.nan + n.inf > 0) out.push_back(std::move(n));
+  }
+  return out;
+}
+
 std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& backend, const std::string& model_fingerprint,
                                           int64_t capacity, const std::function<void(State&)>& attach) {
   const std::string where = "state file " + file.path();
+  if (!file.payload_verified()) throw Error(where + " was not verified before use");
   if (file.model_fingerprint() != model_fingerprint)
     throw negative(where + " belongs to model " + file.model_fingerprint() + ", not to this model (" + model_fingerprint + ")",
                    "restore it with the model it was written from");
+  if (file.qat() != backend.qat())
+    throw negative(where + (file.qat() ? " was computed with the QAT simulations on (--qat); this backend has them off"
+                                       : " was computed without the QAT simulations; this backend has them on (--qat)"),
+                   file.qat() ? "add --qat to continue it" : "drop --qat to continue it");
   if (capacity < file.position())
     throw negative("capacity " + std::to_string(capacity) + " is smaller than the state's position " +
                        std::to_string(file.position()),
                    "restore with --capacity " + std::to_string(file.position()) + " or more");
+  // The classes lie end to end in the file's data section (checked when it was parsed): they are
+  // streamed into the new state straight from the file's bytes.
+  std::vector<ClassLayout> layout;
+  size_t total = 0;
+  for (const auto& c : file.classes()) {
+    layout.push_back(ClassLayout{c.name, c.dtype, c.shape});
+    total += c.nbytes;
+  }
+  const uint8_t* data = file.classes().empty() ? nullptr : file.classes().front().data;
   std::unique_ptr<State> state;
   try {
-    state = restore_state(backend, file.to_host(), capacity, attach);
+    state = restore_stream(backend, file.position(), capacity, layout, data, total, attach);
   } catch (const Error& e) {
     throw negative(where + ": " + e.what(), e.hint());
   }
   // Verified restore: the restored state's own classes must hash to what the file says.
-  const std::vector<CacheClass> back = state->export_classes();
-  std::vector<ClassBytes> items;
-  for (const auto& c : back) items.push_back({c.name, dtype_name(c.dtype), &c.shape, c.bytes.data(), c.bytes.size()});
-  const std::vector<Hash128> hashes = class_hashes(items);
-  if (back.size() != file.classes().size())
-    throw negative(where + ": restored state has " + std::to_string(back.size()) + " classes, the file " +
+  const StreamedSnapshot back = stream_snapshot(backend, *state);
+  if (back.layout.size() != file.classes().size())
+    throw negative(where + ": restored state has " + std::to_string(back.layout.size()) + " classes, the file " +
                        std::to_string(file.classes().size()),
                    "this is a memra bug; please report it");
-  for (size_t i = 0; i < back.size(); ++i) {
+  for (size_t i = 0; i < back.layout.size(); ++i) {
     const auto& c = file.classes()[i];
-    if (back[i].name != c.name || hashes[i] != c.hash)
+    if (back.layout[i].name != c.name || back.hashes[i] != c.hash)
       throw negative(where + ": restored class " + c.name + " does not hash to the file's " + c.hash.hex(),
                      "this is a memra bug; please report it");
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/hash.h"
+#include "core/keyed_hash.h"
 #include "format/safetensors.h"
 #include "state/snapshot.h"
 
@@ -32,11 +33,17 @@ inline constexpr int kStateFormatMinor = 1;  // newer minors only add metadata k
 struct StateOrigin {
   std::string model_fingerprint;  // Model::fingerprint().hex(): 32 lower-case hex digits
   std::string precision_class;    // Backend::precision_class(), e.g. "cpu-f32-exact"
+  bool qat = false;               // Backend::qat(): metadata "qat": "on" (absent when off, as before)
 };
+
+// The optional keyed tag (docs/state-format.md, "Integrity is not authenticity"): keyed BLAKE2b-256
+// over the header without this key and hash.metadata, and the whole payload.
+inline constexpr const char* kAuthTagKey = "auth.blake2b";
 
 struct StateWriteOptions {
   int threads = 0;                                // hashing threads (0: one per core)
   std::map<std::string, std::string> extra_metadata;  // more keys (must not collide with the format's)
+  const AuthKey* key = nullptr;                   // when set, the file carries a keyed tag
 };
 
 struct StateWriteResult {
@@ -50,6 +57,10 @@ StateWriteResult write_state_file(const std::string& path, const HostSnapshot& s
                                   const StateWriteOptions& options = {});
 std::string serialize_state_file(const HostSnapshot& snap, const StateOrigin& origin,
                                  const StateWriteOptions& options = {});
+// The same file from a streamed snapshot, whose class hashes were computed as its bytes landed
+// (the CUDA backend's pinned, overlapped export): byte for byte what the HostSnapshot form writes.
+StateWriteResult write_state_file(const std::string& path, const StreamedSnapshot& snap, const StateOrigin& origin,
+                                  const StateWriteOptions& options = {});
 
 // A class as stored in the file (views into the file's bytes).
 struct StateClassView {
@@ -75,6 +86,10 @@ class StateFile {
   // Recomputes every class hash and the state hash (no-op once done); negative Error naming the
   // first class (in file order) whose bytes disagree.
   void verify_payload(int threads = 0);
+  // Checks the keyed tag with `key`: a negative Error when the file has no tag or the tag does not
+  // match (modified, or written with another key). The computed tag is never printed.
+  void verify_auth(const AuthKey& key) const;
+  bool has_auth_tag() const { return metadata_.count(kAuthTagKey) > 0; }
   bool payload_verified() const { return payload_verified_; }
 
   const std::string& path() const { return file_.path(); }
@@ -84,6 +99,7 @@ class StateFile {
   int64_t capacity() const { return capacity_; }
   const std::string& model_fingerprint() const { return metadata_.at("model_fingerprint"); }
   const std::string& precision_class() const { return metadata_.at("precision_class"); }
+  bool qat() const { return metadata_.count("qat") > 0; }  // written with the QAT simulations on
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::vector<StateClassView>& classes() const { return classes_; }  // file (= cache_classes) order
   const StateClassView* find(std::string_view name) const;
@@ -105,11 +121,24 @@ class StateFile {
   bool payload_verified_ = false;
 };
 
-// Verified restore: checks the model fingerprint, rebuilds a state of `capacity` on `backend`
+// F32 classes holding NaN or ±Inf, in file order. Hashes prove that bytes are what was written,
+// not that the values are sane: a state that overflowed restores bit-exactly and then decodes NaN
+// logits, so readers report these (memra restore and snapshot print a warning and a JSON field).
+struct NonFiniteClass {
+  std::string name;
+  uint64_t nan = 0, inf = 0;
+  uint64_t first = 0;  // flat index of the first non-finite value
+};
+std::vector<NonFiniteClass> nonfinite_classes(const StateFile& file);
+
+// Verified restore: checks the model fingerprint and the QAT setting (a state computed with the
+// QAT simulations on continues only on a backend with them on, and the other way round), rebuilds
+// a state of `capacity` on `backend`
 // (capacity < position is refused; a class no component of the backend's state holds is refused by
-// name) and re-hashes its classes, which must equal the file's. Negative Error naming the reason
-// otherwise. The file must have been fully verified. `attach` adds components beyond the backend's
-// (a drafter) to the empty state before the import.
+// name) by streaming the file's class bytes into it (State::import_stream), and re-hashes its
+// classes through a streamed snapshot, which must equal the file's. Negative Error naming the
+// reason otherwise. The file must have been fully verified. `attach` adds components beyond the
+// backend's (a drafter) to the empty state before the import.
 std::unique_ptr<State> restore_state_file(const StateFile& file, const Backend& backend,
                                           const std::string& model_fingerprint, int64_t capacity,
                                           const std::function<void(State&)>& attach = {});

@@ -497,6 +497,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special_tokens, size_t* unknown) const {
+  return utf8_lossy(decode_bytes(ids, skip_special_tokens, unknown));
+}
+
+std::string Tokenizer::decode_bytes(const std::vector<int32_t>& ids, bool skip_special_tokens, size_t* unknown) const {
   const Impl& m = *impl_;
   const ByteTable& t = byte_table();
   std::vector<const std::string*> tokens;
@@ -520,7 +524,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
   std::string bytes;
   if (!m.byte_level_decoder) {
     for (size_t i = 0; i < tokens.size(); ++i) bytes += (i ? " " : "") + *tokens[i];
-    return utf8_lossy(bytes);
+    return bytes;
   }
   for (const std::string* tok : tokens) {
     // A token whose every character is in the byte alphabet gives those bytes; any other token
@@ -536,7 +540,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
     }
     bytes += all ? mapped : *tok;
   }
-  return utf8_lossy(bytes);
+  return bytes;
 }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {

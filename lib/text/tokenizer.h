@@ -38,6 +38,10 @@ class Tokenizer {
   // Ids → text; ids the vocabulary lacks are skipped (as tokenizers does; *unknown counts them);
   // bytes that do not form UTF-8 become U+FFFD (maximal subparts).
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = true, size_t* unknown = nullptr) const;
+  // The bytes decode() reads as UTF-8, before the lossy step (a token may end inside a character;
+  // a streaming printer holds such a tail back: text_stream.h).
+  std::string decode_bytes(const std::vector<int32_t>& ids, bool skip_special_tokens = true,
+                           size_t* unknown = nullptr) const;
 
   std::optional<int32_t> token_to_id(std::string_view token) const;
   std::optional<std::string> id_to_token(int32_t id) const;

@@ -8,7 +8,7 @@
 //  - speculative verify: a block of 6 tokens in one forward = 6 single steps, by bits;
 //  - restore round trip into a larger capacity, bits; cpu ⇄ cuda state exchange through classes;
 //  - --devices 0,1 (when two GPUs exist): every logit and class of the one-GPU run, by bits;
-//  - cuda-fast: prefill logits against the exact CPU within the realization table's tolerance;
+//  - cuda-fast: prefill logits against the exact CPU within the band rule (docs/bands.md);
 //  - timings (indicative only): prefill tokens/s and decode ms/token.
 #include <algorithm>
 #include <chrono>
@@ -18,6 +18,7 @@
 #include "cuda_backend.h"
 #include "engine/backend.h"
 #include "engine/realization.h"
+#include "gate/band.h"
 #include "harness.h"
 #include "model/model.h"
 
@@ -260,6 +261,10 @@ void check_rounds(const Model& model, Report& rep) {
   rep.add("rounds of 16 rows == one round", same && cls, std::string("logits ") + (same ? "equal" : "DIFFER") + ", classes " + (cls ? "equal" : "DIFFER"));
 }
 
+// cuda-fast is judged as docs/bands.md says, not against a fixed tolerance: per prompt row, the
+// max |fast − cpu| must stay within the pair band of (cuda-fast, cpu) at the cpu row's top-1 logit,
+// and an argmax disagreement must be IN-BAND (the cpu row's top-1/top-2 margin ≤ the band), as the
+// semantics and band gates decide. The measured drift and the band are reported.
 void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::string& tag) {
   const ModelConfig& cfg = model.config();
   const int64_t V = cfg.vocab_size, P = 100;
@@ -270,11 +275,31 @@ void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::
   const auto t0 = Clock::now();
   const auto f = run(*fast, *fs, prompt);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const Realization ra = realization_for(fast->precision_class(), cfg, P), rb = realization_for(cpu.precision_class(), cfg, P);
+  double worst_ratio = 0, max_abs = 0, band_at_worst = 0;
+  int rows_over = 0, in_band = 0, out_band = 0, nonfinite = 0;
+  for (int64_t r = 0; r < P; ++r) {
+    const float* x = c.data() + r * V;  // reference row (cpu)
+    const float* y = f.data() + r * V;
+    const int32_t tc = argmax(x, V), tf = argmax(y, V);
+    double row_max = 0;
+    for (int64_t j = 0; j < V; ++j) {
+      if (!std::isfinite(y[j])) ++nonfinite;
+      row_max = std::max(row_max, std::fabs(static_cast<double>(y[j]) - x[j]));
+    }
+    const double band = pair_band(x[tc], ra, rb);
+    max_abs = std::max(max_abs, row_max);
+    if (band > 0 && row_max / band > worst_ratio) worst_ratio = row_max / band, band_at_worst = band;
+    rows_over += row_max > band;
+    if (tc != tf) (static_cast<double>(x[tc]) - x[tf] <= band ? in_band : out_band)++;
+  }
   const Diff d = compare(f, c);
-  const double tol = realization("cuda-fast").parity_rel_to_max;
-  rep.add("cuda-fast vs cpu logits" + tag, d.rel_to_max() <= tol && d.unwritten == 0,
-          "rel " + fmt("%.2e", d.rel_to_max()) + " (tolerance " + fmt("%.0e", tol) + "), argmax diffs " +
-              std::to_string(argmax_disagreements(f, c, V)) + "/" + std::to_string(P) + ", prefill " + fmt("%.0f", P / s) + " tok/s");
+  rep.add("cuda-fast vs cpu logits within the band" + tag, rows_over == 0 && out_band == 0 && nonfinite == 0 && d.unwritten == 0,
+          "max |diff| " + fmt("%.3g", max_abs) + " (rel-to-max " + fmt("%.2e", d.rel_to_max()) + "), worst diff/band " +
+              fmt("%.3f", worst_ratio) + " (band " + fmt("%.3g", band_at_worst) + ", c=" + fmt("%.3g", drift_coefficient(ra)) + "+" +
+              fmt("%.3g", drift_coefficient(rb)) + "), rows over " + std::to_string(rows_over) + "/" + std::to_string(P) +
+              ", argmax flips in-band " + std::to_string(in_band) + " out-of-band " + std::to_string(out_band) + ", prefill " +
+              fmt("%.0f", P / s) + " tok/s");
 }
 
 }  // namespace

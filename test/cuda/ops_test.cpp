@@ -13,11 +13,13 @@
 //    batch compositions and chunkings.
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <numeric>
 #include <set>
 
 #include <cuda_fp16.h>
 
+#include "core/error.h"
 #include "engine/cpu_layer.h"
 #include "engine/cpu_ops.h"
 #include "engine/decode_state.h"
@@ -25,8 +27,10 @@
 #include "harness.h"
 #include "model/config.h"
 #include "model/model.h"
+#include "model/synthetic.h"
 #include "ops.h"
 #include "shard.h"
+#include "synthetic_weights.h"
 #include "device_state.h"
 #include "weights.h"
 
@@ -241,7 +245,8 @@ void test_norm_rope(Rng& rng, Report& rep) {
 
 void test_mhc(Rng& rng, Report& rep) {
   for (int n : {4, 2}) {
-    for (int D : {128, 100}) {
+    for (int D : {128, 100, 1000}) {
+     for (bool split : {true, false}) {  // the mix over rows × slices blocks (the default), or one block per row
       ModelConfig cfg;
       cfg.hc_mult = n;
       cfg.hidden_size = D;
@@ -260,14 +265,26 @@ void test_mhc(Rng& rng, Report& rep) {
       HcPreArgs a;
       a.X = dX.get(), a.rows = T, a.n = n, a.D = D, a.fn = dfn.get(), a.base = dbase.get(), a.scale = dscale.get();
       a.x = dx.get(), a.post = dpost.get(), a.comb = dcomb.get();
+      DevVec<float> dpart(hc_mix_scratch(T, n, D));
+      dpart.poison();
+      a.partial = split ? dpart.get() : nullptr;
       check(hc_pre(a, nullptr), "hc_pre");
-      const Diff dxx = compare(dx.download(), x), dp = compare(dpost.download(), post), dc = compare(dcomb.download(), comb);
-      const std::string tag = " n=" + std::to_string(n) + " D=" + std::to_string(D);
+      const std::vector<float> gx = dx.download(), gp = dpost.download(), gc = dcomb.download();
+      const Diff dxx = compare(gx, x), dp = compare(gp, post), dc = compare(gc, comb);
+      // rows 0..2 alone give the 9-row launch's bits
+      dx.poison(), dpost.poison(), dcomb.poison();
+      a.rows = 3;
+      check(hc_pre(a, nullptr), "hc_pre (3 rows)");
+      a.rows = T;
+      const std::vector<float> gx3 = dx.download(), gp3 = dpost.download(), gc3 = dcomb.download();
+      const bool rows_bits = std::memcmp(gx3.data(), gx.data(), 3 * D * 4) == 0 && std::memcmp(gp3.data(), gp.data(), 3 * n * 4) == 0 &&
+                             std::memcmp(gc3.data(), gc.data(), 3 * n * n * 4) == 0;
+      const std::string tag = " n=" + std::to_string(n) + " D=" + std::to_string(D) + (split ? " split" : " one block");
       rep.add("hc_pre" + tag,
               dxx.unwritten + dp.unwritten + dc.unwritten == 0 && dxx.rel_to_max() < 1e-5 && dp.rel_to_max() < 1e-5 &&
-                  dc.rel_to_max() < 1e-5,
+                  dc.rel_to_max() < 1e-5 && rows_bits,
               "x " + fmt("%.2e", dxx.rel_to_max()) + " post " + fmt("%.2e", dp.rel_to_max()) + " comb " +
-                  fmt("%.2e", dc.rel_to_max()));
+                  fmt("%.2e", dc.rel_to_max()) + (rows_bits ? ", 3 rows alone bit-equal" : ", 3 rows alone DIFFER"));
       // hc_post on the CPU's post/comb (isolates the combine)
       const std::vector<float> y = rng.normals(static_cast<size_t>(T) * D);
       std::vector<float> Xc = X;
@@ -297,10 +314,11 @@ void test_mhc(Rng& rng, Report& rep) {
       DevVec<int32_t> drows(rows);
       dh.poison();
       check(hc_head(dX.get(), drows.get(), static_cast<int>(rows.size()), n, D, dhfn.get(), dhbase.get(), dhscale.get(), 1e-6f,
-                    1e-6f, dh.get(), nullptr),
+                    1e-6f, dh.get(), split ? dpart.get() : nullptr, nullptr),
             "hc_head");
       const Diff dhh = compare(dh.download(), ref);
       rep.add("hc_head" + tag, dhh.unwritten == 0 && dhh.rel_to_max() < 1e-5, "rel " + fmt("%.2e", dhh.rel_to_max()));
+     }
     }
   }
 }
@@ -484,15 +502,65 @@ cpu::LayerWeights cpu_view(const ModelConfig& c, int l, HostLayer& h) {
   return w;
 }
 
-DevLayer dev_view(const ModelConfig& c, int l, HostLayer& h, DeviceUploader& up, bool bf16) {
-  const DType st = bf16 ? DType::kBF16 : DType::kF32;
+// The harness's weight upload: every tensor in its own allocation between two guard regions of
+// 0xFF bytes (NaN in f32, bf16 and f16). A kernel that reads past a tensor (or before it) picks up
+// NaN, which reaches its outputs and fails the comparison; compute-sanitizer alone would not see
+// such a read when the neighbouring memory is another live allocation. Stacked tensors (experts
+// [E, rows, cols]) must hold exactly count·rows·cols values: a short stack is a harness error.
+class GuardedUploader {
+ public:
+  static constexpr size_t kGuard = 4096;  // bytes on each side
+
+  const float* f32(const std::vector<float>& v) { return reinterpret_cast<const float*>(put(v.data(), v.size() * 4)); }
+  const int32_t* i32(const std::vector<int64_t>& v) {
+    std::vector<int32_t> w(v.begin(), v.end());
+    return reinterpret_cast<const int32_t*>(put(w.data(), w.size() * 4));
+  }
+  DevMatrix matrix(const std::vector<float>& v, int64_t count, int64_t rows, int64_t cols, WType t, const std::string& what) {
+    if (static_cast<int64_t>(v.size()) != count * rows * cols)
+      throw Error("harness: " + what + " holds " + std::to_string(v.size()) + " values, a stack of " + std::to_string(count) +
+                  " [" + std::to_string(rows) + ", " + std::to_string(cols) + "] needs " + std::to_string(count * rows * cols));
+    std::vector<uint8_t> bytes(v.size() * wtype_size(t));
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (t == WType::kF32) {
+        std::memcpy(bytes.data() + 4 * i, &v[i], 4);
+      } else if (t == WType::kBF16) {
+        uint32_t b;
+        std::memcpy(&b, &v[i], 4);
+        const uint16_t h = static_cast<uint16_t>(b >> 16);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      } else {
+        const __half h = __float2half_rn(v[i]);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+    }
+    DevMatrix m;
+    m.ptr = put(bytes.data(), bytes.size());
+    m.type = t;
+    m.rows = rows;
+    m.cols = cols;
+    return m;
+  }
+
+ private:
+  const uint8_t* put(const void* data, size_t n) {
+    std::vector<uint8_t> host(kGuard + n + kGuard, 0xFF);
+    std::memcpy(host.data() + kGuard, data, n);
+    bufs_.emplace_back(host);
+    return bufs_.back().get() + kGuard;
+  }
+  std::deque<DevVec<uint8_t>> bufs_;
+};
+
+DevLayer dev_view(const ModelConfig& c, int l, HostLayer& h, GuardedUploader& up, bool bf16) {
+  const WType st = bf16 ? WType::kBF16 : WType::kF32;
   DevLayer L;
   L.kind = c.layer_types[l];
   L.mlp = c.mlp_layer_types[l];
   L.m = c.compress_ratio(l);
-  L.inv_freq = up.f32(h.inv.data(), h.inv.size(), "inv");
-  auto v = [&](const std::string& n) { return up.f32(h[n].data(), h[n].size(), n); };
-  auto mt = [&](const std::string& n, int64_t rows, int64_t cols) { return up.matrix({h[n].data()}, rows, cols, st, n); };
+  L.inv_freq = up.f32(h.inv);
+  auto v = [&](const std::string& n) { return up.f32(h[n]); };
+  auto mt = [&](const std::string& n, int64_t rows, int64_t cols) { return up.matrix(h[n], 1, rows, cols, st, n); };
   const int64_t D = c.hidden_size, H = c.num_attention_heads, d = c.head_dim, ql = c.q_lora_rank, G = c.o_groups;
   const int64_t Ro = c.o_lora_rank, E = c.n_routed_experts, I = c.moe_intermediate_size, Hi = c.index_n_heads,
                 di = c.index_head_dim;
@@ -512,13 +580,12 @@ DevLayer dev_view(const ModelConfig& c, int l, HostLayer& h, DeviceUploader& up,
     L.idx_weights = mt("idx_weights", Hi, D);
   }
   L.gate = mt("gate", E, D);
-  if (L.mlp == MlpKind::kHash) L.tid2eid = up.i32(h.tid2eid, "tid2eid");
+  if (L.mlp == MlpKind::kHash) L.tid2eid = up.i32(h.tid2eid);
   else L.gate_bias = v("gate_bias");
-  L.w1 = up.matrix({h["w1"].data()}, I, D, st, "w1");  // stacked: E matrices back to back
-  L.w3 = up.matrix({h["w3"].data()}, I, D, st, "w3");
-  L.w2 = up.matrix({h["w2"].data()}, D, I, st, "w2");
-  L.w1.rows = I, L.w3.rows = I, L.w2.rows = D;
-  (void)E;
+  // Every expert, stacked [E, I, D] / [E, D, I] as upload_weights() does (DevMatrix::at(e)).
+  L.w1 = up.matrix(h["w1"], E, I, D, st, "w1");
+  L.w3 = up.matrix(h["w3"], E, I, D, st, "w3");
+  L.w2 = up.matrix(h["w2"], E, D, I, st, "w2");
   L.shared_w1 = mt("shared_w1", I, D), L.shared_w3 = mt("shared_w3", I, D), L.shared_w2 = mt("shared_w2", D, I);
   return L;
 }
@@ -542,8 +609,13 @@ std::unique_ptr<CudaTrunkComponent> device_copy(const ModelConfig& c, const Deco
 }
 
 // Classes of the GPU state vs the CPU's: (max rel-to-max over classes, classes with unequal shapes/names).
+// The sites under test advance a layer's caches, never last_logits (the head writes it): a CPU state
+// moved forward by a site (pos set by the test) may lack it, so it gets a placeholder of zeros and
+// last_logits is left out of the comparison.
 std::pair<double, int> compare_states(const ModelConfig& c, const CudaTrunkComponent& g, const DecodeState& s) {
-  const std::vector<CacheClass> a = g.export_classes(s.pos), b = cache_classes(c, s);
+  DecodeState cpu = s;
+  if (cpu.pos > 0 && static_cast<int64_t>(cpu.last_logits.size()) != c.vocab_size) cpu.last_logits.assign(c.vocab_size, 0.0f);
+  const std::vector<CacheClass> a = g.export_classes(s.pos), b = cache_classes(c, cpu);
   if (a.size() != b.size()) return {INFINITY, 1};
   double worst = 0;
   int bad = 0;
@@ -552,6 +624,7 @@ std::pair<double, int> compare_states(const ModelConfig& c, const CudaTrunkCompo
       ++bad;
       continue;
     }
+    if (a[i].name == "last_logits") continue;
     const Diff d = compare(a[i].f32_copy(), b[i].f32_copy());
     if (d.unwritten || d.nonfinite) ++bad;
     worst = std::max(worst, d.rel_to_max());
@@ -578,7 +651,7 @@ void test_compressor(Rng& rng, Report& rep) {
     HostLayer h = random_layer(c, l, rng, false);
     cpu::LayerWeights lw = cpu_view(c, l, h);
     const int m = static_cast<int>(c.compress_ratio(l)), cc = csa ? 2 : 1, w = static_cast<int>(c.head_dim);
-    DeviceUploader up(0);
+    GuardedUploader up;
     DevLayer L = dev_view(c, l, h, up, false);
     std::vector<DecodeState> cpu_states;
     std::vector<std::unique_ptr<CudaTrunkComponent>> gpu_states;
@@ -676,14 +749,14 @@ struct SiteModel {
   ModelConfig c;
   std::vector<HostLayer> host;
   std::vector<cpu::LayerWeights> cpu;
-  std::unique_ptr<DeviceUploader> up;
+  std::unique_ptr<GuardedUploader> up;
   std::vector<DevLayer> dev;
 };
 
 SiteModel make_site_model(int hc, const std::string& scoring, bool bf16, Rng& rng) {
   SiteModel s;
   s.c = site_config(hc, scoring);
-  s.up = std::make_unique<DeviceUploader>(0);
+  s.up = std::make_unique<GuardedUploader>();
   for (int l = 0; l < s.c.num_hidden_layers; ++l) s.host.push_back(random_layer(s.c, l, rng, bf16));
   for (int l = 0; l < s.c.num_hidden_layers; ++l) {
     s.cpu.push_back(cpu_view(s.c, l, s.host[l]));
@@ -880,6 +953,28 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
       shard.moe_site(sm.dev[l], dxr.get(), dyr.get(), nullptr);
       invariant += std::memcmp(dyr.download().data(), fused.data(), static_cast<size_t>(rows) * D * 4) == 0;
     }
+    // Negative control: the same launch with every expert's w1 read one row late (the last row of
+    // the last expert then runs into the guard region) must fail the comparison above.
+    {
+      DevLayer shifted = sm.dev[l];
+      shifted.w1.ptr = static_cast<const uint8_t*>(shifted.w1.ptr) + static_cast<size_t>(D) * wtype_size(shifted.w1.type);
+      RoundPlan p;
+      plan_add_sequence(p, c, 0, tokens);
+      shard.upload_plan(p, {g->trunk().table(0)});
+      dy2.poison();
+      shard.moe_site(shifted, dx.get(), dy2.get(), nullptr);
+      const std::vector<float> planted = dy2.download();
+      std::vector<float> planted_rows;
+      for (int t = 0; t < T; ++t) {
+        bool same = true;
+        for (int i = 0; i < k; ++i) same = same && static_cast<int32_t>(want_e[t * k + i]) == lt.experts[t * k + i];
+        if (same) planted_rows.insert(planted_rows.end(), planted.begin() + t * D, planted.begin() + (t + 1) * D);
+      }
+      const Diff pd = compare(planted_rows, want_rows);
+      const bool caught = pd.nonfinite > 0 || pd.rel_to_max() >= 1e-5;
+      rep.add("moe site planted w1 misread is caught" + std::string(l == 0 ? " hash" : " learned ") + (bf16 ? " bf16" : " f32"),
+              caught, "planted rel " + fmt("%.2e", pd.rel_to_max()) + " non-finite " + std::to_string(pd.nonfinite));
+    }
     const std::string tag = std::string(l == 0 ? " hash" : " learned ") + (l == 0 ? "" : scoring) + (bf16 ? " bf16" : " f32");
     rep.add("moe site vs cpu" + tag, d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 1e-5 && route_diff == 0,
             "rel " + fmt("%.2e", d.rel_to_max()) + " routing diffs " + std::to_string(route_diff) + " (near-tie " +
@@ -887,6 +982,35 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
     rep.add("moe fused == per-expert (bits)" + tag, bits_equal(fused, per) && invariant == 7,
             std::string("fused vs per-expert ") + (bits_equal(fused, per) ? "equal" : "DIFFER") + ", row subsets bit-equal " +
                 std::to_string(invariant) + "/7");
+  }
+}
+
+// Synthetic weights (memra bench): the device fill equals lib/model/synthetic.h's host formula, which
+// test/synthetic_test.cpp pins to the torch implementation (bench/transformers_bench.py).
+void test_synthetic(Report& rep) {
+  struct Case {
+    const char* name;
+    int64_t n;
+    float scale, offset;
+  };
+  for (const Case& cs : {Case{"layers.0.attn.wq_a.weight", 3 << 20, 0.0270633f, 0.0f}, Case{"layers.1.ffn_norm.weight", 4096, 0.1f, 1.0f},
+                         Case{"embed.weight", 1 << 20, 1.0f, 0.0f}}) {
+    const uint32_t key = synthetic_key(cs.name, 1);
+    DevVec<uint16_t> b16(static_cast<size_t>(cs.n));
+    DevVec<float> f32(static_cast<size_t>(cs.n));
+    check(synthetic_fill(b16.get(), true, cs.n, key, cs.scale, cs.offset, nullptr), "synthetic_fill (bf16)");
+    check(synthetic_fill(f32.get(), false, cs.n, key, cs.scale, cs.offset, nullptr), "synthetic_fill (f32)");
+    const std::vector<uint16_t> hb = b16.download();
+    const std::vector<float> hf = f32.download();
+    int64_t bad = 0;
+    for (int64_t i = 0; i < cs.n; ++i) {
+      const float want = synthetic_value(key, static_cast<uint64_t>(i), cs.scale, cs.offset);
+      uint32_t wb;
+      std::memcpy(&wb, &want, 4);
+      bad += hb[i] != static_cast<uint16_t>(wb >> 16) || std::memcmp(&hf[i], &want, 4) != 0;
+    }
+    rep.add(std::string("synthetic fill == host formula (") + cs.name + ")", bad == 0,
+            std::to_string(bad) + " of " + std::to_string(cs.n) + " values differ");
   }
 }
 
@@ -994,8 +1118,9 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
     for (const char* scoring : {"sqrtsoftplus", "sigmoid", "softmax"}) test_moe_site(rng, rep, scoring, false);
     test_moe_site(rng, rep, "sqrtsoftplus", true);
   });
+  group("synthetic", [&] { test_synthetic(rep); });
   if (ran == 0) {
-    std::fprintf(stderr, "memra_cuda_test: no op group called %s (linear, norm, mhc, topk, compressor, attention, moe)\n",
+    std::fprintf(stderr, "memra_cuda_test: no op group called %s (linear, norm, mhc, topk, compressor, attention, moe, synthetic)\n",
                  only.c_str());
     return 2;
   }

@@ -17,7 +17,7 @@ check() {  # check WANT_RC PATTERN -- cmd (a shell string)
     echo "FAIL: [$*] rc=$rc want=$want pattern=/$pat/"; echo "$out" | head -8; fail=$((fail+1))
   else pass=$((pass+1)); echo "ok: $* -> rc=$rc"; fi
 }
-seq 2 2 140 | tr '\n' ' ' > t.txt            # 70 prompt tokens
+cp "$src/models/prompt.txt" t.txt             # the 70 prompt tokens docs/pipelines.md uses
 seq 3 3 210 | tr '\n' ' ' > u.txt            # other tokens, same length
 
 # 1. prefill writes the state to stdout, snapshot reads it from stdin.

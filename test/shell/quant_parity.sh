@@ -2,7 +2,7 @@
 # shell.quant_parity: the quantised fixtures in the released layout (models/tiny-fp4: FP4 experts +
 # FP8; models/tiny-fp8: FP8 throughout, sharded) match the oracle's forward over their dequantised
 # weights, stage by stage, within the cpu-f32-exact tolerance (logits 1e-5 relative to max), on the
-# CPU backend (which reads the dequantised weights through Model::f32).
+# CPU backend (which decodes the packed weights row by row: docs/quantization.md).
 # Env (set by CTest): MEMRA_BIN, MEMRA_SRC.
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"

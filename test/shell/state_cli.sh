@@ -2,7 +2,8 @@
 # shell.state_cli: hashed state files end to end through the CLI on models/tiny: prefill -o,
 # snapshot (list, --verify, --json, manifests, --diff), restore into a larger capacity continuing
 # bit-identically to an uninterrupted run, chunk-width-identical files, and every refusal with its
-# exit code (corrupt, truncated, other model, capacity below the position, malformed manifest).
+# exit code (corrupt, truncated, other model, malformed manifest; capacity below the position and a
+# --logits name without .npy/.safetensors are usage errors, exit 2).
 # Env (set by CTest): MEMRA_BIN, MEMRA_SRC.
 set -uo pipefail
 
@@ -60,7 +61,14 @@ grep -q "metadata hash mismatch" "$work/err" || fail "edited metadata not report
 # Restore: refusals.
 expect_rc 1 "restore into another model" -- "$bin" restore "$work/A.safetensors" --model "$other"
 grep -q "belongs to model" "$work/err" || fail "other model refusal does not say so"
-expect_rc 1 "restore below the position" -- "$bin" restore "$work/A.safetensors" --model "$model" --capacity 65
+expect_rc 2 "restore below the position (a usage error)" -- "$bin" restore "$work/A.safetensors" --model "$model" --capacity 10
+grep -q "memra: error: --capacity 10 cannot hold position 66" "$work/err" || fail "capacity below the position not named"
+grep -q "memra: hint: use --capacity 66 or more" "$work/err" || fail "capacity hint missing"
+expect_rc 2 "prefill --logits with an unknown extension" -- "$bin" prefill "$model" --tokens "$work/b.txt" --logits "$work/logits.txt"
+grep -q "must end in .npy or .safetensors" "$work/err" || fail "--logits a.txt not refused with a clear message"
+[[ ! -e "$work/logits.txt" ]] || fail "--logits a.txt was written"
+expect_rc 2 "restore --logits with an unknown extension" -- "$bin" restore "$work/A.safetensors" --model "$model" --steps 1 --logits "$work/logits.txt"
+[[ ! -e "$work/logits.txt" ]] || fail "restore --logits a.txt was written"
 
 # Round trip: restore +97 capacity, 50 forced tokens == one uninterrupted run (logits and state bytes).
 expect_rc 0 "restore +97, force 50" -- "$bin" restore "$work/A.safetensors" --model "$model" --capacity 163 \

@@ -165,6 +165,8 @@ def main(argv=None):
     p.add_argument("--tokens-file", default=None, help="token ids (integers separated by anything) instead of random ones")
     p.add_argument("--float64", action="store_true", help="compute in float64 (arrays are still stored as F32)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1: reproducible sums)")
+    p.add_argument("--qat", action="store_true",
+                   help="apply the official code's QAT simulations (qat_sim.py), the reference for memra --qat")
     args = p.parse_args(argv)
     if args.tokens is None and args.tokens_file is None:
         p.error("give --tokens N or --tokens-file F")
@@ -178,6 +180,9 @@ def main(argv=None):
     from transformers import DeepseekV4ForCausalLM
     from transformers.cache_utils import DynamicCache
 
+    if args.qat:
+        import qat_sim
+        qat_sim.install()
     compute_dtype = torch.float64 if args.float64 else torch.float32
     model = DeepseekV4ForCausalLM.from_pretrained(args.model_dir, dtype="auto", experts_implementation="eager")
     weight_dtypes = {v.dtype for v in model.state_dict().values() if v.is_floating_point()}
@@ -245,7 +250,7 @@ def main(argv=None):
                      "torch": torch.__version__, "python": sys.version.split()[0],
                      "compute_dtype": "float64" if args.float64 else "float32", "device": "cpu",
                      "topk_tie_rule": tiestable.TIE_RULE, "experts_implementation": "eager",
-                     "threads": max(1, args.threads)},
+                     "threads": max(1, args.threads), "qat": bool(args.qat)},
         "seed": args.seed,
         "regenerate": python + " " + shlex.join(["tools/oracle/dump_reference.py"] + argv),
         "model": {"weights_dtype": weights_dtype},

@@ -3,10 +3,11 @@
 
 Builds a DeepseekV4Config from geometry options (or a preset), instantiates
 DeepseekV4ForCausalLM(config), randomises everything transformers initialises to 0/1 so every
-mechanism is live (dsv4-architecture.md sections 7-8), casts to the storage dtype, saves with
+mechanism is live (docs/architecture.md §2-§3), casts to the storage dtype, saves with
 save_pretrained, reloads with from_pretrained and asserts the state_dict round-trips bit-exactly.
 
-    make_checkpoint.py --out DIR --seed S [--preset tiny|tiny-bf16|random] [geometry options]
+    make_checkpoint.py --out DIR --seed S [--preset tiny|tiny-bf16|flash|random] [--config-form hf|upstream]
+                       [geometry options]
 
 Options given explicitly override the preset. Runs on CPU; deterministic for a given seed and
 library versions. Also writes DIR/oracle.json (how the checkpoint was made).
@@ -38,6 +39,7 @@ DEFAULTS = dict(
     index_dim=32, index_topk=4, experts=8, topk=2, moe_inter=16, scoring="sqrtsoftplus",
     yarn_factor=16.0, yarn_orig=512, rope_theta=10000.0, compress_rope_theta=160000.0,
     vocab=512, dtype="f32", routed_scale=1.5, swiglu_limit=10.0, clamp_scale=40.0, shard_kb=0,
+    sinkhorn_iters=20,
 )
 
 PRESETS = {
@@ -47,6 +49,18 @@ PRESETS = {
         q_lora=64, o_groups=2, o_lora=32, window=20, csa_rate=4, hca_rate=8, index_heads=4,
         index_dim=32, index_topk=5, experts=6, topk=2, moe_inter=48, scoring="sigmoid",
         yarn_factor=4.0, yarn_orig=256, vocab=512, dtype="bf16",
+    ),
+    # V4-Flash per-layer shapes at two layers (CSA then HCA, the first routed by hash): head_dim 512
+    # with rope 64, window 128, HCA rate 128, indexer heads of 128 with top-64, YaRN x16 over 65536,
+    # 20 Sinkhorn iterations. Heads are 8 instead of 64, with q_lora (1/32 of H*d), o_groups (4
+    # heads per group) and o_lora (G*R = H*d/4) scaled in proportion; hidden, vocab and experts are
+    # small so the CPU oracle and engine stay fast. 600+ tokens wrap the window, close the 128-block
+    # several times and give the indexer far more than 64 candidates.
+    "flash": dict(
+        layers="C,H", hash_layers=1, hc_mult=4, hidden=256, heads=8, head_dim=512, rope_dim=64, q_lora=128,
+        o_groups=2, o_lora=512, window=128, csa_rate=4, hca_rate=128, index_heads=16, index_dim=128,
+        index_topk=64, experts=8, topk=2, moe_inter=64, scoring="sqrtsoftplus", yarn_factor=16.0,
+        yarn_orig=65536, vocab=512, dtype="bf16",
     ),
 }
 
@@ -120,15 +134,43 @@ def build_config_dict(g):
         "n_routed_experts": g["experts"], "n_shared_experts": 1, "num_experts_per_tok": g["topk"],
         "moe_intermediate_size": g["moe_inter"], "scoring_func": g["scoring"], "norm_topk_prob": True,
         "routed_scaling_factor": float(g["routed_scale"]), "swiglu_limit": float(g["swiglu_limit"]),
-        "hc_mult": g["hc_mult"], "hc_sinkhorn_iters": 20, "hc_eps": 1e-6, "rms_norm_eps": 1e-6,
+        "hc_mult": g["hc_mult"], "hc_sinkhorn_iters": g["sinkhorn_iters"], "hc_eps": 1e-6, "rms_norm_eps": 1e-6,
         "num_nextn_predict_layers": 0, "hidden_act": "silu", "tie_word_embeddings": False,
         "bos_token_id": 0, "eos_token_id": 1, "initializer_range": 0.02, "dtype": "float32",
     }
 
 
+def to_upstream_form(cfg):
+    """The HF-native config.json rewritten in the legacy/upstream spelling transformers still reads
+    (DeepseekV4Config.__post_init__): per-layer `compress_ratios` (0 sliding, 4 CSA, 128 HCA, plus
+    the trailing MTP entry the released configs carry), `num_hash_layers`, `qk_rope_head_dim` and a
+    flat `rope_scaling` YaRN dict for the compressed layers."""
+    out = dict(cfg)
+    rates = cfg["compress_rates"]
+    if rates["compressed_sparse_attention"] != 4 or rates["heavily_compressed_attention"] != 128:
+        raise SystemExit("make_checkpoint: error: --config-form upstream needs CSA rate 4 and HCA rate 128 "
+                         "(transformers maps compress_ratios through {0, 4, 128} only)")
+    ratios = [0 if t == "sliding_attention" else rates[t] for t in cfg["layer_types"]] + [0]
+    mlp = cfg["mlp_layer_types"]
+    n_hash = mlp.count("hash_moe")
+    if mlp[:n_hash] != ["hash_moe"] * n_hash:
+        raise SystemExit("make_checkpoint: error: --config-form upstream needs the hash layers first")
+    compress = cfg["rope_parameters"]["compress"]
+    for key in ("layer_types", "compress_rates", "mlp_layer_types", "partial_rotary_factor", "rope_parameters"):
+        out.pop(key, None)
+    out["compress_ratios"] = ratios
+    out["num_hash_layers"] = n_hash
+    out["qk_rope_head_dim"] = int(round(cfg["partial_rotary_factor"] * cfg["head_dim"]))
+    if compress.get("rope_type") == "yarn":
+        out["rope_scaling"] = {"type": "yarn", "factor": compress["factor"],
+                               "original_max_position_embeddings": compress["original_max_position_embeddings"],
+                               "beta_fast": compress["beta_fast"], "beta_slow": compress["beta_slow"]}
+    return out
+
+
 @torch.no_grad()
 def randomise(model, seed, clamp_scale):
-    """Randomise what _init_weights leaves at 0/1 (dsv4-architecture.md section 8)."""
+    """Randomise what _init_weights leaves at 0/1 (docs/architecture.md §3)."""
     from transformers.models.deepseek_v4 import modeling_deepseek_v4 as m
 
     gen = torch.Generator().manual_seed(seed * 1000003 + 7)
@@ -203,7 +245,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="output model folder (replaced)")
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--preset", choices=["tiny", "tiny-bf16", "random"], default="tiny")
+    p.add_argument("--preset", choices=["tiny", "tiny-bf16", "flash", "random"], default="tiny")
+    p.add_argument("--config-form", choices=["hf", "upstream"], default="hf",
+                   help="config.json spelling: transformers-native (default) or the legacy/upstream keys")
     opt = p.add_argument_group("geometry (override the preset)")
     for key, val in DEFAULTS.items():
         flag = "--" + key.replace("_", "-")
@@ -253,19 +297,32 @@ def main(argv=None):
         model.save_pretrained(model_dir, **save_kwargs)
         reloaded = DeepseekV4ForCausalLM.from_pretrained(model_dir, dtype="auto").eval()
         assert_round_trip(expected, reloaded, "save_pretrained -> from_pretrained")
-        # The main-attention kv_norm is saved as attn.norm (section 7): check it really came back.
+        # The main-attention kv_norm is saved as attn.norm (docs/architecture.md §2): check it really came back.
         for i, layer in enumerate(reloaded.model.layers):
             w = layer.self_attn.kv_norm.weight
             if torch.all(w == 1):
                 raise AssertionError(f"layer {i} self_attn.kv_norm came back as all ones")
         geometry = geometry_from_config(reloaded.config, reloaded)
+        if args.config_form == "upstream":
+            # Rewrite config.json in the upstream spelling and check transformers resolves it to
+            # the same geometry and loads the same weights (the oracle then runs from this form).
+            cfg_path = os.path.join(model_dir, "config.json")
+            with open(cfg_path) as f:
+                native = json.load(f)
+            with open(cfg_path, "w") as f:
+                json.dump(to_upstream_form(native), f, indent=2, sort_keys=True)
+                f.write("\n")
+            again = DeepseekV4ForCausalLM.from_pretrained(model_dir, dtype="auto").eval()
+            assert_round_trip(expected, again, "upstream-form config.json -> from_pretrained")
+            if geometry_from_config(again.config, again) != geometry:
+                raise AssertionError("the upstream-form config.json resolves to another geometry in transformers")
         dtypes = sorted({str(v.dtype).replace("torch.", "") for v in expected.values()})
         n_params = sum(v.numel() for k, v in expected.items())
         meta = {
             "format": "memra.oracle-checkpoint", "format_version": "1.0",
             "producer": {"tool": "tools/oracle/make_checkpoint.py", "transformers": transformers.__version__,
                          "torch": torch.__version__, "python": sys.version.split()[0]},
-            "seed": args.seed, "preset": args.preset,
+            "seed": args.seed, "preset": args.preset, "config_form": args.config_form,
             "regenerate": "\"$(tools/oracle/setup-venv.sh)\" " + shlex.join(
                 ["tools/oracle/make_checkpoint.py"] + (argv if argv is not None else sys.argv[1:])),
             "options": g, "weights_dtype": "bfloat16" if g["dtype"] == "bf16" else "float32",

@@ -185,7 +185,9 @@ def mtp_block(canon, gen):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # No abbreviations: the geometry options pass through to make_checkpoint (--experts N would
+    # otherwise be taken for an abbreviation of --experts-fp4/--experts-fp8).
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, required=True)
     g = p.add_mutually_exclusive_group(required=True)

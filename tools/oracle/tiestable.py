@@ -1,7 +1,7 @@
 """Tie-stable top-k for the memra oracle.
 
 memra defines one tie rule for every top-k (indexer, router): among exactly equal scores the lower
-index wins (dsv4-architecture.md section 10). Stock torch.topk breaks ties in a way that depends on
+index wins (docs/architecture.md §5). Stock torch.topk breaks ties in a way that depends on
 the tensor length, which makes the transformers DeepSeek-V4 reference non-causal (the indexer scores
 are sums of ReLU terms, so exact 0.0 ties are common). Every oracle script patches torch.topk and
 torch.Tensor.topk with `stable_topk` before any forward:

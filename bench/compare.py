@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Joins `memra bench --json` and bench/transformers_bench.py's JSON (same geometry, weights and
+token streams) into the table of issue 13 (memra, floor, transformers, memra/transformers) and a
+plot of decode ms/layer/token against context for memra, transformers and the HBM floor.
+
+    compare.py MEMRA_JSON TRANSFORMERS_JSON [--table OUT.md] [--plot OUT.png]
+"""
+import argparse
+import json
+
+
+def by(items, key):
+    return {i[key]: i for i in items if "error" not in i}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("memra")
+    ap.add_argument("transformers")
+    ap.add_argument("--table")
+    ap.add_argument("--plot")
+    a = ap.parse_args()
+    m = json.load(open(a.memra))
+    t = json.load(open(a.transformers))
+    rows = []
+
+    def row(what, mv, floor, tv, unit, higher_is_better):
+        ratio_floor = (mv / floor if not higher_is_better else floor / mv) if mv and floor else None
+        speedup = None
+        if mv and tv:
+            speedup = mv / tv if higher_is_better else tv / mv
+        rows.append((what, mv, floor, ratio_floor, tv, speedup, unit))
+
+    md, td = by(m["decode"], "context"), by(t.get("decode", []), "context")
+    for ctx, d in sorted(md.items()):
+        row(f"decode batch 1 @ {ctx}", d["ms_per_layer_token"], d["floor_ms_per_layer"],
+            td.get(ctx, {}).get("ms_per_layer_token"), "ms/layer/token", False)
+    mb, tb = by(m["batch"], "batch"), by(t.get("batch", []), "batch")
+    for b, d in sorted(mb.items()):
+        row(f"decode batch {b} @ {d['context']}", d["tokens_per_s"], d["floor_tokens_per_s"],
+            tb.get(b, {}).get("tokens_per_s"), "tokens/s", True)
+    mv, tv = by(m["verify"], "block"), by(t.get("verify", []), "block")
+    for b, d in sorted(mv.items()):
+        row(f"verify {b}-token block @ {d['context']}", d["ms"], d["floor_ms"], tv.get(b, {}).get("ms"), "ms", False)
+    p, tp = m["prefill"], t.get("prefill", {})
+    row(f"prefill {p['tokens']} tokens (cuda-fast)", p["tokens_per_s"], None, tp.get("tokens_per_s"), "tokens/s", True)
+
+    def f(v, spec):
+        return format(v, spec) if isinstance(v, (int, float)) else "-"
+
+    lines = [f"memra {m['memra']} vs transformers {t.get('transformers', '?')} (torch {t.get('torch', '?')}), "
+             f"{m.get('device', '?')}, layers {m['geometry']['layers']}, vocab {m['geometry']['vocab']}, seed {m['geometry']['seed']}",
+             f"ceilings: copy {m['ceilings']['copy_GBps']:.0f} GB/s, bf16 {m['ceilings']['bf16_TFLOPs']:.0f} TFLOP/s",
+             "",
+             "| measure | memra | floor | memra vs floor | transformers | memra / transformers | unit |",
+             "|---|---|---|---|---|---|---|"]
+    for what, mv_, fl, rf, tv_, sp, unit in rows:
+        lines.append(f"| {what} | {f(mv_, '.4g')} | {f(fl, '.4g')} | {f(rf, '.2f')}x | {f(tv_, '.4g')} | {f(sp, '.1f')}x | {unit} |")
+    for what in ("verify",):
+        for b, d in sorted(mv.items()):
+            lines.append(f"| verify {b} vs {b} decode steps (memra) | {d['block_over_steps']:.2f} | | | "
+                         f"{f(tv.get(b, {}).get('block_over_one_step'), '.2f')} x one step | | block/steps |")
+    pp = m["prefill"]
+    lines.append(f"| prefill linears (tensor cores) | {pp['linear_TFLOPs']:.0f} | {m['ceilings']['bf16_TFLOPs']:.0f} | "
+                 f"{pp['linear_share_of_bf16_rate']:.2f} of rate | | | TFLOP/s |")
+    sn = m["snapshot"]
+    lines.append(f"| snapshot (hashed) / restore | {sn['snapshot_GBps']:.1f} / {sn['restore_GBps']:.1f} | "
+                 f"{m['ceilings']['pinned_d2h_GBps']:.1f} / {m['ceilings']['pinned_h2d_GBps']:.1f} | "
+                 f"{sn['snapshot_share_of_pinned_d2h']:.2f} / {sn['restore_share_of_pinned_h2d']:.2f} of pinned | | | GB/s |")
+    mem = m["memory"]
+    lines.append(f"| device bytes: weights / scratch | {mem['weights_bytes'] / 1e9:.2f} GB / {mem['scratch_bytes'] / 1e6:.0f} MB | | | "
+                 f"{f(t.get('weights_bytes', 0) / 1e9, '.2f')} GB | | |")
+    lines.append(f"| state bytes per token (this model; V4-Flash 43 layers) | {mem['state_bytes_per_token']:.0f}; "
+                 f"{mem['v4_flash_state_bytes_per_token']:.0f} | note (bf16): 6880 | {mem['v4_flash_over_note']:.2f}x | | | B/token |")
+    for e in t.get("decode", []) + t.get("batch", []) + t.get("verify", []) + [t.get("prefill", {})]:
+        if "error" in e:
+            lines.append(f"\ntransformers could not run {json.dumps({k: v for k, v in e.items() if k != 'error'})}: {e['error']}")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.table:
+        open(a.table, "w").write(text)
+    if a.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        xs = sorted(md)
+        ax.plot(xs, [md[x]["ms_per_layer_token"] for x in xs], "o-", label="memra (cuda, exact)")
+        ax.plot(xs, [md[x]["floor_ms_per_layer"] for x in xs], "k--", label="HBM floor (bytes read / copy bandwidth)")
+        tx = sorted(td)
+        if tx:
+            ax.plot(tx, [td[x]["ms_per_layer_token"] for x in tx], "s-", label=f"transformers {t.get('transformers', '')} eager bf16")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("context (tokens)")
+        ax.set_ylabel("decode ms per layer per token (batch 1)")
+        ax.set_title(f"DeepSeek-V4 at V4-Flash layer geometry ({m['geometry']['layers']}), {m.get('device', '')}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(a.plot, dpi=120)
+
+
+if __name__ == "__main__":
+    main()

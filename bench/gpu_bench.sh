@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# bench/gpu_bench.sh: issue 13's benchmark in one device call (on the GPU machine), after
+# tools/gpu-check.sh --pack built the binaries here:
+#   1. memra bench --json (V4-Flash layer geometry, seeded weights made on the GPU)
+#   2. bench/transformers_bench.py on the same config, weights and token streams
+#   3. bench/compare.py: the table with memra/transformers ratios and the decode-vs-context plot
+#   4. (PROFILE=1) ncu, SpeedOfLight per kernel, of the exact backend's forward calls NCU_FORWARDS
+#      (counted from 1: the exact prefill is 1, the 2k decode steps 2-8 without graphs and 9-15 with
+#      graphs, the 6-token verify 16-17, the batch-32 steps 18-24; default 6,16,18: a decode step,
+#      a verify and a batch-32 step, each launched kernel by kernel (the traced or ungraphed ones:
+#      ncu's replay of the graphed step failed once in the attention kernel, 2026-11-30))
+# Everything lands in $OUT; the table is printed last. NVLink multicast stays off.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root" || exit 2
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-$root/bench-out}
+mkdir -p "$OUT"
+bin=${BIN:-build-gpu-pack/bin}
+export LD_LIBRARY_PATH="$bin:${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64"
+layers=${LAYERS:-CH}
+args=${BENCH_ARGS:-}
+TF_ARGS=${TF_ARGS:-}
+t0=$(date +%s)
+echo "=== memra bench (t=0)"
+timeout "${BENCH_TIMEOUT:-300}" "$bin/memra" bench --layers "$layers" --json --config-out "$OUT/config.json" $args > "$OUT/memra-bench.json" 2> "$OUT/memra-bench.log"
+echo "memra bench rc=$? in $(( $(date +%s) - t0 ))s"; tail -5 "$OUT/memra-bench.log"
+if [[ "${TRANSFORMERS:-1}" == 1 ]]; then
+  echo "=== transformers (t=$(( $(date +%s) - t0 ))s)"
+  timeout "${TF_TIMEOUT:-300}" python3 bench/transformers_bench.py "$OUT/config.json" --out "$OUT/transformers.json" $TF_ARGS > "$OUT/transformers.log" 2>&1
+  echo "transformers rc=$? in $(( $(date +%s) - t0 ))s"; tail -3 "$OUT/transformers.log"
+fi
+if [[ "${PROFILE:-0}" == 1 ]]; then
+  echo "=== ncu (t=$(( $(date +%s) - t0 ))s)"
+  MEMRA_CUDA_PROFILE_FORWARDS=${NCU_FORWARDS:-6,16,18} timeout "${NCU_TIMEOUT:-200}" ncu --profile-from-start off --clock-control none --section SpeedOfLight \
+    --csv "$bin/memra" -q bench --layers "$layers" --contexts 2048 --batches 32 --verify 6 --steps 4 --reps 1 \
+    --snapshot-gib 0.05 --json > "$OUT/ncu.csv" 2> "$OUT/ncu.log"
+  echo "ncu rc=$? in $(( $(date +%s) - t0 ))s"; tail -3 "$OUT/ncu.log"
+  python3 bench/ncu_summary.py "$OUT/ncu.csv" > "$OUT/ncu-summary.txt" 2>&1; head -70 "$OUT/ncu-summary.txt"
+fi
+if [[ -s "$OUT/transformers.json" ]]; then
+  python3 bench/compare.py "$OUT/memra-bench.json" "$OUT/transformers.json" --table "$OUT/table.md" --plot "$OUT/decode_vs_context.png"
+else
+  python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1])), indent=1))" "$OUT/memra-bench.json" | head -80
+fi
+echo "total $(( $(date +%s) - t0 ))s"

@@ -1,0 +1,103 @@
+// The ceilings `memra bench` measures its floors against, on one device (METHOD.md: measure them in
+// the same run): device-to-device copy bandwidth (bytes read plus bytes written, 4 GiB buffers, so
+// the L2 plays no part), the dense bf16 tensor-core rate (cuBLAS GEMM 8192³, bf16 in, f32
+// accumulate, random data), and pinned D2H / H2D copies of `pinned_bytes` (the snapshot and
+// restore references). Each is the median of 10 timed runs after 3 warm-ups (pinned: 3 after 1).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cuda_check.h"
+#include "device_buffer.h"
+#include "synthetic_weights.h"
+
+namespace memra::cuda {
+
+namespace {
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+void measure_device_rates(int device, size_t pinned_bytes, double out[4]) {
+  double* copy_gbs = &out[0];
+  double* bf16_tflops = &out[1];
+  DeviceGuard guard(device);
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate (rates)");
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a), "cudaEventCreate (rates)");
+  check(cudaEventCreate(&b), "cudaEventCreate (rates)");
+  auto timed = [&](auto&& work) {
+    std::vector<float> ms;
+    for (int r = 0; r < 13; ++r) {
+      check(cudaEventRecord(a, stream), "cudaEventRecord (rates)");
+      work();
+      check(cudaEventRecord(b, stream), "cudaEventRecord (rates)");
+      check(cudaEventSynchronize(b), "cudaEventSynchronize (rates)");
+      float t = 0;
+      check(cudaEventElapsedTime(&t, a, b), "cudaEventElapsedTime (rates)");
+      if (r >= 3) ms.push_back(t);
+    }
+    return median(ms);
+  };
+  {
+    const size_t bytes = size_t(4) << 30;
+    DeviceBuffer src(device, bytes, "copy-rate source"), dst(device, bytes, "copy-rate destination");
+    check(synthetic_fill(src.get(), true, static_cast<int64_t>(bytes / 2), 12345u, 1.0f, 0.0f, stream), "rates fill");
+    const float ms = timed([&] {
+      check(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream), "copy-rate memcpy");
+    });
+    *copy_gbs = 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
+  }
+  {
+    const int n = 8192;
+    const size_t elems = static_cast<size_t>(n) * n;
+    DeviceBuffer A(device, elems * 2, "gemm A"), B(device, elems * 2, "gemm B"), C(device, elems * 4, "gemm C");
+    check(synthetic_fill(A.get(), true, static_cast<int64_t>(elems), 777u, 1.0f, 0.0f, stream), "rates fill");
+    check(synthetic_fill(B.get(), true, static_cast<int64_t>(elems), 778u, 1.0f, 0.0f, stream), "rates fill");
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) check_text("cublasCreate failed", "rates");
+    cublasSetStream(h, stream);
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    const float ms = timed([&] {
+      st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &one, A.get(), CUDA_R_16BF, n, B.get(), CUDA_R_16BF, n, &zero,
+                        C.get(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    });
+    cublasDestroy(h);
+    if (st != CUBLAS_STATUS_SUCCESS) check_text(cublasGetStatusString(st), "cublasGemmEx (rates)");
+    *bf16_tflops = 2.0 * n * static_cast<double>(n) * n / (ms * 1e-3) / 1e12;
+  }
+  if (pinned_bytes > 0) {
+    PinnedBuffer host(pinned_bytes, "pinned-rate host buffer");
+    DeviceBuffer dev(device, pinned_bytes, "pinned-rate device buffer");
+    std::memset(host.get(), 0x3c, pinned_bytes);
+    for (int dir = 0; dir < 2; ++dir) {
+      std::vector<float> ms;
+      for (int r = 0; r < 4; ++r) {
+        check(cudaEventRecord(a, stream), "cudaEventRecord (rates)");
+        if (dir == 0) check(cudaMemcpyAsync(host.get(), dev.get(), pinned_bytes, cudaMemcpyDeviceToHost, stream), "pinned D2H");
+        else check(cudaMemcpyAsync(dev.get(), host.get(), pinned_bytes, cudaMemcpyHostToDevice, stream), "pinned H2D");
+        check(cudaEventRecord(b, stream), "cudaEventRecord (rates)");
+        check(cudaEventSynchronize(b), "cudaEventSynchronize (rates)");
+        float t = 0;
+        check(cudaEventElapsedTime(&t, a, b), "cudaEventElapsedTime (rates)");
+        if (r >= 1) ms.push_back(t);
+      }
+      out[2 + dir] = static_cast<double>(pinned_bytes) / (median(ms) * 1e-3) / 1e9;
+    }
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  check(cudaStreamSynchronize(stream), "rates");
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace memra::cuda

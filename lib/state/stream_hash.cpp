@@ -1,0 +1,107 @@
+// Class hashes of a streamed state (stream_hash.h).
+#include "state/stream_hash.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace memra {
+
+StreamHasher::StreamHasher(const std::vector<ClassLayout>& layout, const uint8_t* base, int threads) : base_(base) {
+  size_t offset = 0;
+  classes_.resize(layout.size());
+  for (size_t k = 0; k < layout.size(); ++k) {
+    const ClassLayout& l = layout[k];
+    Class& c = classes_[k];
+    c.hasher = std::make_unique<Hasher>();
+    // class_hash()'s prefix (class_hash.h): u64 len(name) ‖ name ‖ u64 len(dtype) ‖ dtype ‖ u64 rank ‖ dims ‖ u64 nbytes
+    const std::string_view dtype = dtype_name(l.dtype);
+    c.hasher->update_u64(l.name.size());
+    c.hasher->update(l.name);
+    c.hasher->update_u64(dtype.size());
+    c.hasher->update(dtype);
+    c.hasher->update_u64(l.shape.size());
+    for (int64_t d : l.shape) c.hasher->update_u64(static_cast<uint64_t>(d));
+    c.hasher->update_u64(l.nbytes());
+    c.begin = c.next = offset;
+    c.end = offset + l.nbytes();
+    starts_.push_back(offset);
+    offset = c.end;
+  }
+  if (threads <= 0) threads = static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(layout.size(), 1))));
+  for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+}
+
+StreamHasher::~StreamHasher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void StreamHasher::land(size_t offset, size_t bytes) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // The classes the range touches: from the last class starting at or before offset.
+  size_t k = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), offset) - starts_.begin());
+  k = k == 0 ? 0 : k - 1;
+  const size_t end = offset + bytes;
+  bool woke = false;
+  for (; k < classes_.size() && classes_[k].begin < end; ++k) {
+    Class& c = classes_[k];
+    const size_t a = std::max(offset, c.begin), b = std::min(end, c.end);
+    if (a >= b) continue;
+    if (a != c.next) {  // out of order within a class, or landed twice
+      misordered_ = true;
+      continue;
+    }
+    c.next = b;
+    c.pending.push_back({a, b - a});
+    if (!c.busy && c.pending.size() == 1) {
+      ready_.push_back(k);
+      woke = true;
+    }
+  }
+  lock.unlock();
+  if (woke) cv_.notify_all();
+}
+
+void StreamHasher::work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !ready_.empty(); });
+    if (ready_.empty()) return;  // stop_
+    const size_t k = ready_.front();
+    ready_.pop_front();
+    Class& c = classes_[k];
+    c.busy = true;
+    ++in_progress_;
+    while (!c.pending.empty()) {
+      const Piece p = c.pending.front();
+      c.pending.pop_front();
+      lock.unlock();
+      c.hasher->update(base_ + p.offset, p.bytes);
+      lock.lock();
+    }
+    c.busy = false;
+    --in_progress_;
+    idle_.notify_all();
+  }
+}
+
+std::vector<Hash128> StreamHasher::finish() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [&] { return ready_.empty() && in_progress_ == 0; });
+  if (misordered_) throw Error("internal: a streamed state range arrived out of order or twice");
+  std::vector<Hash128> out;
+  for (const Class& c : classes_) {
+    if (c.next != c.end)
+      throw Error("internal: a streamed state export ended with " + std::to_string(c.end - c.next) + " bytes of a class missing");
+    out.push_back(c.hasher->digest());
+  }
+  return out;
+}
+
+}  // namespace memra

@@ -1,0 +1,158 @@
+// The selection primitives and the parity rules that judge them (docs/parity.md): the lower-index
+// tie rule of every top-k, the selection margin, the classification of a decision flip (an exact
+// tie is not a near-tie), and the floor of rows a stage must compare to pass.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "engine/cpu_layer.h"
+#include "engine/realization.h"
+#include "parity/compare.h"
+
+using namespace memra;
+using cpu::selection_margin;
+using cpu::topk_lower_index;
+
+namespace {
+const float kInf = std::numeric_limits<float>::infinity();
+}
+
+TEST_CASE("topk_lower_index: larger score first, ties to the lower index", "[parity][topk]") {
+  CHECK(topk_lower_index({0.1f, 0.9f, 0.5f, 0.7f}, 2) == std::vector<int64_t>{1, 3});
+  // Exact ties: the lower index wins, wherever the tied entries sit and whatever the length.
+  CHECK(topk_lower_index({0.0f, 0.0f, 0.0f, 0.0f}, 2) == std::vector<int64_t>{0, 1});
+  CHECK(topk_lower_index({0.2f, 0.5f, 0.3f, 0.5f, 0.5f}, 2) == std::vector<int64_t>{1, 3});
+  CHECK(topk_lower_index({0.5f, 0.1f, 0.5f}, 1) == std::vector<int64_t>{0});
+  // The ReLU-zero pattern of the indexer: many exact zeros after a few positive scores.
+  std::vector<float> relu(40, 0.0f);
+  relu[7] = 0.3f;
+  relu[31] = 0.1f;
+  CHECK(topk_lower_index(relu, 4) == std::vector<int64_t>{7, 31, 0, 1});
+  // The choice among ties must not depend on the length (stock torch.topk's does).
+  for (size_t n = 5; n < 200; n += 17) CHECK(topk_lower_index(std::vector<float>(n, 1.0f), 3) == std::vector<int64_t>{0, 1, 2});
+  // -inf entries (not visible) are chosen last; k beyond the size returns everything; k = 0 nothing.
+  CHECK(topk_lower_index({-kInf, 0.0f, -kInf}, 2) == std::vector<int64_t>{1, 0});
+  CHECK(topk_lower_index({0.3f, 0.4f}, 5) == std::vector<int64_t>{1, 0});
+  CHECK(topk_lower_index({0.3f, 0.4f}, 0).empty());
+  CHECK(topk_lower_index({}, 3).empty());
+}
+
+TEST_CASE("selection_margin: k-th minus (k+1)-th largest", "[parity][topk]") {
+  CHECK(selection_margin({0.1f, 0.9f, 0.5f, 0.7f}, 2) == Approx(0.2f));
+  CHECK(selection_margin({0.1f, 0.9f, 0.5f, 0.7f}, 1) == Approx(0.2f));
+  CHECK(selection_margin({0.1f, 0.9f, 0.5f, 0.7f}, 3) == Approx(0.4f));
+  CHECK(selection_margin({0.5f, 0.2f, 0.5f}, 1) == 0.0f);  // a tie at the boundary
+  CHECK(selection_margin({0.0f, 0.0f, 0.0f, 0.3f}, 2) == 0.0f);
+  CHECK(selection_margin({0.0f, 0.4f, 0.0f, 0.3f}, 2) == Approx(0.3f));  // ties below the boundary do not matter
+  // Nothing left out: no margin can be claimed.
+  CHECK(std::isinf(selection_margin({0.3f, 0.4f}, 2)));
+  CHECK(std::isinf(selection_margin({0.3f, 0.4f}, 3)));
+  CHECK(std::isinf(selection_margin({0.3f}, 0)));
+}
+
+TEST_CASE("a flip at an exact tie is OUT-OF-BAND unless the engine's values are not tied", "[parity][decisions]") {
+  const double band = 1e-5;
+  CHECK(flip_in_band(5e-6, 0.0, band));     // a near-tie on the reference side
+  CHECK(flip_in_band(5e-6, kInf, band));
+  CHECK_FALSE(flip_in_band(2e-5, 0.0, band));  // a clear decision
+  CHECK_FALSE(flip_in_band(kInf, 1e-9, band));
+  CHECK_FALSE(flip_in_band(std::nan(""), 1e-9, band));
+  // Reference margin exactly 0: the tie rule decides on both sides.
+  CHECK_FALSE(flip_in_band(0.0, 0.0, band));   // both tied: a different tie rule
+  CHECK_FALSE(flip_in_band(0.0, kInf, band));  // the engine has no margin to show
+  CHECK_FALSE(flip_in_band(0.0, 0.5, band));   // the engine is clearly not tied: a real difference
+  CHECK(flip_in_band(0.0, 3e-6, band));        // the engine's values are a near-tie, not a tie
+
+  // compare_decisions applies it per row and reports both margins.
+  const std::vector<int64_t> reference = {0, 1, 2, 3, 4, 5};  // rows of k = 2
+  const std::vector<float> engine = {0, 1, 2, 4, 4, 5};       // row 1 differs
+  StageResult tie = compare_decisions("indexer.1.selected", engine, reference, 2, {1.0f, 0.0f, 1.0f}, {1.0f, 0.0f, 1.0f}, band);
+  REQUIRE(tie.flips.size() == 1);
+  CHECK(tie.flips[0].position == 1);
+  CHECK(tie.flips[0].margin == 0.0);
+  CHECK(tie.flips[0].engine_margin == 0.0);
+  CHECK_FALSE(tie.flips[0].in_band);
+  CHECK_FALSE(tie.pass);
+  CHECK(tie.line().find("OUT-OF-BAND") != std::string::npos);
+  StageResult near = compare_decisions("indexer.1.selected", engine, reference, 2, {1.0f, 0.0f, 1.0f}, {1.0f, 2e-6f, 1.0f}, band);
+  CHECK(near.flips[0].in_band);
+  CHECK(near.pass);
+  CHECK(near.rows == 3);
+  CHECK(near.rows_total == 3);
+  CHECK(near.to_json()["flips"][0]["engine_margin"].get<double>() == Approx(2e-6));
+}
+
+TEST_CASE("the floor: a stage that compared fewer than half its rows is INCONCLUSIVE", "[parity][floor]") {
+  CHECK(min_rows_compared(0) == 0);
+  CHECK(min_rows_compared(1) == 1);
+  CHECK(min_rows_compared(160) == 80);
+  CHECK(min_rows_compared(95) == 48);
+
+  // An in-band flip at position 0 leaves nothing compared after restriction.
+  const std::vector<int64_t> reference = {0, 1, 2, 3};
+  StageResult d = compare_decisions("router.1.experts", {0, 2, 2, 3}, reference, 2, {1e-7f, 1.0f}, {3e-7f, 1.0f}, 1e-5);
+  REQUIRE(first_in_band_flip({d}).position == 0);
+  restrict_decisions(d, first_in_band_flip({d}));
+  CHECK(d.rows == 1);
+  CHECK(d.rows_total == 2);
+  d.min_rows = min_rows_compared(d.rows_total);
+  CHECK(d.verdict() == "PASS");  // 1 of 2 rows meets the floor of 1
+
+  StageResult v = compare_values("logits", {}, {}, 1e-5, 4);
+  v.rows = 0;
+  v.rows_total = 160;
+  v.min_rows = min_rows_compared(v.rows_total);
+  CHECK(v.pass);
+  CHECK(v.verdict() == "INCONCLUSIVE");
+  CHECK(v.to_json()["result"] == "INCONCLUSIVE");
+  CHECK(v.line().find("INCONCLUSIVE  rows 0/160 (floor 80)") != std::string::npos);
+  v.rows = 80;
+  CHECK(v.verdict() == "PASS");
+  v.pass = false;  // a failing stage fails, however few rows it compared
+  v.rows = 3;
+  CHECK(v.verdict() == "FAIL");
+}
+
+TEST_CASE("an in-band flip excuses later stages at its position, not earlier ones", "[parity][decisions]") {
+  CHECK(causal_rank("indexer.1.selected") < causal_rank("router.1.experts"));
+  CHECK(causal_rank("router.1.experts") < causal_rank("hidden.1"));
+  CHECK(causal_rank("hidden.1") < causal_rank("indexer.2.selected"));
+  CHECK(causal_rank("hidden.12") < causal_rank("logits"));
+  CHECK(causal_rank("logits") < causal_rank("logits_incremental"));
+
+  // Rows of k = 1 at positions 0..3. The indexer of layer 1 flips in band at position 2; the
+  // router of layer 2 (causally after it) and the router of layer 0 (before it) flip out of band
+  // at the same position.
+  const std::vector<int64_t> ref = {0, 1, 2, 3};
+  StageResult idx = compare_decisions("indexer.1.selected", {0, 1, 5, 3}, ref, 1, {1, 1, 1e-7f, 1}, {1, 1, 1e-7f, 1}, 1e-5);
+  StageResult later = compare_decisions("router.2.experts", {0, 1, 6, 3}, ref, 1, {1, 1, 0.5f, 1}, {1, 1, 0.5f, 1}, 1e-5);
+  StageResult earlier = compare_decisions("router.0.experts", {0, 1, 6, 3}, ref, 1, {1, 1, 0.5f, 1}, {1, 1, 0.5f, 1}, 1e-5);
+  const InBandCut cut = first_in_band_flip({later, idx, earlier});
+  CHECK(cut.position == 2);
+  CHECK(cut.rank == causal_rank("indexer.1.selected"));
+  restrict_decisions(idx, cut);
+  restrict_decisions(later, cut);
+  restrict_decisions(earlier, cut);
+  CHECK(idx.pass);
+  CHECK(idx.rows == 3);
+  CHECK(later.pass);  // downstream of the near-tie: excused
+  CHECK(later.flips.empty());
+  CHECK(later.rows == 2);
+  CHECK_FALSE(earlier.pass);  // upstream of it: a real difference
+  CHECK(earlier.rows == 3);
+}
+
+TEST_CASE("tolerance: each realization's own against an f32 dump, the bf16 class against a bf16 dump", "[parity][tolerance]") {
+  CHECK(tolerance_for(realization("cpu"), "float32").rel_to_max == 1e-5);
+  CHECK(tolerance_for(realization("cpu-fast"), "float64").rel_to_max == 1e-5);
+  CHECK(tolerance_for(realization("cuda-fast"), "float32").rel_to_max == 2e-2);
+  // A bf16 reference carries bf16 rounding (2^-8 per op) whatever the engine: 1e-5 would fail
+  // every honest run, so it gets the tolerance of the bf16 realization.
+  for (const char* engine : {"cpu", "cpu-fast", "cuda", "cuda-fast"}) {
+    CAPTURE(engine);
+    const Tolerance t = tolerance_for(realization(engine), "bfloat16");
+    CHECK(t.rel_to_max == 2e-2);
+    CHECK(t.decision_band == 2e-2);
+  }
+}
