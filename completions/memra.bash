@@ -30,13 +30,14 @@ _memra() {
       "memra parity") cmd="memra parity"; npos=0 ;;
       "memra gate") cmd="memra gate"; npos=0 ;;
       "memra devices") cmd="memra devices"; npos=0 ;;
+      "memra bench") cmd="memra bench"; npos=0 ;;
       "memra tokenize") cmd="memra tokenize"; npos=0 ;;
       "memra load --check"|"memra load --write-manifest"|"memra load --threads") skip=1 ;;
-      "memra prefill --tokens"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate"|"memra prefill --backend"|"memra prefill --devices") skip=1 ;;
-      "memra snapshot --diff"|"memra snapshot --write-manifest"|"memra snapshot --check") skip=1 ;;
-      "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output"|"memra restore --drafter"|"memra restore --backend"|"memra restore --devices") skip=1 ;;
+      "memra prefill --tokens"|"memra prefill --prompt"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate"|"memra prefill --max-memory"|"memra prefill --key"|"memra prefill --backend"|"memra prefill --devices") skip=1 ;;
+      "memra snapshot --diff"|"memra snapshot --write-manifest"|"memra snapshot --check"|"memra snapshot --max-memory"|"memra snapshot --key") skip=1 ;;
+      "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --prompt"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output"|"memra restore --max-memory"|"memra restore --key"|"memra restore --drafter"|"memra restore --backend"|"memra restore --devices") skip=1 ;;
       "memra draft --drafter"|"memra draft --tokens"|"memra draft --state"|"memra draft --steps"|"memra draft --block-size"|"memra draft --harvest"|"memra draft --runs"|"memra draft --chunk"|"memra draft --capacity"|"memra draft -o"|"memra draft --output"|"memra draft --backend"|"memra draft --devices") skip=1 ;;
-      "memra parity --drafter"|"memra parity --backend"|"memra parity --devices") skip=1 ;;
+      "memra parity --drafter"|"memra parity --stages"|"memra parity --backend"|"memra parity --devices") skip=1 ;;
       "memra gate all") cmd="memra gate all"; npos=0 ;;
       "memra gate speculative") cmd="memra gate speculative"; npos=0 ;;
       "memra gate drafter-restore") cmd="memra gate drafter-restore"; npos=0 ;;
@@ -48,17 +49,18 @@ _memra() {
       "memra gate equal") cmd="memra gate equal"; npos=0 ;;
       "memra gate band") cmd="memra gate band"; npos=0 ;;
       "memra gate hash") cmd="memra gate hash"; npos=0 ;;
-      "memra gate all --backend"|"memra gate all --devices"|"memra gate all --tokens"|"memra gate all --prompt"|"memra gate all --seed"|"memra gate all --dump"|"memra gate all --mono"|"memra gate all --drafter"|"memra gate all --block-size"|"memra gate all --harvest"|"memra gate all --report") skip=1 ;;
-      "memra gate speculative --backend"|"memra gate speculative --devices"|"memra gate speculative --tokens"|"memra gate speculative --prompt"|"memra gate speculative --seed"|"memra gate speculative --drafter"|"memra gate speculative --block-size"|"memra gate speculative --harvest"|"memra gate speculative --steps"|"memra gate speculative --runs"|"memra gate speculative --report") skip=1 ;;
-      "memra gate drafter-restore --backend"|"memra gate drafter-restore --devices"|"memra gate drafter-restore --tokens"|"memra gate drafter-restore --prompt"|"memra gate drafter-restore --seed"|"memra gate drafter-restore --drafter"|"memra gate drafter-restore --block-size"|"memra gate drafter-restore --harvest"|"memra gate drafter-restore --warm"|"memra gate drafter-restore --continuation"|"memra gate drafter-restore --grow"|"memra gate drafter-restore --report") skip=1 ;;
-      "memra gate restore --backend"|"memra gate restore --devices"|"memra gate restore --tokens"|"memra gate restore --prompt"|"memra gate restore --seed"|"memra gate restore --warm"|"memra gate restore --continuation"|"memra gate restore --grow"|"memra gate restore --report") skip=1 ;;
-      "memra gate chunk --backend"|"memra gate chunk --devices"|"memra gate chunk --tokens"|"memra gate chunk --prompt"|"memra gate chunk --seed"|"memra gate chunk --widths"|"memra gate chunk --report") skip=1 ;;
-      "memra gate semantics --backend"|"memra gate semantics --devices"|"memra gate semantics --tokens"|"memra gate semantics --prompt"|"memra gate semantics --seed"|"memra gate semantics --steps"|"memra gate semantics --mono"|"memra gate semantics --report") skip=1 ;;
-      "memra gate fused-moe --backend"|"memra gate fused-moe --devices"|"memra gate fused-moe --tokens"|"memra gate fused-moe --prompt"|"memra gate fused-moe --seed"|"memra gate fused-moe --steps"|"memra gate fused-moe --reps"|"memra gate fused-moe --report") skip=1 ;;
-      "memra gate parity --backend"|"memra gate parity --devices"|"memra gate parity --tokens"|"memra gate parity --prompt"|"memra gate parity --seed"|"memra gate parity --report") skip=1 ;;
-      "memra gate equal --report") skip=1 ;;
-      "memra gate band --model"|"memra gate band --depth"|"memra gate band --precision-a"|"memra gate band --precision-b"|"memra gate band --report") skip=1 ;;
-      "memra gate hash --expect"|"memra gate hash --report") skip=1 ;;
+      "memra gate all --backend"|"memra gate all --devices"|"memra gate all --tokens"|"memra gate all --prompt"|"memra gate all --prompt-len"|"memra gate all --seed"|"memra gate all --dump"|"memra gate all --mono"|"memra gate all --drafter"|"memra gate all --block-size"|"memra gate all --harvest"|"memra gate all --report"|"memra gate all --max-memory") skip=1 ;;
+      "memra gate speculative --backend"|"memra gate speculative --devices"|"memra gate speculative --tokens"|"memra gate speculative --prompt"|"memra gate speculative --prompt-len"|"memra gate speculative --seed"|"memra gate speculative --drafter"|"memra gate speculative --block-size"|"memra gate speculative --harvest"|"memra gate speculative --steps"|"memra gate speculative --runs"|"memra gate speculative --report"|"memra gate speculative --max-memory") skip=1 ;;
+      "memra gate drafter-restore --backend"|"memra gate drafter-restore --devices"|"memra gate drafter-restore --tokens"|"memra gate drafter-restore --prompt"|"memra gate drafter-restore --prompt-len"|"memra gate drafter-restore --seed"|"memra gate drafter-restore --drafter"|"memra gate drafter-restore --block-size"|"memra gate drafter-restore --harvest"|"memra gate drafter-restore --warm"|"memra gate drafter-restore --continuation"|"memra gate drafter-restore --grow"|"memra gate drafter-restore --report"|"memra gate drafter-restore --max-memory") skip=1 ;;
+      "memra gate restore --backend"|"memra gate restore --devices"|"memra gate restore --tokens"|"memra gate restore --prompt"|"memra gate restore --prompt-len"|"memra gate restore --seed"|"memra gate restore --warm"|"memra gate restore --continuation"|"memra gate restore --grow"|"memra gate restore --report"|"memra gate restore --max-memory") skip=1 ;;
+      "memra gate chunk --backend"|"memra gate chunk --devices"|"memra gate chunk --tokens"|"memra gate chunk --prompt"|"memra gate chunk --prompt-len"|"memra gate chunk --seed"|"memra gate chunk --widths"|"memra gate chunk --report"|"memra gate chunk --max-memory") skip=1 ;;
+      "memra gate semantics --backend"|"memra gate semantics --devices"|"memra gate semantics --tokens"|"memra gate semantics --prompt"|"memra gate semantics --prompt-len"|"memra gate semantics --seed"|"memra gate semantics --steps"|"memra gate semantics --mono"|"memra gate semantics --report"|"memra gate semantics --max-memory") skip=1 ;;
+      "memra gate fused-moe --backend"|"memra gate fused-moe --devices"|"memra gate fused-moe --tokens"|"memra gate fused-moe --prompt"|"memra gate fused-moe --prompt-len"|"memra gate fused-moe --seed"|"memra gate fused-moe --steps"|"memra gate fused-moe --reps"|"memra gate fused-moe --report"|"memra gate fused-moe --max-memory") skip=1 ;;
+      "memra gate parity --backend"|"memra gate parity --devices"|"memra gate parity --tokens"|"memra gate parity --prompt"|"memra gate parity --prompt-len"|"memra gate parity --seed"|"memra gate parity --report"|"memra gate parity --max-memory") skip=1 ;;
+      "memra gate equal --report"|"memra gate equal --max-memory") skip=1 ;;
+      "memra gate band --model"|"memra gate band --depth"|"memra gate band --precision-a"|"memra gate band --precision-b"|"memra gate band --report"|"memra gate band --max-memory") skip=1 ;;
+      "memra gate hash --expect"|"memra gate hash --report"|"memra gate hash --max-memory") skip=1 ;;
+      "memra bench --layers"|"memra bench --vocab"|"memra bench --seed"|"memra bench --devices"|"memra bench --contexts"|"memra bench --batches"|"memra bench --verify"|"memra bench --prefill"|"memra bench --steps"|"memra bench --reps"|"memra bench --snapshot-gib"|"memra bench --config-out") skip=1 ;;
       *) [[ $w == -* ]] || npos=$((npos + 1)) ;;
     esac
   done
@@ -68,26 +70,34 @@ _memra() {
     "memra load --write-manifest") _memra_files "$cur"; return 0 ;;
     "memra load --threads") :; return 0 ;;
     "memra prefill --tokens") _memra_files "$cur"; return 0 ;;
+    "memra prefill --prompt") _memra_files "$cur"; return 0 ;;
     "memra prefill --chunk") :; return 0 ;;
     "memra prefill --capacity") :; return 0 ;;
     "memra prefill -o"|"memra prefill --output") _memra_files "$cur"; return 0 ;;
     "memra prefill --logits") _memra_files "$cur"; return 0 ;;
     "memra prefill --generate") :; return 0 ;;
+    "memra prefill --max-memory") :; return 0 ;;
+    "memra prefill --key") _memra_files "$cur"; return 0 ;;
     "memra prefill --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra prefill --devices") _memra_files "$cur"; return 0 ;;
+    "memra prefill --devices") :; return 0 ;;
     "memra snapshot --diff") _memra_files "$cur"; return 0 ;;
     "memra snapshot --write-manifest") _memra_files "$cur"; return 0 ;;
     "memra snapshot --check") _memra_files "$cur"; return 0 ;;
+    "memra snapshot --max-memory") :; return 0 ;;
+    "memra snapshot --key") _memra_files "$cur"; return 0 ;;
     "memra restore --model") _memra_dirs "$cur"; return 0 ;;
     "memra restore --capacity") :; return 0 ;;
     "memra restore --tokens") _memra_files "$cur"; return 0 ;;
+    "memra restore --prompt") _memra_files "$cur"; return 0 ;;
     "memra restore --chunk") :; return 0 ;;
     "memra restore --steps") :; return 0 ;;
     "memra restore --logits") _memra_files "$cur"; return 0 ;;
     "memra restore -o"|"memra restore --output") _memra_files "$cur"; return 0 ;;
+    "memra restore --max-memory") :; return 0 ;;
+    "memra restore --key") _memra_files "$cur"; return 0 ;;
     "memra restore --drafter") _memra_dirs "$cur"; return 0 ;;
     "memra restore --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra restore --devices") _memra_files "$cur"; return 0 ;;
+    "memra restore --devices") :; return 0 ;;
     "memra draft --drafter") _memra_dirs "$cur"; return 0 ;;
     "memra draft --tokens") _memra_files "$cur"; return 0 ;;
     "memra draft --state") _memra_files "$cur"; return 0 ;;
@@ -99,14 +109,16 @@ _memra() {
     "memra draft --capacity") :; return 0 ;;
     "memra draft -o"|"memra draft --output") _memra_files "$cur"; return 0 ;;
     "memra draft --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra draft --devices") _memra_files "$cur"; return 0 ;;
+    "memra draft --devices") :; return 0 ;;
     "memra parity --drafter") _memra_dirs "$cur"; return 0 ;;
+    "memra parity --stages") _memra_words "hidden router indexer logits logits_incremental" "$cur"; return 0 ;;
     "memra parity --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra parity --devices") _memra_files "$cur"; return 0 ;;
+    "memra parity --devices") :; return 0 ;;
     "memra gate all --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate all --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate all --devices") :; return 0 ;;
     "memra gate all --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate all --prompt") :; return 0 ;;
+    "memra gate all --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate all --prompt-len") :; return 0 ;;
     "memra gate all --seed") :; return 0 ;;
     "memra gate all --dump") _memra_files "$cur"; return 0 ;;
     "memra gate all --mono") _memra_files "$cur"; return 0 ;;
@@ -114,10 +126,12 @@ _memra() {
     "memra gate all --block-size") :; return 0 ;;
     "memra gate all --harvest") _memra_words "dflash dspark" "$cur"; return 0 ;;
     "memra gate all --report") _memra_files "$cur"; return 0 ;;
+    "memra gate all --max-memory") :; return 0 ;;
     "memra gate speculative --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate speculative --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate speculative --devices") :; return 0 ;;
     "memra gate speculative --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate speculative --prompt") :; return 0 ;;
+    "memra gate speculative --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate speculative --prompt-len") :; return 0 ;;
     "memra gate speculative --seed") :; return 0 ;;
     "memra gate speculative --drafter") _memra_dirs "$cur"; return 0 ;;
     "memra gate speculative --block-size") :; return 0 ;;
@@ -125,10 +139,12 @@ _memra() {
     "memra gate speculative --steps") :; return 0 ;;
     "memra gate speculative --runs") :; return 0 ;;
     "memra gate speculative --report") _memra_files "$cur"; return 0 ;;
+    "memra gate speculative --max-memory") :; return 0 ;;
     "memra gate drafter-restore --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate drafter-restore --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate drafter-restore --devices") :; return 0 ;;
     "memra gate drafter-restore --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate drafter-restore --prompt") :; return 0 ;;
+    "memra gate drafter-restore --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate drafter-restore --prompt-len") :; return 0 ;;
     "memra gate drafter-restore --seed") :; return 0 ;;
     "memra gate drafter-restore --drafter") _memra_dirs "$cur"; return 0 ;;
     "memra gate drafter-restore --block-size") :; return 0 ;;
@@ -137,52 +153,78 @@ _memra() {
     "memra gate drafter-restore --continuation") :; return 0 ;;
     "memra gate drafter-restore --grow") :; return 0 ;;
     "memra gate drafter-restore --report") _memra_files "$cur"; return 0 ;;
+    "memra gate drafter-restore --max-memory") :; return 0 ;;
     "memra gate restore --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate restore --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate restore --devices") :; return 0 ;;
     "memra gate restore --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate restore --prompt") :; return 0 ;;
+    "memra gate restore --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate restore --prompt-len") :; return 0 ;;
     "memra gate restore --seed") :; return 0 ;;
     "memra gate restore --warm") :; return 0 ;;
     "memra gate restore --continuation") :; return 0 ;;
     "memra gate restore --grow") :; return 0 ;;
     "memra gate restore --report") _memra_files "$cur"; return 0 ;;
+    "memra gate restore --max-memory") :; return 0 ;;
     "memra gate chunk --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate chunk --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate chunk --devices") :; return 0 ;;
     "memra gate chunk --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate chunk --prompt") :; return 0 ;;
+    "memra gate chunk --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate chunk --prompt-len") :; return 0 ;;
     "memra gate chunk --seed") :; return 0 ;;
-    "memra gate chunk --widths") _memra_files "$cur"; return 0 ;;
+    "memra gate chunk --widths") :; return 0 ;;
     "memra gate chunk --report") _memra_files "$cur"; return 0 ;;
+    "memra gate chunk --max-memory") :; return 0 ;;
     "memra gate semantics --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate semantics --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate semantics --devices") :; return 0 ;;
     "memra gate semantics --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate semantics --prompt") :; return 0 ;;
+    "memra gate semantics --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate semantics --prompt-len") :; return 0 ;;
     "memra gate semantics --seed") :; return 0 ;;
     "memra gate semantics --steps") :; return 0 ;;
     "memra gate semantics --mono") _memra_files "$cur"; return 0 ;;
     "memra gate semantics --report") _memra_files "$cur"; return 0 ;;
+    "memra gate semantics --max-memory") :; return 0 ;;
     "memra gate fused-moe --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate fused-moe --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate fused-moe --devices") :; return 0 ;;
     "memra gate fused-moe --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate fused-moe --prompt") :; return 0 ;;
+    "memra gate fused-moe --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate fused-moe --prompt-len") :; return 0 ;;
     "memra gate fused-moe --seed") :; return 0 ;;
     "memra gate fused-moe --steps") :; return 0 ;;
     "memra gate fused-moe --reps") :; return 0 ;;
     "memra gate fused-moe --report") _memra_files "$cur"; return 0 ;;
+    "memra gate fused-moe --max-memory") :; return 0 ;;
     "memra gate parity --backend") _memra_words "cpu cpu-fast cuda cuda-fast" "$cur"; return 0 ;;
-    "memra gate parity --devices") _memra_files "$cur"; return 0 ;;
+    "memra gate parity --devices") :; return 0 ;;
     "memra gate parity --tokens") _memra_files "$cur"; return 0 ;;
-    "memra gate parity --prompt") :; return 0 ;;
+    "memra gate parity --prompt") _memra_files "$cur"; return 0 ;;
+    "memra gate parity --prompt-len") :; return 0 ;;
     "memra gate parity --seed") :; return 0 ;;
     "memra gate parity --report") _memra_files "$cur"; return 0 ;;
+    "memra gate parity --max-memory") :; return 0 ;;
     "memra gate equal --report") _memra_files "$cur"; return 0 ;;
+    "memra gate equal --max-memory") :; return 0 ;;
     "memra gate band --model") _memra_dirs "$cur"; return 0 ;;
     "memra gate band --depth") :; return 0 ;;
     "memra gate band --precision-a") _memra_files "$cur"; return 0 ;;
     "memra gate band --precision-b") _memra_files "$cur"; return 0 ;;
     "memra gate band --report") _memra_files "$cur"; return 0 ;;
+    "memra gate band --max-memory") :; return 0 ;;
     "memra gate hash --expect") _memra_files "$cur"; return 0 ;;
     "memra gate hash --report") _memra_files "$cur"; return 0 ;;
+    "memra gate hash --max-memory") :; return 0 ;;
+    "memra bench --layers") _memra_files "$cur"; return 0 ;;
+    "memra bench --vocab") :; return 0 ;;
+    "memra bench --seed") :; return 0 ;;
+    "memra bench --devices") _memra_files "$cur"; return 0 ;;
+    "memra bench --contexts") _memra_files "$cur"; return 0 ;;
+    "memra bench --batches") _memra_files "$cur"; return 0 ;;
+    "memra bench --verify") _memra_files "$cur"; return 0 ;;
+    "memra bench --prefill") :; return 0 ;;
+    "memra bench --steps") :; return 0 ;;
+    "memra bench --reps") :; return 0 ;;
+    "memra bench --snapshot-gib") :; return 0 ;;
+    "memra bench --config-out") _memra_files "$cur"; return 0 ;;
   esac
   # Options, subcommands or positionals.
   case "$cmd" in
@@ -190,7 +232,7 @@ _memra() {
       if [[ $cur == -* ]]; then
         _memra_words "-h --help --version -q --quiet" "$cur"
       else
-        _memra_words "load prefill snapshot restore draft parity gate devices tokenize" "$cur"
+        _memra_words "load prefill snapshot restore draft parity gate devices bench tokenize" "$cur"
       fi ;;
     "memra load")
       if [[ $cur == -* ]]; then
@@ -202,7 +244,7 @@ _memra() {
       fi ;;
     "memra prefill")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --tokens --chunk --capacity -o --output --logits --generate --backend --devices --json" "$cur"
+        _memra_words "-h --help --tokens --prompt --chat --chunk --capacity -o --output --logits --generate --max-memory --key --backend --devices --qat --json" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -210,7 +252,7 @@ _memra() {
       fi ;;
     "memra snapshot")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --json --verify --diff --write-manifest --check" "$cur"
+        _memra_words "-h --help --json --verify --diff --write-manifest --check --max-memory --key" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -218,7 +260,7 @@ _memra() {
       fi ;;
     "memra restore")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --model --capacity --tokens --chunk --steps --logits -o --output --drafter --backend --devices --json" "$cur"
+        _memra_words "-h --help --model --capacity --tokens --prompt --chat --chunk --steps --logits -o --output --max-memory --key --drafter --backend --devices --qat --json" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -226,7 +268,7 @@ _memra() {
       fi ;;
     "memra draft")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --drafter --tokens --state --steps --propose --block-size --harvest --runs --chunk --capacity -o --output --backend --devices --json" "$cur"
+        _memra_words "-h --help --drafter --tokens --state --steps --propose --block-size --harvest --runs --chunk --capacity -o --output --backend --devices --qat --json" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -234,7 +276,7 @@ _memra() {
       fi ;;
     "memra parity")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --drafter --backend --devices --json -v --verbose" "$cur"
+        _memra_words "-h --help --drafter --stages --backend --devices --qat --json -v --verbose" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -249,7 +291,7 @@ _memra() {
       fi ;;
     "memra gate all")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --dump --mono --drafter --block-size --harvest --json --report" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --dump --mono --drafter --block-size --harvest --json --report --max-memory" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -257,7 +299,7 @@ _memra() {
       fi ;;
     "memra gate speculative")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --drafter --block-size --harvest --steps --runs --json --report" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --drafter --block-size --harvest --steps --runs --json --report --max-memory" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -265,7 +307,7 @@ _memra() {
       fi ;;
     "memra gate drafter-restore")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --drafter --block-size --harvest --warm --continuation --grow --json --report" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --drafter --block-size --harvest --warm --continuation --grow --json --report --max-memory" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -273,7 +315,7 @@ _memra() {
       fi ;;
     "memra gate restore")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --warm --continuation --grow --json --report" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --warm --continuation --grow --json --report --max-memory" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -281,7 +323,7 @@ _memra() {
       fi ;;
     "memra gate chunk")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --widths --json --report" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --widths --json --report --max-memory" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -289,7 +331,7 @@ _memra() {
       fi ;;
     "memra gate semantics")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --steps --mono --json --report" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --steps --mono --json --report --max-memory" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -297,7 +339,7 @@ _memra() {
       fi ;;
     "memra gate fused-moe")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --steps --reps --json --report" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --steps --reps --json --report --max-memory" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -305,7 +347,7 @@ _memra() {
       fi ;;
     "memra gate parity")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --backend --devices --tokens --prompt --seed --json --report" "$cur"
+        _memra_words "-h --help --backend --devices --qat --tokens --prompt --chat --prompt-len --seed --json --report --max-memory" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -314,7 +356,7 @@ _memra() {
       fi ;;
     "memra gate equal")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --json --report" "$cur"
+        _memra_words "-h --help --json --report --max-memory" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -323,7 +365,7 @@ _memra() {
       fi ;;
     "memra gate band")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --model --depth --precision-a --precision-b --json --report" "$cur"
+        _memra_words "-h --help --model --depth --precision-a --precision-b --json --report --max-memory" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -332,7 +374,7 @@ _memra() {
       fi ;;
     "memra gate hash")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --expect --json --report" "$cur"
+        _memra_words "-h --help --expect --json --report --max-memory" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -341,6 +383,10 @@ _memra() {
     "memra devices")
       if [[ $cur == -* ]]; then
         _memra_words "-h --help --json" "$cur"
+      fi ;;
+    "memra bench")
+      if [[ $cur == -* ]]; then
+        _memra_words "-h --help --layers --vocab --seed --devices --contexts --batches --verify --prefill --steps --reps --snapshot-gib --config-out --json" "$cur"
       fi ;;
     "memra tokenize")
       if [[ $cur == -* ]]; then

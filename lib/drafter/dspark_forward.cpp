@@ -171,12 +171,13 @@ void window_attention(const DsparkWeights& w, const DsparkRings& rings, int64_t 
   }
   // Grouped output projection: z_g = O_g · wo_a[g]ᵀ, out = z · wo_bᵀ.
   const int64_t group_in = Hd / G;
-  std::vector<float> z(b * G * R);
+  std::vector<float> z(b * G * R), row_scratch(group_in);
   for (int64_t g = 0; g < G; ++g)
     for (int64_t t = 0; t < b; ++t)
-      for (int64_t r = 0; r < R; ++r)
-        z[t * G * R + g * R + r] =
-            static_cast<float>(cpu::dot(o.data() + t * Hd + g * group_in, lw.wo_a + (g * R + r) * group_in, group_in));
+      for (int64_t r = 0; r < R; ++r) {
+        const float* w_row = lw.wo_a.row(g * R + r, group_in, row_scratch.data());  // wo_a [G·R, group_in]
+        z[t * G * R + g * R + r] = static_cast<float>(cpu::dot(o.data() + t * Hd + g * group_in, w_row, group_in));
+      }
   out.assign(b * D, 0.0f);
   cpu::linear(z.data(), b, G * R, lw.wo_b, D, out.data());
 }
