@@ -6,9 +6,8 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "backend_option.h"
 #include "command.h"
@@ -54,7 +53,8 @@ std::string fixed(double v, int digits) {
 }
 
 int run_draft(const DraftOptions& opt, Context& ctx) {
-  if (opt.tokens.empty() && opt.state.empty()) throw Error("give --tokens or --state", "memra draft MODEL --drafter DIR --tokens 1,2,3");
+  if (opt.tokens.empty() && opt.state.empty())
+    throw Error("give --tokens or --state", "memra draft MODEL --drafter DIR --tokens 1,2,3");
   if (opt.state == "-" && opt.tokens == "-") throw Error("--state and --tokens cannot both be stdin");
   std::optional<Harvest> harvest;
   if (!opt.harvest.empty()) harvest = parse_harvest(opt.harvest);  // the option's check admits only known names
@@ -138,7 +138,8 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
     j["rollbacks"] = st.rollbacks;
     j["trunk_rows"] = st.trunk_rows;
     j["drafts_per_s"] = drafts_per_s;
-    j["seconds"] = {{"propose", st.propose_s}, {"verify", st.verify_s}, {"rollback", st.rollback_s}, {"feed", st.feed_s}};
+    j["seconds"] = {
+        {"propose", st.propose_s}, {"verify", st.verify_s}, {"rollback", st.rollback_s}, {"feed", st.feed_s}};
     j["speculative_seconds"] = cmp.speculative_s;
     j["greedy_seconds"] = cmp.greedy_s;
     j["speculative_tokens_per_s"] = cmp.speculative_tokens_per_s();
@@ -160,9 +161,10 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
       out << "acceptance by position:";
       for (double a : st.acceptance_by_position()) out << " " << fixed(a, 3);
       out << "\n";
-      out << "drafts/s " << fixed(drafts_per_s, 0) << "; tokens/s speculative " << fixed(cmp.speculative_tokens_per_s(), 1)
-          << ", plain greedy " << fixed(cmp.greedy_tokens_per_s(), 1) << " (" << backend->name() << ", median of "
-          << opt.runs << "); speed-up " << fixed(cmp.speedup(), 2) << "x\n";
+      out << "drafts/s " << fixed(drafts_per_s, 0) << "; tokens/s speculative "
+          << fixed(cmp.speculative_tokens_per_s(), 1) << ", plain greedy " << fixed(cmp.greedy_tokens_per_s(), 1)
+          << " (" << backend->name() << ", median of " << opt.runs << "); speed-up " << fixed(cmp.speedup(), 2)
+          << "x\n";
       out << (cmp.identical ? "lossless: identical to plain greedy"
                             : "MISMATCH: differs from plain greedy at token " + std::to_string(cmp.first_difference))
           << "\n";
@@ -172,8 +174,8 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
   if (opt.propose && !opt.state_out.empty()) {
     StateWriteOptions wo;
     wo.extra_metadata = drafter_metadata(weights);
-    write_state_file(opt.state_out, snapshot_state(*state), StateOrigin{model.fingerprint().hex(), backend->precision_class()},
-                     wo);
+    write_state_file(opt.state_out, snapshot_state(*state),
+                     StateOrigin{model.fingerprint().hex(), backend->precision_class()}, wo);
   }
   return rc;
 }
@@ -182,7 +184,8 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
 
 void setup_draft(CLI::App& app, Context& ctx) {
   auto opt = std::make_shared<DraftOptions>();
-  auto* sub = app.add_subcommand("draft", "Speculative decoding with a drafter: propose a block, or generate and compare with plain greedy");
+  auto* sub = app.add_subcommand(
+      "draft", "Speculative decoding with a drafter: propose a block, or generate and compare with plain greedy");
   sub->footer(
       "Primes the drafter from --tokens (a prompt) or from --state (a state file written with the\n"
       "drafter attached, then --tokens continue it). --propose prints one block; otherwise --steps\n"
@@ -195,18 +198,22 @@ void setup_draft(CLI::App& app, Context& ctx) {
       ->required()
       ->check(CLI::ExistingDirectory);
   sub->add_option("--tokens", opt->tokens, "Prompt token ids: text (whitespace/comma separated) or .npy; - = stdin");
-  sub->add_option("--state", opt->state, "Start from this state file (written with the drafter: memra draft -o); - = stdin");
-  sub->add_option("--steps", opt->steps, "Tokens to generate speculatively (default 64)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--state", opt->state,
+                  "Start from this state file (written with the drafter: memra draft -o); - = stdin");
+  sub->add_option("--steps", opt->steps, "Tokens to generate speculatively (default 64)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--propose", opt->propose, "Propose one block from the state and print it (no generation)");
   sub->add_option("--block-size", opt->block_size, "Block size b (default: the drafter's)")->check(CLI::PositiveNumber);
   sub->add_option("--harvest", opt->harvest, "Harvest convention when the drafter config names none, or to override it")
       ->check(CLI::IsMember({"dflash", "dspark"}));
-  sub->add_option("--runs", opt->runs, "Interleaved timing runs of both decodings (median reported)")->check(CLI::Range(1, 100));
+  sub->add_option("--runs", opt->runs, "Interleaved timing runs of both decodings (median reported)")
+      ->check(CLI::Range(1, 100));
   sub->add_option("--chunk", opt->chunk, "Tokens per forward call when priming (default: all in one call)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--capacity", opt->capacity, "Tokens the state can hold (default: start + --steps)")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("-o,--output", opt->state_out, "Write the final state, drafter included, as a state file (- = stdout)");
+  sub->add_option("-o,--output", opt->state_out,
+                  "Write the final state, drafter included, as a state file (- = stdout)");
   add_backend_options(sub, opt->backend);
   sub->add_flag("--json", opt->json, "Print the report as JSON");
   sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_draft(*opt, ctx); }; });

@@ -162,9 +162,11 @@ static int run_gate(GateOptions opt, const Context& ctx) {
   else note(ctx, "no dump for " + opt.model_dir + " (MODEL/dump or --dump): the parity gate does not apply");
   // A CUDA backend has two MoE paths; they must agree by bits (the seed's fused-vs-per-expert gate).
   if (backend->realization().device == Device::kCuda && backend->realization().exact) gates.push_back(fused_moe());
-  if (drafter) {
+  if (drafter && backend->realization().exact) {
     gates.push_back(gate_speculative(model, *backend, *drafter, opt.trunk, opt.drafter));
     gates.push_back(gate_drafter_restore(model, *backend, *drafter, opt.trunk, opt.drafter));
+  } else if (drafter) {
+    note(ctx, "the drafter gates need an exact realization; " + backend->name() + " is not: they do not apply");
   }
   return emit(opt, k, gates);
 }

@@ -3,13 +3,13 @@
 // invariant, and greedy speculative decoding emits exactly plain greedy's tokens with a final state
 // (trunk + drafter) bit-identical to plain greedy's, for block sizes 2..16, both harvest
 // conventions, across the tiny trunk's window wraps (W 24) and compression boundaries (m 4, 16).
-#include <catch2/catch.hpp>
+#include "drafter/speculative.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <random>
 
 #include "drafter/drafter.h"
-#include "drafter/speculative.h"
 #include "engine/engine.h"
 #include "loader_test_util.h"
 
@@ -108,7 +108,8 @@ TEST_CASE("drafter state: classes named by the table, chunk-invariant priming, r
     for (auto& cls : bad)
       if (cls.name == lay[0].name) {
         cls.shape[0] -= 1;
-        cls.bytes.resize(cls.bytes.size() - c.head_dim * sizeof(float) * (c.family == DrafterFamily::kDspark ? 1 : c.num_key_value_heads));
+        cls.bytes.resize(cls.bytes.size() -
+                         c.head_dim * sizeof(float) * (c.family == DrafterFamily::kDspark ? 1 : c.num_key_value_heads));
       }
     require_error([&] { state_from_classes(*p.backend, 40, 80, bad, [&](State& s) { p.drafter->attach(s); }); },
                   {lay[0].name}, kExitNegative);

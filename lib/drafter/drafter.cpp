@@ -56,18 +56,20 @@ DraftShape Drafter::shape(int64_t block_size, std::optional<Harvest> harvest) co
 
 void Drafter::attach(State& state) const {
   if (state.position() != 0)
-    throw Error("a drafter is attached to an empty state (position 0), this one is at " +
-                    std::to_string(state.position()),
-                "attach the drafter before the prefill, or restore a state file that holds its classes");
+    throw Error(
+        "a drafter is attached to an empty state (position 0), this one is at " + std::to_string(state.position()),
+        "attach the drafter before the prefill, or restore a state file that holds its classes");
   state.attach(std::make_unique<DrafterComponent>(config()));
 }
 
 std::vector<float> Drafter::taps(const ForwardTrace& trace, std::span<const int32_t> tokens) const {
   const int64_t T = static_cast<int64_t>(tokens.size()), D = config().hidden_size;
   std::vector<float> emb;
-  if (std::find(config().tap_layer_inputs.begin(), config().tap_layer_inputs.end(), 0) != config().tap_layer_inputs.end()) {
+  if (std::find(config().tap_layer_inputs.begin(), config().tap_layer_inputs.end(), 0) !=
+      config().tap_layer_inputs.end()) {
     emb.resize(T * D);
-    for (int64_t t = 0; t < T; ++t) std::copy(embed_ + tokens[t] * D, embed_ + (tokens[t] + 1) * D, emb.begin() + t * D);
+    for (int64_t t = 0; t < T; ++t)
+      std::copy(embed_ + tokens[t] * D, embed_ + (tokens[t] + 1) * D, emb.begin() + t * D);
   }
   return taps_from_trace(config(), trace, T, trunk_.config().hc_mult, emb.empty() ? nullptr : emb.data());
 }
@@ -78,8 +80,8 @@ void Drafter::feed(State& state, std::span<const float> taps, int64_t T, FeedCap
   if (static_cast<int64_t>(taps.size()) != T * config().n_taps() * D)
     throw Error("drafter feed: " + std::to_string(taps.size()) + " tap values for " + std::to_string(T) + " rows");
   if (dc.position() + T != state.position())
-    throw Error("drafter feed: the drafter holds " + std::to_string(dc.position()) + " positions + " + std::to_string(T) +
-                " new ones, the trunk " + std::to_string(state.position()));
+    throw Error("drafter feed: the drafter holds " + std::to_string(dc.position()) + " positions + " +
+                std::to_string(T) + " new ones, the trunk " + std::to_string(state.position()));
   std::vector<float> ctx(T * D);
   if (dspark_) {
     dspark_main_x(*dspark_, taps.data(), T, ctx.data());

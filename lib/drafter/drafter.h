@@ -37,20 +37,20 @@ struct DraftShape {
 // Every intermediate of one proposal (filled only when asked for). Shapes: b block rows, nd drafts,
 // D hidden, V vocab, r Markov rank.
 struct DraftCapture {
-  std::vector<int32_t> block_ids;          // [b] x_0, noise, ...
-  std::vector<float> block_embeddings;     // [b, D]
-  ForwardTrace layers;                     // dspark stage.S.{hidden,router.*}; dflash layer.L.hidden
-  std::vector<float> prenorm, final;       // [b, D]
-  std::vector<float> base_logits;          // [nd, V] LM head over the harvested rows
-  std::vector<float> markov_logits;        // [nd, V] base + Markov bias (Markov head only)
-  std::vector<float> markov_embeddings;    // [nd, r] W1[x_{k-1}] (Markov head only)
+  std::vector<int32_t> block_ids;        // [b] x_0, noise, ...
+  std::vector<float> block_embeddings;   // [b, D]
+  ForwardTrace layers;                   // dspark stage.S.{hidden,router.*}; dflash layer.L.hidden
+  std::vector<float> prenorm, final;     // [b, D]
+  std::vector<float> base_logits;        // [nd, V] LM head over the harvested rows
+  std::vector<float> markov_logits;      // [nd, V] base + Markov bias (Markov head only)
+  std::vector<float> markov_embeddings;  // [nd, r] W1[x_{k-1}] (Markov head only)
 };
 
 struct Proposal {
-  int64_t position = 0;             // P, the anchor's position
-  int32_t anchor = 0;               // x_0
-  std::vector<int32_t> tokens;      // [nd] d_1..d_nd
-  std::vector<float> confidence;    // [nd] confidence logits (empty without the head)
+  int64_t position = 0;           // P, the anchor's position
+  int32_t anchor = 0;             // x_0
+  std::vector<int32_t> tokens;    // [nd] d_1..d_nd
+  std::vector<float> confidence;  // [nd] confidence logits (empty without the head)
 };
 
 // Taps and the context rows derived from them, per fed position (filled only when asked for).

@@ -49,9 +49,9 @@ int64_t DrafterComponent::position() const {
 
 std::vector<CacheClass> DrafterComponent::export_classes(int64_t pos) const {
   if (pos != position())
-    throw Error("the drafter holds " + std::to_string(position()) + " committed positions, the state " +
-                    std::to_string(pos),
-                "feed every trunk forward of a state with a drafter through the drafter (Drafter::prefill)");
+    throw Error(
+        "the drafter holds " + std::to_string(position()) + " committed positions, the state " + std::to_string(pos),
+        "feed every trunk forward of a state with a drafter through the drafter (Drafter::prefill)");
   std::vector<CacheClass> out;
   const std::vector<ClassLayout> lay = layout(pos);
   for (size_t i = 0; i < lay.size(); ++i) {
@@ -71,12 +71,16 @@ void DrafterComponent::import_classes(int64_t pos, const std::vector<CacheClass>
   const std::vector<ClassLayout> lay = layout(pos);
   for (size_t i = 0; i < std::max(lay.size(), classes.size()); ++i) {
     if (i >= classes.size()) throw negative("drafter class " + lay[i].name + " is missing");
-    if (i >= lay.size()) throw negative("drafter class " + classes[i].name + " is not part of this drafter's state at position " + std::to_string(pos));
+    if (i >= lay.size())
+      throw negative("drafter class " + classes[i].name + " is not part of this drafter's state at position " +
+                     std::to_string(pos));
     const CacheClass& cls = classes[i];
-    if (cls.name != lay[i].name) throw negative("drafter class " + cls.name + " found where " + lay[i].name + " belongs");
+    if (cls.name != lay[i].name)
+      throw negative("drafter class " + cls.name + " found where " + lay[i].name + " belongs");
     if (cls.dtype != lay[i].dtype || cls.shape != lay[i].shape)
       throw negative("drafter class " + cls.name + " has dtype/shape " + dtype_name(cls.dtype) + " " +
-                     shape_string(cls.shape) + ", expected " + dtype_name(lay[i].dtype) + " " + shape_string(lay[i].shape),
+                         shape_string(cls.shape) + ", expected " + dtype_name(lay[i].dtype) + " " +
+                         shape_string(lay[i].shape),
                      "restore with the drafter the state was written with (--drafter)");
   }
   if (config_.family == DrafterFamily::kDspark) {
@@ -100,8 +104,6 @@ DrafterComponent& drafter_component(State& state) {
   return *c;
 }
 
-const DrafterComponent& drafter_component(const State& state) {
-  return drafter_component(const_cast<State&>(state));
-}
+const DrafterComponent& drafter_component(const State& state) { return drafter_component(const_cast<State&>(state)); }
 
 }  // namespace memra

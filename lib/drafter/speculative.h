@@ -18,15 +18,15 @@ namespace memra {
 
 struct SpeculativeStats {
   int64_t rounds = 0;
-  int64_t tokens = 0;                 // emitted
-  int64_t drafts = 0;                 // nd (per round)
-  std::vector<int64_t> accepted;      // [rounds] acc of each round (before the last round's trim)
-  std::vector<int64_t> histogram;     // [nd+1] rounds that accepted exactly k drafts
-  int64_t rollbacks = 0;              // rounds that rewound and re-ran
-  int64_t trunk_rows = 0;             // tokens run through the trunk (verify + re-run)
+  int64_t tokens = 0;              // emitted
+  int64_t drafts = 0;              // nd (per round)
+  std::vector<int64_t> accepted;   // [rounds] acc of each round (before the last round's trim)
+  std::vector<int64_t> histogram;  // [nd+1] rounds that accepted exactly k drafts
+  int64_t rollbacks = 0;           // rounds that rewound and re-ran
+  int64_t trunk_rows = 0;          // tokens run through the trunk (verify + re-run)
   double propose_s = 0, verify_s = 0, rollback_s = 0, feed_s = 0, total_s = 0;
 
-  double tau() const;                               // mean acc + 1 per round
+  double tau() const;                                  // mean acc + 1 per round
   std::vector<double> acceptance_by_position() const;  // [nd] fraction of rounds with acc ≥ k (k = 1..nd)
 };
 

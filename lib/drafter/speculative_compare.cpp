@@ -63,7 +63,8 @@ SpeculativeComparison compare_speculative(const Backend& backend, const Drafter&
       out.final_state = std::move(spec_state);
       out.greedy_state = std::move(plain_state);
       for (size_t i = 0; i < out.greedy.size() && out.first_difference < 0; ++i)
-        if (i >= out.speculative.size() || out.speculative[i] != out.greedy[i]) out.first_difference = static_cast<int64_t>(i);
+        if (i >= out.speculative.size() || out.speculative[i] != out.greedy[i])
+          out.first_difference = static_cast<int64_t>(i);
       out.identical = out.first_difference < 0 && out.speculative.size() == out.greedy.size();
     } else {
       out.identical = out.identical && spec == out.speculative && plain == out.greedy;

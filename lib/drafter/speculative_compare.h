@@ -13,11 +13,11 @@
 namespace memra {
 
 struct SpeculativeComparison {
-  std::vector<int32_t> speculative;  // [steps] of the first run
-  std::vector<int32_t> greedy;       // [steps] of the first run
-  bool identical = false;            // every run of both emitted the same tokens
-  int64_t first_difference = -1;     // index of the first differing token (first run), -1 when none
-  SpeculativeStats stats;            // of the first speculative run
+  std::vector<int32_t> speculative;             // [steps] of the first run
+  std::vector<int32_t> greedy;                  // [steps] of the first run
+  bool identical = false;                       // every run of both emitted the same tokens
+  int64_t first_difference = -1;                // index of the first differing token (first run), -1 when none
+  SpeculativeStats stats;                       // of the first speculative run
   std::vector<double> speculative_s, greedy_s;  // [runs] wall seconds
   std::unique_ptr<State> final_state;           // after the first speculative run (trunk + drafter)
   std::unique_ptr<State> greedy_state;          // after the first plain run (trunk only)

@@ -84,23 +84,29 @@ GateResult gate_speculative(const Model& model, const Backend& backend, const Dr
   auto start = primed_state(backend, drafter, prompt, capacity);
   const SpeculativeComparison cmp = compare_speculative(backend, drafter, *start, opt.steps, shape, opt.runs);
   if (!cmp.identical)
-    g.fail(cmp.first_difference >= 0 ? "speculative output differs from plain greedy at token " + std::to_string(cmp.first_difference)
-                                     : "the timing runs emitted different tokens");
+    g.fail(cmp.first_difference >= 0
+               ? "speculative output differs from plain greedy at token " + std::to_string(cmp.first_difference)
+               : "the timing runs emitted different tokens");
   std::string first;
   const auto final_classes = cmp.final_state->export_classes();
   auto diffs = diff_classes(trunk_only(final_classes), cmp.greedy_state->export_classes(), &first);
-  if (!first.empty()) g.fail("trunk state after speculative decoding differs from plain greedy's: " + describe_first_difference(diffs, first));
+  if (!first.empty())
+    g.fail("trunk state after speculative decoding differs from plain greedy's: " +
+           describe_first_difference(diffs, first));
   const bool trunk_equal = first.empty();
   // The whole state against plain greedy that keeps the drafter primed.
   auto primed = primed_state(backend, drafter, prompt, capacity);
   const auto primed_tokens = generate_greedy_primed(backend, drafter, *primed, opt.steps);
   if (primed_tokens != cmp.greedy) g.fail("drafter-primed plain greedy emitted other tokens than plain greedy");
   auto all_diffs = diff_classes(final_classes, primed->export_classes(), &first);
-  if (!first.empty()) g.fail("state after speculative decoding differs from primed plain greedy's: " + describe_first_difference(all_diffs, first));
+  if (!first.empty())
+    g.fail("state after speculative decoding differs from primed plain greedy's: " +
+           describe_first_difference(all_diffs, first));
   g.class_diffs = all_diffs;
 
   const SpeculativeStats& st = cmp.stats;
-  Series acc{"speculative: acceptance by draft position", "draft position", "fraction of rounds accepted", {}, {}, {}, false};
+  Series acc{
+      "speculative: acceptance by draft position", "draft position", "fraction of rounds accepted", {}, {}, {}, false};
   const auto by_pos = st.acceptance_by_position();
   for (size_t k = 0; k < by_pos.size(); ++k) {
     acc.x.push_back(static_cast<double>(k + 1));
@@ -148,7 +154,8 @@ GateResult gate_drafter_restore(const Model& model, const Backend& backend, cons
   const fs::path file = dir / ("memra-gate-drafter-restore-" + std::to_string(::getpid()) + ".mst");
   StateWriteOptions wo;
   wo.extra_metadata = drafter_metadata(drafter.weights());
-  const StateWriteResult written = write_state_file(file.string(), host, {model.fingerprint().hex(), backend.precision_class()}, wo);
+  const StateWriteResult written =
+      write_state_file(file.string(), host, {model.fingerprint().hex(), backend.precision_class()}, wo);
   std::unique_ptr<State> b;
   std::string version;
   try {
@@ -158,7 +165,8 @@ GateResult gate_drafter_restore(const Model& model, const Backend& backend, cons
   } catch (const Error& e) {
     fs::remove(file);
     if (e.exit_code() != kExitNegative) throw;
-    g.fail(std::string("the verified restore refused the state: ") + e.what());  // e.g. a class that re-hashes differently
+    g.fail(std::string("the verified restore refused the state: ") +
+           e.what());  // e.g. a class that re-hashes differently
     g.figure("position", host.pos);
     return g;
   } catch (...) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shell.cli_basics: the conventions every subcommand shares: --help lists the seven commands,
 # --version prints version and commit, usage errors are one `memra: error:` line plus a hint and
-# exit 2, a closed stdout pipe is not an error, and the not-yet-built drafter says so (exit 2).
+# exit 2, a closed stdout pipe is not an error, and `memra draft` without its model is a usage error (exit 2).
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
@@ -20,7 +20,7 @@ err=$("$bin" load --no-such-flag 2>&1 >/dev/null); rc=$?
 err=$("$bin" load /nonexistent 2>&1 >/dev/null); rc=$?
 [[ $rc -eq 2 && $(wc -l <<<"$err") -le 2 && "$err" == "memra: error: "* ]] && ok "missing model folder exit 2" || bad "missing model rc=$rc: $err"
 err=$("$bin" draft 2>&1 >/dev/null); rc=$?
-[[ $rc -eq 2 && "$err" == *"not built yet"* ]] && ok "draft says it is not built yet" || bad "draft rc=$rc: $err"
+[[ $rc -eq 2 && "$err" == *"model is required"* ]] && ok "draft without a model is a usage error" || bad "draft rc=$rc: $err"
 
 # Broken pipe: the reader goes away after 10 bytes of a 327 KB stream; memra exits 0, quietly.
 seq 2 161 | tr '\n' ' ' > "${TMPDIR:-/tmp}/memra-cli-basics-tokens.txt"
