@@ -78,6 +78,15 @@ DrafterParityRun run_drafter_parity(const DrafterWeights& dw, const std::string&
     return run;
   }
   const Harvest harvest = *run.validation.harvest;
+  // The stage families this comparison covers (manifests/report.schema.json, compared_stages).
+  std::vector<std::string> compared = {"ctx_features"};
+  if (c.family == DrafterFamily::kDspark) compared.insert(compared.end(), {"ring", "router"});
+  compared.insert(compared.end(), {"hidden", "prenorm", "final"});
+  if (trunk) compared.insert(compared.end(), {"embeddings", "draft_logits"});
+  if (c.has_markov()) compared.push_back("markov");
+  compared.push_back("draft_tokens");
+  if (c.confidence) compared.push_back("confidence");
+  report["compared_stages"] = compared;
   report["harvest"] = harvest_name(harvest);
   report["harvest_source"] = run.validation.harvest_source;
   report["ctx"] = run.validation.ctx;

@@ -38,7 +38,7 @@ if [[ -x "$venv/bin/python" ]]; then
 else
   echo "FAIL: no oracle venv at $venv for tools/validate_report.py"; fail=1
 fi
-expect 2 "at least 96" -- "$bin" -q gate speculative "$m" --drafter "$d/tiny-dspark" --steps 50
+expect 2 "too small; give an integer in \[96" -- "$bin" -q gate speculative "$m" --drafter "$d/tiny-dspark" --steps 50
 expect 2 "exact realization" -- "$bin" -q gate drafter-restore "$m" --drafter "$d/tiny-dspark" --backend cpu-fast
 expect 2 "drafter is required" -- "$bin" -q gate speculative "$m"
 exit $fail
