@@ -33,6 +33,7 @@
 
 #include "backend/cuda_loader.h"
 #include "command.h"
+#include "options.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "engine/backend.h"
@@ -53,7 +54,7 @@ using Clock = std::chrono::steady_clock;
 struct BenchOptions {
   std::string layers = "CH";
   int64_t vocab = 4096;
-  uint64_t seed = 1;
+  uint32_t seed = 1;
   std::string devices = "0";
   std::string contexts = "2048,32768";
   std::string batches = "8,32,64";
@@ -518,18 +519,22 @@ void setup_bench(CLI::App& app, Context& ctx) {
   auto* sub = app.add_subcommand(
       "bench", "Time DeepSeek-V4 at V4-Flash layer geometry on the GPU with seeded weights (no checkpoint)");
   sub->add_option("--layers", opt->layers, "Layer kinds, one letter each: S sliding, C CSA, H HCA")->capture_default_str();
-  sub->add_option("--vocab", opt->vocab, "Vocabulary size (the LM head is not what is measured)")->capture_default_str();
-  sub->add_option("--seed", opt->seed, "Seed of the weights and token streams (bench/transformers_bench.py uses the same)")
+  add_count(sub, "--vocab", opt->vocab, "Vocabulary size (the LM head is not what is measured)", 2, 1 << 20)->capture_default_str();
+  add_count(sub, "--seed", opt->seed, "Seed of the weights and token streams (bench/transformers_bench.py uses the same)", 0,
+            4294967295)
       ->capture_default_str();
-  sub->add_option("--devices", opt->devices, "GPU indices, e.g. 0,1")->capture_default_str();
+  add_count_list(sub, "--devices", opt->devices, "GPU indices, e.g. 0,1", 0, 1023)->capture_default_str();
   sub->add_option("--contexts", opt->contexts, "Contexts for batch-1 decode (the first also for batches and verify)")
       ->capture_default_str();
   sub->add_option("--batches", opt->batches, "Batch sizes for decode throughput")->capture_default_str();
   sub->add_option("--verify", opt->verify, "Speculative verify block sizes")->capture_default_str();
-  sub->add_option("--prefill", opt->prefill, "Prefill tokens (cuda-fast)")->capture_default_str();
-  sub->add_option("--steps", opt->steps, "Timed decode steps per measurement")->capture_default_str();
-  sub->add_option("--reps", opt->reps, "Timed repetitions of prefill and verify")->capture_default_str();
-  sub->add_option("--snapshot-gib", opt->snapshot_gib, "Size of the state for snapshot/restore bandwidth")->capture_default_str();
+  add_count(sub, "--prefill", opt->prefill, "Prefill tokens (cuda-fast)", 1, 1 << 20)->capture_default_str();
+  add_count(sub, "--steps", opt->steps, "Timed decode steps per measurement", 1, 1 << 20)->capture_default_str();
+  add_count(sub, "--reps", opt->reps, "Timed repetitions of prefill and verify", 1, 1000)->capture_default_str();
+  sub->add_option("--snapshot-gib", opt->snapshot_gib, "Size of the state for snapshot/restore bandwidth")
+      ->type_name("GIB")
+      ->check(CLI::Range(0.001, 1024.0))
+      ->capture_default_str();
   sub->add_option("--config-out", opt->config_out, "Also write the model's config.json here (for transformers)");
   sub->add_flag("--json", opt->json, "Print one JSON document");
   sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_bench(*opt, ctx); }; });

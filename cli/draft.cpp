@@ -11,6 +11,7 @@
 
 #include "backend_option.h"
 #include "command.h"
+#include "options.h"
 #include "core/error.h"
 #include "drafter/drafter_file.h"
 #include "drafter/speculative_compare.h"
@@ -32,7 +33,7 @@ struct DraftOptions {
   int64_t block_size = 0;
   std::string harvest;
   bool propose = false;
-  int runs = 1;
+  int64_t runs = 1;
   int64_t chunk = 0;
   int64_t capacity = 0;
   std::string state_out;
@@ -200,18 +201,14 @@ void setup_draft(CLI::App& app, Context& ctx) {
   sub->add_option("--tokens", opt->tokens, "Prompt token ids: text (whitespace/comma separated) or .npy; - = stdin");
   sub->add_option("--state", opt->state,
                   "Start from this state file (written with the drafter: memra draft -o); - = stdin");
-  sub->add_option("--steps", opt->steps, "Tokens to generate speculatively (default 64)")
-      ->check(CLI::NonNegativeNumber);
+  add_count(sub, "--steps", opt->steps, "Tokens to generate speculatively (default 64)", 0, 1 << 20);
   sub->add_flag("--propose", opt->propose, "Propose one block from the state and print it (no generation)");
-  sub->add_option("--block-size", opt->block_size, "Block size b (default: the drafter's)")->check(CLI::PositiveNumber);
+  add_count(sub, "--block-size", opt->block_size, "Block size b (default: the drafter's)", 1, 4096);
   sub->add_option("--harvest", opt->harvest, "Harvest convention when the drafter config names none, or to override it")
       ->check(CLI::IsMember({"dflash", "dspark"}));
-  sub->add_option("--runs", opt->runs, "Interleaved timing runs of both decodings (median reported)")
-      ->check(CLI::Range(1, 100));
-  sub->add_option("--chunk", opt->chunk, "Tokens per forward call when priming (default: all in one call)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--capacity", opt->capacity, "Tokens the state can hold (default: start + --steps)")
-      ->check(CLI::NonNegativeNumber);
+  add_count(sub, "--runs", opt->runs, "Interleaved timing runs of both decodings (median reported)", 1, 100);
+  add_count(sub, "--chunk", opt->chunk, "Tokens per forward call when priming (default: all in one call)", 1);
+  add_count(sub, "--capacity", opt->capacity, "Tokens the state can hold (default: start + --steps)", 1);
   sub->add_option("-o,--output", opt->state_out,
                   "Write the final state, drafter included, as a state file (- = stdout)");
   add_backend_options(sub, opt->backend);

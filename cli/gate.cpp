@@ -240,7 +240,7 @@ void setup_gate(CLI::App& app, Context& ctx) {
   add_trunk(spec, *opt);
   add_drafter(spec, *opt, true);
   add_count(spec, "--steps", opt->drafter.steps, "Tokens to generate (at least 96)", 96, 1 << 20)->capture_default_str();
-  spec->add_option("--runs", opt->drafter.runs, "Interleaved timing runs")->check(CLI::Range(1, 100))->capture_default_str();
+  add_count(spec, "--runs", opt->drafter.runs, "Interleaved timing runs", 1, 100)->capture_default_str();
   add_common(spec, *opt);
   spec->callback(select("speculative"));
 

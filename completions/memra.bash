@@ -216,7 +216,7 @@ _memra() {
     "memra bench --layers") _memra_files "$cur"; return 0 ;;
     "memra bench --vocab") :; return 0 ;;
     "memra bench --seed") :; return 0 ;;
-    "memra bench --devices") _memra_files "$cur"; return 0 ;;
+    "memra bench --devices") :; return 0 ;;
     "memra bench --contexts") _memra_files "$cur"; return 0 ;;
     "memra bench --batches") _memra_files "$cur"; return 0 ;;
     "memra bench --verify") _memra_files "$cur"; return 0 ;;

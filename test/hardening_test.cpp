@@ -129,8 +129,8 @@ TEST_CASE("memory plan: the model's resident bytes are what a CPU backend decode
   return;
 #endif
 #endif
-  // tiny stores F32 (mapped, nothing decoded); tiny-bf16 stores BF16 weights, decoded to f32 copies
-  // when the backend binds them. Heap growth while binding must match the plan's figure.
+  // tiny stores F32 (mapped, nothing decoded); tiny-bf16 stores BF16 weights, kept packed. Heap
+  // growth while binding must stay within the plan's figure.
   for (const std::string name : {"tiny", "tiny-bf16"}) {
     INFO(name);
     const Model model = Model::load(std::string(MEMRA_FIXTURES) + "/" + name);
@@ -144,8 +144,9 @@ TEST_CASE("memory plan: the model's resident bytes are what a CPU backend decode
     const uint64_t grown = after > before ? after - before : 0;
     if (name == "tiny") CHECK(planned == ids);
     else CHECK(planned > ids + (1u << 20));
-    CHECK(grown + ids >= planned);                 // every planned byte was allocated ...
-    CHECK(grown + ids <= planned + (256u << 10));  // ... and little else (pointers, rope tables)
+    // Matrices stay packed (decoded row by row), so the plan, which counts an f32 copy of every
+    // non-F32 weight, is an upper bound: binding never allocates more than it says.
+    CHECK(grown + ids <= planned + (256u << 10));
   }
 }
 

@@ -18,7 +18,7 @@ namespace memra {
 
 struct DrafterGateOptions {
   int64_t steps = 96;         // speculative: tokens generated (the gate needs at least 96)
-  int runs = 3;               // speculative: interleaved timing runs
+  int64_t runs = 3;              // speculative: interleaved timing runs
   int64_t warm = 37;          // drafter-restore: speculative steps before the snapshot
   int64_t continuation = 29;  // drafter-restore: speculative steps after the restore
   int64_t grow = 50;          // drafter-restore: capacity added on restore

@@ -37,6 +37,7 @@ fixtures = {
     "model": model, "MODEL_DIR": model, "--model": model, "STATE": f"{work}/state.st", "state": f"{work}/state.st",
     "a": f"{work}/state.st", "b": f"{work}/state.st", "dump": f"{model}/dump", "--tokens": f"{work}/tokens.txt",
     "--expect": f"{work}/state.xxh",
+    "--drafter": f"{model}/../drafters/tiny-dspark",
 }
 # Small values for the other numeric options of a command, so in-range runs stay short.
 cheap = {"--prompt-len": "6", "--warm": "2", "--continuation": "1", "--grow": "3", "--steps": "2", "--widths": "1,3",
