@@ -1,6 +1,8 @@
 // Drafter gates: speculative vs plain greedy, drafter state round trip (drafter_gates.h).
 #include "gate/drafter_gates.h"
 
+#include "engine/memory_plan.h"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -72,10 +74,25 @@ void require_exact(const Backend& backend, const char* gate) {
 
 }  // namespace
 
+// Refuses a drafter gate whose states cannot fit before anything is allocated (as the trunk gates do).
+static void check_drafter_gate_memory(const Model& model, const Backend& backend, const TrunkGateOptions& trunk,
+                                      int64_t extra, const std::string& gate) {
+  const int64_t P = trunk.tokens.empty() ? trunk.prompt : static_cast<int64_t>(trunk.tokens.size());
+  RunShape shape;
+  shape.device = backend.realization().device;
+  shape.capacity = P + extra;
+  shape.chunk = std::max<int64_t>(P, 1);
+  shape.live_copies = 2;
+  shape.live_position = shape.capacity;
+  require_fits(plan_memory(model.config(), shape, model_resident_bytes(model, shape.device)),
+               effective_memory_limit(trunk.max_memory), "the " + gate + " gate (capacity " + std::to_string(shape.capacity) + ")");
+}
+
 GateResult gate_speculative(const Model& model, const Backend& backend, const Drafter& drafter,
                             const TrunkGateOptions& trunk, const DrafterGateOptions& opt) {
   require_exact(backend, "speculative");
   if (opt.steps < 96) throw Error("the speculative gate generates at least 96 tokens", "use --steps 96 or more");
+  check_drafter_gate_memory(model, backend, trunk, opt.steps + 64, "speculative");
   GateResult g;
   g.name = "speculative";
   const DraftShape shape = drafter.shape(opt.block_size, opt.harvest);
@@ -139,6 +156,7 @@ GateResult gate_speculative(const Model& model, const Backend& backend, const Dr
 GateResult gate_drafter_restore(const Model& model, const Backend& backend, const Drafter& drafter,
                                 const TrunkGateOptions& trunk, const DrafterGateOptions& opt) {
   require_exact(backend, "drafter-restore");
+  check_drafter_gate_memory(model, backend, trunk, opt.warm + opt.continuation + opt.grow + 64, "drafter-restore");
   GateResult g;
   g.name = "drafter-restore";
   const DraftShape shape = drafter.shape(opt.block_size, opt.harvest);

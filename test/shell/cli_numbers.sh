@@ -78,7 +78,8 @@ for cmd in spec["commands"]:
         extra = []
         for other in cmd["numeric"]:
             if other["name"] != option["name"] and other["name"] in cheap:
-                extra += [other["name"], cheap[other["name"]]]
+                small = "96" if other["name"] == "--steps" and words.endswith("gate speculative") else cheap[other["name"]]
+                extra += [other["name"], small]
         for value in values:
             given = f"1,{value}" if option["kind"] == "list" else value  # a list's second item
             args = [binary] + base + extra + [f"{option['name']}={given}"]
