@@ -14,16 +14,7 @@ d="$src/models/drafters"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail=0
-expect() {  # expect RC PATTERN -- command...
-  local want_rc=$1 pattern=$2; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [[ $rc -ne $want_rc ]] || ! grep -q -- "$pattern" <<<"$out"; then
-    echo "FAIL: '$*' gave rc=$rc (want $want_rc) and output:"; echo "$out" | head -8; fail=1
-  else
-    echo "ok: rc=$rc $(grep -m1 -- "$pattern" <<<"$out")"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
 echo "7 300 12 45 99 410 3 77 250 18 64 128 5 333 401 21" > "$work/prompt.txt"
 for f in tiny-dspark tiny-dflash-trained; do
   expect 0 "lossless: identical to plain greedy" -- "$bin" -q draft "$m" --drafter "$d/$f" --tokens "$work/prompt.txt" --steps 48 --block-size 4

@@ -13,16 +13,7 @@ d="$src/models/drafters"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail=0
-expect() {  # expect RC PATTERN -- command...
-  local want_rc=$1 pattern=$2; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [[ $rc -ne $want_rc ]] || ! grep -q -- "$pattern" <<<"$out"; then
-    echo "FAIL: '$*' gave rc=$rc (want $want_rc) and output:"; echo "$out" | head -8; fail=1
-  else
-    echo "ok: rc=$rc $(grep -m1 -- "$pattern" <<<"$out")"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
 for f in tiny-dspark tiny-dflash-trained; do
   expect 0 "\[speculative\] PASS .*tokens_equal=true trunk_bits_equal=true state_bits_equal=true" -- "$bin" -q gate speculative "$m" --drafter "$d/$f"
   expect 0 "\[drafter-restore\] PASS .*format=1.1.*captures_equal=true continuation_equal=true" -- "$bin" -q gate drafter-restore "$m" --drafter "$d/$f"

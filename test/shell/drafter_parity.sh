@@ -12,16 +12,7 @@ d="$src/models/drafters"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail=0
-expect() {  # expect RC PATTERN -- command...
-  local want_rc=$1 pattern=$2; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [[ $rc -ne $want_rc ]] || ! grep -q -- "$pattern" <<<"$out"; then
-    echo "FAIL: '$*' gave rc=$rc (want $want_rc) and output:"; echo "$out" | head -8; fail=1
-  else
-    echo "ok: rc=$rc $(grep -m1 -- "$pattern" <<<"$out")"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
 mutate() {  # mutate SRC_DUMP NAME PYTHON-EXPR-ON-m
   rm -rf "$work/$2"; cp -r "$1" "$work/$2"
   python3 -c "import json; p='$work/$2/manifest.json'; m=json.load(open(p)); $3; json.dump(m, open(p,'w'))"
