@@ -49,57 +49,16 @@ Placement split_layers(const std::vector<int>& devices, int64_t layers) {
 
 std::vector<ClassSpec> trunk_specs(const ModelConfig& config, int64_t pos) {
   std::vector<ClassSpec> out;
-  auto add = [&](std::string name, std::vector<int64_t> shape, int layer, bool indexer, Part part) {
-    for (int64_t d : shape)
-      if (d == 0) return;  // empty classes are omitted
+  for (TrunkClassSpec& t : trunk_class_specs(config, pos)) {
     ClassSpec s;
-    s.layout.name = std::move(name);
+    s.layout.name = std::move(t.name);
     s.layout.dtype = DType::kF32;
-    s.layout.shape = std::move(shape);
-    s.layer = layer;
-    s.indexer = indexer;
-    s.part = part;
+    s.layout.shape = std::move(t.shape);
+    s.layer = static_cast<int>(t.layer);
+    s.indexer = t.indexer;
+    s.part = t.part;
     out.push_back(std::move(s));
-  };
-  const int64_t d = config.head_dim;
-  for (int l = 0; l < static_cast<int>(config.num_hidden_layers); ++l) {
-    const std::string p = "layers." + std::to_string(l) + ".";
-    add(p + "window", {std::min(pos, config.sliding_window), d}, l, false, Part::kWindow);
-    const int64_t m = ratio_of(config, l);
-    if (config.layer_types[l] == LayerKind::kCSA) {
-      const int64_t di = config.index_head_dim;
-      const std::string c = p + "csa.";
-      add(c + "cmp", {pos / m, d}, l, false, Part::kEntries);
-      add(c + "pend_kv", {pos % m, 2 * d}, l, false, Part::kPendKv);
-      add(c + "pend_score", {pos % m, 2 * d}, l, false, Part::kPendScore);
-      if (pos >= m) {
-        add(c + "prev_kv", {m, d}, l, false, Part::kPrevKv);
-        add(c + "prev_score", {m, d}, l, false, Part::kPrevScore);
-      }
-      add(c + "idxk", {pos / m, di}, l, true, Part::kEntries);
-      add(c + "idx_pend_kv", {pos % m, 2 * di}, l, true, Part::kPendKv);
-      add(c + "idx_pend_score", {pos % m, 2 * di}, l, true, Part::kPendScore);
-      if (pos >= m) {
-        add(c + "idx_prev_kv", {m, di}, l, true, Part::kPrevKv);
-        add(c + "idx_prev_score", {m, di}, l, true, Part::kPrevScore);
-      }
-    } else if (config.layer_types[l] == LayerKind::kHCA) {
-      const std::string c = p + "hca.";
-      add(c + "cmp", {pos / m, d}, l, false, Part::kEntries);
-      add(c + "pend_kv", {pos % m, d}, l, false, Part::kPendKv);
-      add(c + "pend_score", {pos % m, d}, l, false, Part::kPendScore);
-    }
   }
-  if (pos > 0) add("last_logits", {config.vocab_size}, -1, false, Part::kLastLogits);
-  // The CPU trunk's table is the authority: the same names, dtypes and shapes, in its order.
-  const std::vector<ClassLayout> cpu = trunk_layout(config, pos);
-  bool same = cpu.size() == out.size();
-  for (size_t i = 0; same && i < out.size(); ++i)
-    same = cpu[i].name == out[i].layout.name && cpu[i].dtype == out[i].layout.dtype && cpu[i].shape == out[i].layout.shape;
-  if (!same)
-    throw Error("internal: the CUDA trunk's classes at position " + std::to_string(pos) +
-                    " disagree with the CPU trunk's (trunk_layout)",
-                "rebuild libmemra_cuda.so from the same source tree as the memra binary");
   return out;
 }
 
@@ -442,17 +401,31 @@ void CudaTrunkComponent::export_stream(int64_t pos, uint8_t* dst, size_t size, c
   begin.push_back(total);
   if (size < total) throw Error("export buffer of " + std::to_string(size) + " bytes is smaller than the state's " +
                                 std::to_string(total));
-  // Largest classes first, each in chunks of ≤ kChunk in order: a caller hashing class by class
-  // (StreamHasher) then has many classes in flight early, and only small ones left at the end.
+  // Largest classes first (StreamPlan says whether their chunks interleave), each class's chunks in
+  // order: a caller hashing class by class (StreamHasher) has many classes in flight early, and only
+  // small ones left at the end.
   std::vector<size_t> order(specs.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return begin[a + 1] - begin[a] > begin[b + 1] - begin[b]; });
   struct Chunk {
     size_t offset, bytes;
   };
+  const size_t step = std::max<size_t>(plan_.chunk, 4096);
   std::vector<Chunk> chunks;
-  for (size_t k : order)
-    for (size_t a = begin[k]; a < begin[k + 1]; a += kChunk) chunks.push_back({a, std::min(kChunk, begin[k + 1] - a)});
+  if (plan_.interleave) {
+    for (size_t round = 0, more = 1; more; ++round) {
+      more = 0;
+      for (size_t k : order) {
+        const size_t a = begin[k] + round * step;
+        if (a >= begin[k + 1]) continue;
+        chunks.push_back({a, std::min(step, begin[k + 1] - a)});
+        more = 1;
+      }
+    }
+  } else {
+    for (size_t k : order)
+      for (size_t a = begin[k]; a < begin[k + 1]; a += step) chunks.push_back({a, std::min(step, begin[k + 1] - a)});
+  }
   trunk_.sync();
   const int S = trunk_.placement().shards();
   std::vector<cudaEvent_t> events(chunks.size() * S, nullptr);

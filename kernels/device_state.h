@@ -18,6 +18,7 @@
 
 #include "device_buffer.h"
 #include "engine/backend.h"
+#include "engine/decode_state.h"
 #include "model/config.h"
 #include "ops.h"
 
@@ -34,7 +35,7 @@ struct Placement {
 // Contiguous, balanced: shard s runs layers [s·L/S, (s+1)·L/S).
 Placement split_layers(const std::vector<int>& devices, int64_t layers);
 
-enum class Part { kWindow, kEntries, kPendKv, kPendScore, kPrevKv, kPrevScore, kLastLogits };
+using Part = TrunkPart;  // engine/decode_state.h
 
 struct ClassSpec {
   ClassLayout layout;
@@ -42,7 +43,7 @@ struct ClassSpec {
   bool indexer = false;
   Part part = Part::kWindow;
 };
-// The trunk's classes at `pos`, in the CPU trunk's order (decode_state.cpp class_layout).
+// The trunk's classes at `pos`: trunk_class_specs (engine/decode_state.h) with f32 layouts.
 std::vector<ClassSpec> trunk_specs(const ModelConfig& config, int64_t pos);
 
 // A contiguous device range that maps to [offset, offset + bytes) of the classes laid end to end.
@@ -102,9 +103,18 @@ class CudaTrunkComponent final : public StateComponent {
   size_t live_bytes(int64_t pos) const;
   // D2H of every live class, laid end to end, into `dst` (pinned: full PCIe rate), every chunk
   // enqueued at once on the copy streams of the devices holding it; on_chunk(offset, bytes) as each
-  // chunk lands. Largest classes first, each class's chunks in order (StreamHasher hashes classes
-  // in parallel while later chunks copy).
+  // chunk lands, each class's chunks in order (StreamHasher hashes classes in parallel while later
+  // chunks copy); the order across classes is the StreamPlan's.
   void export_stream(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk) const override;
+  // How export_stream orders and cuts its copies. Interleaved: round-robin over the classes (largest
+  // first) in chunks of `chunk` bytes, so every hashing thread has a class whose newest bytes just
+  // landed (still in the host's last-level cache) instead of one thread trailing a 38 MiB class it
+  // reads back from DRAM. Not interleaved: class after class, largest first.
+  struct StreamPlan {
+    bool interleave = true;
+    size_t chunk = size_t(4) << 20;
+  };
+  void set_stream_plan(StreamPlan plan) { plan_ = plan; }
   // H2D from `src` (export_stream's layout at pos) after a reset.
   void import_stream(int64_t pos, const uint8_t* src, size_t size) override;
 
@@ -119,6 +129,7 @@ class CudaTrunkComponent final : public StateComponent {
   ModelConfig cfg_;
   DeviceTrunk trunk_;
   mutable PinnedBuffer staging_[2];
+  StreamPlan plan_;
 };
 
 }  // namespace memra::cuda

@@ -1,5 +1,5 @@
 // Decode state allocation and its packing into named cache classes (the live tensors that snapshots,
-// hashes and gates compare). One layout table (class_layout) drives both directions, so the names,
+// hashes and gates compare). One layout table (trunk_class_specs) drives both directions, so the names,
 // shapes and order of cache_classes(), trunk_layout() and decode_state_from_classes()
 // cannot drift apart.
 #include "engine/decode_state.h"
@@ -15,16 +15,8 @@ namespace memra {
 
 namespace {
 
-// Which buffer of a layer a class is read from / written to.
-enum class Part { kWindow, kEntries, kPendKv, kPendScore, kPrevKv, kPrevScore };
-
-struct ClassSpec {
-  std::string name;
-  std::vector<int64_t> shape;
-  int64_t layer = -1;       // -1: last_logits
-  bool indexer = false;     // CSA indexer compressor instead of the main one
-  Part part = Part::kWindow;
-};
+using Part = TrunkPart;
+using ClassSpec = TrunkClassSpec;
 
 int64_t ratio_of(const ModelConfig& config, int64_t layer) {
   switch (config.layer_types[layer]) {
@@ -48,48 +40,6 @@ void check_config(const ModelConfig& config) {
   }
 }
 
-// The classes of a state at `pos`, in the stable order documented in decode_state.h.
-std::vector<ClassSpec> class_layout(const ModelConfig& config, int64_t pos) {
-  check_config(config);
-  if (pos < 0) throw Error("decode state position " + std::to_string(pos) + " is negative");
-  std::vector<ClassSpec> out;
-  auto add = [&](std::string name, std::vector<int64_t> shape, int64_t layer, bool indexer, Part part) {
-    for (int64_t d : shape)
-      if (d == 0) return;  // empty classes are omitted
-    out.push_back({std::move(name), std::move(shape), layer, indexer, part});
-  };
-  const int64_t d = config.head_dim;
-  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    const std::string p = "layers." + std::to_string(l) + ".";
-    add(p + "window", {std::min(pos, config.sliding_window), d}, l, false, Part::kWindow);
-    const int64_t m = ratio_of(config, l);
-    if (config.layer_types[l] == LayerKind::kCSA) {
-      const int64_t di = config.index_head_dim;
-      const std::string c = p + "csa.";
-      add(c + "cmp", {pos / m, d}, l, false, Part::kEntries);
-      add(c + "pend_kv", {pos % m, 2 * d}, l, false, Part::kPendKv);
-      add(c + "pend_score", {pos % m, 2 * d}, l, false, Part::kPendScore);
-      if (pos >= m) {
-        add(c + "prev_kv", {m, d}, l, false, Part::kPrevKv);
-        add(c + "prev_score", {m, d}, l, false, Part::kPrevScore);
-      }
-      add(c + "idxk", {pos / m, di}, l, true, Part::kEntries);
-      add(c + "idx_pend_kv", {pos % m, 2 * di}, l, true, Part::kPendKv);
-      add(c + "idx_pend_score", {pos % m, 2 * di}, l, true, Part::kPendScore);
-      if (pos >= m) {
-        add(c + "idx_prev_kv", {m, di}, l, true, Part::kPrevKv);
-        add(c + "idx_prev_score", {m, di}, l, true, Part::kPrevScore);
-      }
-    } else if (config.layer_types[l] == LayerKind::kHCA) {
-      const std::string c = p + "hca.";
-      add(c + "cmp", {pos / m, d}, l, false, Part::kEntries);
-      add(c + "pend_kv", {pos % m, d}, l, false, Part::kPendKv);
-      add(c + "pend_score", {pos % m, d}, l, false, Part::kPendScore);
-    }
-  }
-  if (pos > 0) add("last_logits", {config.vocab_size}, -1, false, Part::kWindow);
-  return out;
-}
 
 CompressorState make_compressor(int64_t m, int64_t c, int64_t w, int64_t capacity) {
   CompressorState s;
@@ -199,6 +149,49 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
+// THE table of the trunk's classes (decode_state.h).
+std::vector<TrunkClassSpec> trunk_class_specs(const ModelConfig& config, int64_t pos) {
+  check_config(config);
+  if (pos < 0) throw Error("decode state position " + std::to_string(pos) + " is negative");
+  std::vector<ClassSpec> out;
+  auto add = [&](std::string name, std::vector<int64_t> shape, int64_t layer, bool indexer, Part part) {
+    for (int64_t d : shape)
+      if (d == 0) return;  // empty classes are omitted
+    out.push_back({std::move(name), std::move(shape), layer, indexer, part});
+  };
+  const int64_t d = config.head_dim;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    add(p + "window", {std::min(pos, config.sliding_window), d}, l, false, Part::kWindow);
+    const int64_t m = ratio_of(config, l);
+    if (config.layer_types[l] == LayerKind::kCSA) {
+      const int64_t di = config.index_head_dim;
+      const std::string c = p + "csa.";
+      add(c + "cmp", {pos / m, d}, l, false, Part::kEntries);
+      add(c + "pend_kv", {pos % m, 2 * d}, l, false, Part::kPendKv);
+      add(c + "pend_score", {pos % m, 2 * d}, l, false, Part::kPendScore);
+      if (pos >= m) {
+        add(c + "prev_kv", {m, d}, l, false, Part::kPrevKv);
+        add(c + "prev_score", {m, d}, l, false, Part::kPrevScore);
+      }
+      add(c + "idxk", {pos / m, di}, l, true, Part::kEntries);
+      add(c + "idx_pend_kv", {pos % m, 2 * di}, l, true, Part::kPendKv);
+      add(c + "idx_pend_score", {pos % m, 2 * di}, l, true, Part::kPendScore);
+      if (pos >= m) {
+        add(c + "idx_prev_kv", {m, di}, l, true, Part::kPrevKv);
+        add(c + "idx_prev_score", {m, di}, l, true, Part::kPrevScore);
+      }
+    } else if (config.layer_types[l] == LayerKind::kHCA) {
+      const std::string c = p + "hca.";
+      add(c + "cmp", {pos / m, d}, l, false, Part::kEntries);
+      add(c + "pend_kv", {pos % m, d}, l, false, Part::kPendKv);
+      add(c + "pend_score", {pos % m, d}, l, false, Part::kPendScore);
+    }
+  }
+  if (pos > 0) add("last_logits", {config.vocab_size}, -1, false, Part::kWindow);
+  return out;
+}
+
 DecodeState make_decode_state(const ModelConfig& config, int64_t capacity) {
   if (capacity < 1) throw Error("decode state capacity " + std::to_string(capacity) + " is less than 1");
   check_config(config);
@@ -224,7 +217,7 @@ DecodeState make_decode_state(const ModelConfig& config, int64_t capacity) {
 
 std::vector<ClassLayout> trunk_layout(const ModelConfig& config, int64_t pos) {
   std::vector<ClassLayout> out;
-  for (auto& spec : class_layout(config, pos)) out.push_back({std::move(spec.name), DType::kF32, std::move(spec.shape)});
+  for (auto& spec : trunk_class_specs(config, pos)) out.push_back({std::move(spec.name), DType::kF32, std::move(spec.shape)});
   return out;
 }
 
@@ -232,7 +225,7 @@ std::vector<CacheClass> cache_classes(const ModelConfig& config, const DecodeSta
   check_state(config, state);
   std::vector<CacheClass> out;
   DecodeState& source = const_cast<DecodeState&>(state);  // transfer() only reads it when to_class
-  for (auto& spec : class_layout(config, state.pos)) {
+  for (auto& spec : trunk_class_specs(config, state.pos)) {
     CacheClass c;
     c.name = spec.name;
     c.dtype = DType::kF32;
@@ -250,7 +243,7 @@ DecodeState decode_state_from_classes(const ModelConfig& config, int64_t pos, in
   if (capacity < pos)
     throw negative("capacity " + std::to_string(capacity) + " is smaller than the state's position " + std::to_string(pos),
                    "restore with a capacity of at least " + std::to_string(pos));
-  const std::vector<ClassSpec> layout = class_layout(config, pos);
+  const std::vector<ClassSpec> layout = trunk_class_specs(config, pos);
   for (size_t i = 0; i < std::max(layout.size(), classes.size()); ++i) {
     if (i >= classes.size())
       throw Error("cache class " + layout[i].name + " is missing (a state at position " + std::to_string(pos) + " has it)");

@@ -50,8 +50,24 @@ DecodeState make_decode_state(const ModelConfig& config, int64_t capacity);
 // Then `last_logits` [V] when pos > 0. Empty classes (a dimension of 0) are omitted.
 std::vector<CacheClass> cache_classes(const ModelConfig& config, const DecodeState& state);
 
+// Which buffer of a layer a trunk class is read from / written to (the same buffers on every
+// realization: CPU vectors here, device buffers in kernels/device_state.h).
+enum class TrunkPart { kWindow, kEntries, kPendKv, kPendScore, kPrevKv, kPrevScore, kLastLogits };
+
+struct TrunkClassSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t layer = -1;    // -1: last_logits
+  bool indexer = false;  // CSA indexer compressor instead of the main one
+  TrunkPart part = TrunkPart::kWindow;
+};
+
+// THE table of the trunk's classes at `pos` (names, shapes, order as cache_classes() above) with
+// the buffer each maps to. Every realization's trunk component is driven by it.
+std::vector<TrunkClassSpec> trunk_class_specs(const ModelConfig& config, int64_t pos);
+
 // The classes that a trunk state at `pos` holds: names, dtypes (F32) and shapes, in cache_classes()
-// order. Every realization's trunk component exports exactly these.
+// order (trunk_class_specs without the buffer mapping).
 std::vector<ClassLayout> trunk_layout(const ModelConfig& config, int64_t pos);
 
 // Rebuilds a state at `pos` with `capacity` ≥ pos from classes (names and shapes must be exactly
