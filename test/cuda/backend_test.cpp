@@ -67,15 +67,44 @@ std::vector<int32_t> prompt_ids(int64_t V, int64_t n, uint64_t seed) {
   return t;
 }
 
+// How much each check runs: full (every chunk width), quick (fewer widths) and race (the fewest
+// launches that still reach every kernel path: compute-sanitizer's racecheck serialises each
+// shared-memory access, and the quick workload ran past 300 s under it).
+struct Workload {
+  int64_t prompt = 100, steps = 20;          // prefill length, then teacher-forced decode steps
+  std::vector<int64_t> widths;               // chunk widths against one call
+  std::vector<int64_t> batch_lens = {17, 40, 1, 70};
+  int batch_steps = 5;                       // batched decode steps
+  int64_t warm = 17, cont = 11;              // restore: steps before the snapshot and after
+};
+
+Workload workload(bool quick, bool race) {
+  Workload w;
+  if (race) {
+    w.prompt = 40, w.steps = 3, w.widths = {7, 40}, w.batch_lens = {17, 1}, w.batch_steps = 1, w.warm = 3, w.cont = 2;
+    return w;
+  }
+  for (int64_t c = 1; c <= 64; ++c)
+    if (!quick || c == 1 || c == 7 || c == 64) w.widths.push_back(c);
+  return w;
+}
+
+std::string widths_text(const std::vector<int64_t>& widths) {
+  if (widths.size() == 64) return "1..64";
+  std::string t;
+  for (int64_t w : widths) t += (t.empty() ? "" : ",") + std::to_string(w);
+  return t;
+}
+
 struct DeviceRun {  // what a device set produced, for the two-GPU comparison
   std::vector<float> prefill, decode, batch;
   std::vector<CacheClass> classes;
 };
 
 DeviceRun check_exact(const Model& model, const Backend& cpu, const std::vector<int>& devices, Report& rep,
-                      const std::string& tag, bool quick) {
+                      const std::string& tag, const Workload& W) {
   const ModelConfig& cfg = model.config();
-  const int64_t V = cfg.vocab_size, P = 100, steps = 20;
+  const int64_t V = cfg.vocab_size, P = W.prompt, steps = W.steps;
   DeviceRun out;
   BackendOptions opt;
   opt.devices = devices;
@@ -123,13 +152,7 @@ DeviceRun check_exact(const Model& model, const Backend& cpu, const std::vector<
     const auto ref_classes = ref_state->export_classes();
     int equal = 0, tried = 0;
     std::string first_bad;
-    const std::vector<int64_t> widths = [&] {
-      std::vector<int64_t> v;
-      for (int64_t w = 1; w <= 64; ++w)
-        if (!quick || w == 1 || w == 7 || w == 64) v.push_back(w);
-      return v;
-    }();
-    for (int64_t w : widths) {
+    for (int64_t w : W.widths) {
       ++tried;
       auto st = gpu->new_state(P);
       const auto lg = run_chunked(*gpu, *st, prompt, w);
@@ -137,13 +160,14 @@ DeviceRun check_exact(const Model& model, const Backend& cpu, const std::vector<
       equal += ok;
       if (!ok && first_bad.empty()) first_bad = " first differing width " + std::to_string(w);
     }
-    rep.add(std::string(quick ? "chunk widths 1,7,64" : "chunk widths 1..64") + " bit-identical" + tag, equal == tried,
+    rep.add("chunk widths " + widths_text(W.widths) + " bit-identical" + tag, equal == tried,
             std::to_string(equal) + "/" + std::to_string(tried) + first_bad);
   }
 
   // 3. batch invariance: four sequences in one forward, then batched decode steps.
   {
-    const std::vector<int64_t> lens = {17, 40, 1, 70};
+    const std::vector<int64_t>& lens = W.batch_lens;
+    const int n = static_cast<int>(lens.size());
     std::vector<std::vector<int32_t>> prompts;
     for (size_t i = 0; i < lens.size(); ++i) prompts.push_back(prompt_ids(V, lens[i], 100 + i));
     std::vector<std::unique_ptr<State>> solo, batched;
@@ -165,7 +189,7 @@ DeviceRun check_exact(const Model& model, const Backend& cpu, const std::vector<
     for (size_t i = 0; i < lens.size(); ++i) equal += bits_equal(batch_logits[i], solo_logits[i]);
     // five batched decode steps, each sequence its own greedy token
     int dec_equal = 0;
-    for (int s = 0; s < 5; ++s) {
+    for (int s = 0; s < W.batch_steps; ++s) {
       std::vector<int32_t> toks(lens.size());
       std::vector<std::vector<float>> bl(lens.size(), std::vector<float>(V));
       for (size_t i = 0; i < lens.size(); ++i) {
@@ -179,10 +203,12 @@ DeviceRun check_exact(const Model& model, const Backend& cpu, const std::vector<
     }
     int classes_equal = 0;
     for (size_t i = 0; i < lens.size(); ++i) classes_equal += classes_bit_equal(batched[i]->export_classes(), solo[i]->export_classes());
-    rep.add("batch of 4 sequences bit-identical to solo" + tag, equal == 4 && dec_equal == 20 && classes_equal == 4,
-            "prefill " + std::to_string(equal) + "/4, decode steps " + std::to_string(dec_equal) + "/20, classes " +
-                std::to_string(classes_equal) + "/4");
-    out.batch = batch_logits[3];
+    const std::string ns = std::to_string(n);
+    rep.add("batch of " + ns + " sequences bit-identical to solo" + tag,
+            equal == n && dec_equal == n * W.batch_steps && classes_equal == n,
+            "prefill " + std::to_string(equal) + "/" + ns + ", decode steps " + std::to_string(dec_equal) + "/" +
+                std::to_string(n * W.batch_steps) + ", classes " + std::to_string(classes_equal) + "/" + ns);
+    out.batch = batch_logits.back();
   }
 
   // 4. speculative verify: a block of 6 after the prompt = 6 single steps.
@@ -204,7 +230,7 @@ DeviceRun check_exact(const Model& model, const Backend& cpu, const std::vector<
 
   // 5. restore round trip into a larger capacity; 6. cpu ⇄ cuda through classes.
   {
-    const int64_t warm = 17, cont = 11, small = P + warm + cont + 1;
+    const int64_t warm = W.warm, cont = W.cont, small = P + warm + cont + 1;
     auto a = gpu->new_state(small);
     run(*gpu, *a, prompt);
     for (int64_t s = 0; s < warm; ++s) {
@@ -244,7 +270,7 @@ DeviceRun check_exact(const Model& model, const Backend& cpu, const std::vector<
   return out;
 }
 
-void check_rounds(const Model& model, Report& rep) {
+void check_rounds(const Model& model, Report& rep, const Workload& W) {
   // The same prompt and batch with rounds of 16 rows: a sequence split over rounds, and a batch
   // whose sequences share rounds, give the default run's bits.
   const ModelConfig& cfg = model.config();
@@ -253,8 +279,8 @@ void check_rounds(const Model& model, Report& rep) {
   setenv("MEMRA_CUDA_ROUND_ROWS", "16", 1);
   auto small = make_backend("cuda", model);
   unsetenv("MEMRA_CUDA_ROUND_ROWS");
-  const auto prompt = prompt_ids(V, 100, 7);
-  auto a = ref->new_state(100), b = small->new_state(100);
+  const auto prompt = prompt_ids(V, W.prompt, 7);
+  auto a = ref->new_state(W.prompt), b = small->new_state(W.prompt);
   const bool same = bits_equal(run(*ref, *a, prompt), run(*small, *b, prompt));
   // classes: export both (states of different backends, same layout)
   const bool cls = classes_bit_equal(a->export_classes(), b->export_classes());
@@ -265,9 +291,9 @@ void check_rounds(const Model& model, Report& rep) {
 // max |fast − cpu| must stay within the pair band of (cuda-fast, cpu) at the cpu row's top-1 logit,
 // and an argmax disagreement must be IN-BAND (the cpu row's top-1/top-2 margin ≤ the band), as the
 // semantics and band gates decide. The measured drift and the band are reported.
-void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::string& tag) {
+void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::string& tag, const Workload& W) {
   const ModelConfig& cfg = model.config();
-  const int64_t V = cfg.vocab_size, P = 100;
+  const int64_t V = cfg.vocab_size, P = W.prompt;
   auto fast = make_backend("cuda-fast", model);
   const auto prompt = prompt_ids(V, P, 7);
   auto cs = cpu.new_state(P), fs = fast->new_state(P);
@@ -304,24 +330,25 @@ void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::
 
 }  // namespace
 
-int run_backend(const std::vector<std::string>& models, int device_count, bool quick) {
+int run_backend(const std::vector<std::string>& models, int device_count, bool quick, bool race) {
   Report rep;
+  const Workload W = workload(quick, race);
   for (const std::string& dir : models) {
     try {
       Model model = Model::load(dir);
       auto cpu = make_backend("cpu", model);
       const std::string tag = " [" + dir.substr(dir.find_last_of('/') + 1) + "]";
-      const DeviceRun one = check_exact(model, *cpu, {0}, rep, tag, quick);
+      const DeviceRun one = check_exact(model, *cpu, {0}, rep, tag, W);
       if (device_count >= 2) {
-        const DeviceRun two = check_exact(model, *cpu, {0, 1}, rep, tag + "[0,1]", quick);
+        const DeviceRun two = check_exact(model, *cpu, {0, 1}, rep, tag + "[0,1]", W);
         const bool eq = bits_equal(one.prefill, two.prefill) && bits_equal(one.decode, two.decode) &&
                         bits_equal(one.batch, two.batch) && classes_bit_equal(one.classes, two.classes);
         rep.add("two GPUs == one GPU (bits)" + tag, eq, eq ? "prefill, decode, batch logits and classes equal" : "DIFFER");
       } else {
         std::printf("skip two-GPU checks%s: %d device visible\n", tag.c_str(), device_count);
       }
-      check_rounds(model, rep);
-      check_fast(model, *cpu, rep, tag);
+      check_rounds(model, rep, W);
+      check_fast(model, *cpu, rep, tag, W);
     } catch (const std::exception& e) {
       rep.add("backend checks [" + dir + "]", false, std::string("threw: ") + e.what());
     }

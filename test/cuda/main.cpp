@@ -3,8 +3,9 @@
 //   memra_cuda_test ops [--seed N] [--quick] [--only GROUP]
 //                                                  op parity against the CPU twins (ops_test.cpp);
 //                                                  groups: linear norm mhc topk compressor attention moe
-//   memra_cuda_test backend MODEL... [--quick]     checkpoint-level checks (backend_test.cpp)
-// --quick: fewer shapes and chunk widths, for runs under compute-sanitizer.
+//   memra_cuda_test backend MODEL... [--quick|--race] checkpoint-level checks (backend_test.cpp)
+// --quick: fewer shapes and chunk widths, for runs under compute-sanitizer; --race: the fewest
+// launches that reach every kernel path (racecheck serialises shared memory: minutes per forward).
 //   memra_cuda_test bandwidth MODEL [--gib X]      snapshot/restore bandwidth (bandwidth.cpp)
 //   memra_cuda_test host MODEL...                  host-side logic and the harness's inputs, no GPU needed
 // Exit: 0 pass, 1 a check failed, 2 usage or runtime error, 77 skipped (no GPU).
@@ -19,7 +20,7 @@
 
 namespace memra::cuda::test {
 int run_ops(uint64_t seed, bool quick, const std::string& only);
-int run_backend(const std::vector<std::string>& models, int device_count, bool quick);
+int run_backend(const std::vector<std::string>& models, int device_count, bool quick, bool race);
 int run_bandwidth(const std::string& model_dir, double gib);
 int run_host(const std::vector<std::string>& models);
 int run_ops_dry(uint64_t seed);
@@ -33,9 +34,10 @@ int main(int argc, char** argv) {
   }
   const std::string mode = argv[1];
   std::vector<std::string> args;
-  bool quick = false;
+  bool quick = false, race = false;
   for (int i = 2; i < argc; ++i) {
     if (std::string(argv[i]) == "--quick") quick = true;
+    else if (std::string(argv[i]) == "--race") race = true;
     else args.push_back(argv[i]);
   }
   try {
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
     }
     if (mode == "backend") {
       if (args.empty()) throw std::runtime_error("backend needs at least one model folder");
-      return run_backend(args, count, quick);
+      return run_backend(args, count, quick, race);
     }
     if (mode == "bandwidth") {
       if (args.empty()) throw std::runtime_error("bandwidth needs a model folder");
