@@ -92,7 +92,10 @@ Workload workload(bool quick, bool race) {
 std::string widths_text(const std::vector<int64_t>& widths) {
   if (widths.size() == 64) return "1..64";
   std::string t;
-  for (int64_t w : widths) t += (t.empty() ? "" : ",") + std::to_string(w);
+  for (int64_t w : widths) {
+    if (!t.empty()) t += ',';
+    t += std::to_string(w);
+  }
   return t;
 }
 
