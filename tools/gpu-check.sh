@@ -17,6 +17,7 @@
 #              restore, cpu<->cuda state exchange, two GPUs == one GPU, cuda-fast vs cpu
 #   gates      memra gate all --backend cuda (restore, chunk, semantics, parity, fused-moe) on
 #              models/tiny and models/tiny-bf16, one GPU and --devices 0,1 when two are present
+#   fresh      two fresh random checkpoints made by the oracle here: parity --backend cuda, backend
 #   bandwidth  snapshot/restore of a ≥ 1 GiB state of V4-Flash's layout vs pinned-copy bandwidth
 #   sanitizer  compute-sanitizer memcheck and racecheck (ops, backend), --quick / --race inputs
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0): memra does not use NCCL, the variable guards anyway.
@@ -161,6 +162,19 @@ for model in models/tiny models/tiny-bf16; do
   fi
 done
 (( gpus >= 2 )) || note "gates --devices 0,1" SKIP "$gpus GPU visible"
+# fresh oracle checkpoints, made here by the oracle (this machine has torch and transformers): the
+# exact CUDA realization against transformers on geometry memra has never seen
+if python3 -c 'import torch, transformers, safetensors' 2>/dev/null; then
+  for k in 1 2; do
+    fs=$(( seed % 1000000 + k )); fdir=${TMPDIR:-/tmp}/memra-fresh-$fs
+    if run "fresh case $fs (oracle)" gates.txt 90 env MEMRA_PYTHON=python3 tools/oracle/fresh_case.sh "$fs" "$fdir"; then
+      run "parity fresh $fs --backend cuda" gates.txt 60 "$memra" parity "$fdir/model" "$fdir/dump" --backend cuda
+      run "backend fresh $fs --quick" backend.txt 90 "$ctest_bin" backend "$fdir/model" --quick
+    fi
+  done
+else
+  note "fresh oracle checkpoints" SKIP "no torch/transformers/safetensors for python3 here"
+fi
 run "bandwidth (>= 1 GiB V4-Flash state)" bandwidth.txt 90 "$ctest_bin" bandwidth v4-flash --gib 1.0
 
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
