@@ -201,3 +201,32 @@ TEST_CASE("decode_state_from_classes refuses classes that do not match the posit
     CHECK_THROWS_AS(decode_state_from_classes(cfg, 10, 40, classes), Error);
   }
 }
+
+TEST_CASE("trunk_class_specs maps every class to the buffer its name says", "[cpu][decode_state]") {
+  // Every realization copies a class from/to the buffer its part names (kernels/device_state.cpp
+  // reads nothing else): a wrong part moves the wrong bytes, or none.
+  const memra::ModelConfig cfg = memra::ModelConfig::load(std::string(MEMRA_FIXTURES) + "/tiny");
+  using memra::TrunkPart;
+  auto ends_with = [](const std::string& s, const std::string& t) {
+    return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
+  };
+  int checked = 0;
+  for (int64_t pos : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{21}, int64_t{130}}) {
+    for (const memra::TrunkClassSpec& s : memra::trunk_class_specs(cfg, pos)) {
+      INFO(s.name << " at " << pos);
+      TrunkPart want;
+      if (s.name == "last_logits") want = TrunkPart::kLastLogits;
+      else if (ends_with(s.name, ".window")) want = TrunkPart::kWindow;
+      else if (ends_with(s.name, ".cmp") || ends_with(s.name, ".idxk")) want = TrunkPart::kEntries;
+      else if (ends_with(s.name, "pend_kv")) want = TrunkPart::kPendKv;
+      else if (ends_with(s.name, "pend_score")) want = TrunkPart::kPendScore;
+      else if (ends_with(s.name, "prev_kv")) want = TrunkPart::kPrevKv;
+      else want = TrunkPart::kPrevScore;
+      CHECK(s.part == want);
+      CHECK((s.layer < 0) == (s.name == "last_logits"));
+      CHECK(s.indexer == (s.name.find(".idx") != std::string::npos));
+      ++checked;
+    }
+  }
+  CHECK(checked > 50);
+}

@@ -188,7 +188,7 @@ std::vector<TrunkClassSpec> trunk_class_specs(const ModelConfig& config, int64_t
       add(c + "pend_score", {pos % m, d}, l, false, Part::kPendScore);
     }
   }
-  if (pos > 0) add("last_logits", {config.vocab_size}, -1, false, Part::kWindow);
+  if (pos > 0) add("last_logits", {config.vocab_size}, -1, false, Part::kLastLogits);
   return out;
 }
 
