@@ -167,7 +167,7 @@ done
 if python3 -c 'import torch, transformers, safetensors' 2>/dev/null; then
   for k in 1 2; do
     fs=$(( seed % 1000000 + k )); fdir=${TMPDIR:-/tmp}/memra-fresh-$fs
-    if run "fresh case $fs (oracle)" gates.txt 90 env MEMRA_PYTHON=python3 tools/oracle/fresh_case.sh "$fs" "$fdir"; then
+    if run "fresh case $fs (oracle)" gates.txt 90 env MEMRA_PYTHON="$(command -v python3)" tools/oracle/fresh_case.sh "$fs" "$fdir"; then
       run "parity fresh $fs --backend cuda" gates.txt 60 "$memra" parity "$fdir/model" "$fdir/dump" --backend cuda
       run "backend fresh $fs --quick" backend.txt 90 "$ctest_bin" backend "$fdir/model" --quick
     fi
