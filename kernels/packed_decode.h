@@ -6,9 +6,9 @@
 // value = decode(code) · scale, one f32 multiplication: exact, because a code has at most 4
 // significant bits and the scale is a power of two (the result is representable in f32 unless it
 // overflows, which gives ±inf as on the CPU). So these values are bit-equal to the CPU's decoded
-// weights, and, whenever the value is also representable in bf16 (scaled exponent ≥ −133: any real
-// checkpoint), to the bf16 number holding it, which is why a packed linear gives the bits of the bf16
-// linear on the dequantised matrix (kernels/README.md).
+// weights, and, whenever the value is also representable in bf16 (lowest set bit ≥ 2^−133: any real
+// checkpoint), to the bf16 number holding it, which is why a packed linear gives the bits of the
+// bf16 linear on the dequantised matrix (kernels/README.md).
 //
 //   FP8 e4m3: the hardware conversion e4m3x2 → f16x2 (sm_89+; CUDA's exact software path on the
 //             host), f16 → f32, both exact (e4m3's range and precision fit f16's);
