@@ -1548,6 +1548,45 @@ int dry_run(Rng& rng, Report& rep) {
     rep.add(std::string("harness inputs match the tensor table (") + scoring + ")", wrong == 0 && finite_bad == 0,
             std::to_string(wrong) + " wrong sizes, " + std::to_string(finite_bad) + " non-finite CPU outputs" + first);
   }
+  // The packed harness (group packed): its codes decode, through the loader's WeightView, to the
+  // values the CPU twins use; those values are bf16-exact (the bf16 twin holds them); a quantised
+  // site layer keeps every matrix bf16-exact.
+  {
+    int64_t differ = 0, inexact = 0, checked = 0;
+    auto check_one = [&](const PackedHost& p) {  // a stack of whole row blocks reads as one matrix
+      WeightView v;
+      v.format = p.type == WType::kFp8Block ? WeightFormat::kFp8Block : WeightFormat::kFp4Block;
+      v.rows = p.count * p.rows;
+      v.cols = p.cols;
+      v.data = p.codes.data();
+      v.scale = p.scales.data();
+      v.block_rows = p.br, v.block_cols = p.bc, v.scale_cols = p.scale_cols();
+      const std::vector<float> dec = v.decode_all();
+      differ += dec.size() != p.values.size() || std::memcmp(dec.data(), p.values.data(), dec.size() * 4) != 0;
+      inexact += !bf16_exact(p.values);
+      ++checked;
+    };
+    check_one(random_packed(rng, WType::kFp8Block, 1, 130, 200, 128, 128, 127 - 12, 127 - 4));
+    check_one(random_packed(rng, WType::kFp8Block, 1, 33, 96, 16, 12, 127 - 12, 127 - 4));
+    check_one(random_packed(rng, WType::kFp4Block, 3, 77, 200, 1, 32, 127 - 12, 127 - 4));
+    check_one(quantize(rng.normals(256 * 200, 0.05f), WType::kFp8Block, 2, 128, 200, 128, 128));
+    check_one(quantize(rng.normals(3 * 56 * 192, 0.2f), WType::kFp4Block, 3, 56, 192, 1, 32));
+    const ModelConfig c = site_config(4, "sqrtsoftplus");
+    for (int l = 0; l < c.num_hidden_layers; ++l) {
+      HostLayer h = random_layer(c, l, rng, false);
+      pack_layer(c, l, h, l == 1 ? WType::kFp8Block : WType::kFp4Block);
+      for (const auto& [n, v] : h.t)
+        if (n.find("hc_") != 0 && n.find("norm") == std::string::npos && n.find("ape") == std::string::npos && n != "sink" &&
+            n != "gate_bias") {
+          inexact += !bf16_exact(v);
+          ++checked;
+        }
+      for (const auto& [n, p] : h.packed) differ += p.values != h[n];
+    }
+    rep.add("packed harness: codes decode to the CPU's values, bf16-exact", differ == 0 && inexact == 0,
+            std::to_string(checked) + " tensors, " + std::to_string(differ) + " decode differently, " + std::to_string(inexact) +
+                " not bf16-exact");
+  }
   return 0;
 }
 
