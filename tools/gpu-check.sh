@@ -175,6 +175,9 @@ elif [[ -x "$sanitizer" ]]; then
     "$ctest_bin" ops --quick --seed "$seed"
   run "memcheck backend tiny --quick" sanitizer.txt 100 "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 30 \
     "$ctest_bin" backend models/tiny --quick
+  # the packed FP8/FP4 kernels on a checkpoint (codes and scales read in place)
+  run "memcheck backend tiny-fp4 --quick" sanitizer.txt 100 "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 30 \
+    "$ctest_bin" backend models/tiny-fp4 --quick
   # racecheck serialises every shared-memory access: over 125 s on the tiny backend (2026-11-30)
   run "racecheck backend tiny --quick" sanitizer.txt 300 "$sanitizer" --tool racecheck --error-exitcode 9 --print-limit 30 \
     "$ctest_bin" backend models/tiny --quick
