@@ -154,8 +154,12 @@ HostBuffer CudaBackend::host_buffer(size_t bytes) const {
 
 std::map<std::string, double> CudaBackend::device_report() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  double weights = 0, scratch = 0, ms = 0, flop = 0;
-  for (const auto& w : weights_) weights += static_cast<double>(w->up.bytes());
+  double weights = 0, scratch = 0, ms = 0, flop = 0, fp8_bytes = 0, fp8_values = 0, fp4_bytes = 0, fp4_values = 0;
+  for (const auto& w : weights_) {
+    weights += static_cast<double>(w->up.bytes());
+    fp8_bytes += static_cast<double>(w->up.fp8().bytes), fp8_values += static_cast<double>(w->up.fp8().values);
+    fp4_bytes += static_cast<double>(w->up.fp4().bytes), fp4_values += static_cast<double>(w->up.fp4().values);
+  }
   for (const auto& s : shards_) {
     scratch += static_cast<double>(s->scratch_bytes());
     double m = 0, f = 0;
@@ -163,6 +167,9 @@ std::map<std::string, double> CudaBackend::device_report() const {
     ms += m, flop += f;
   }
   std::map<std::string, double> out = {{"weights_bytes", weights}, {"scratch_bytes", scratch}};
+  // Packed matrices (codes + scales as stored) and their logical values, when the model has any.
+  if (fp8_values > 0) out["weights_fp8_bytes"] = fp8_bytes, out["weights_fp8_values"] = fp8_values;
+  if (fp4_values > 0) out["weights_fp4_bytes"] = fp4_bytes, out["weights_fp4_values"] = fp4_values;
   if (flop > 0) out["linear_ms"] = ms, out["linear_flop"] = flop;
   return out;
 }

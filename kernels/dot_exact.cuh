@@ -5,12 +5,16 @@
 // Order of one (row, output) element, fixed by the weight type alone:
 //   lane l accumulates, starting from +0, acc = fma(x[i], w[i], acc) for
 //     base = l·V, l·V + 32·V, l·V + 64·V, … (< in);  i = base + 0 … base + V−1 (< in)
-//   (V = 16 bytes of weights: 4 for f32, 8 for bf16/f16), then the 32 lane sums meet in the
-//   butterfly of warp_sum. Neither the number of rows in the call (RB, nr), nor the alignment that
+//   (V = 16 bytes of weights: 4 for f32, 8 for bf16/f16; 8 codes for packed FP8/FP4), then the
+//   32 lane sums meet in the butterfly of warp_sum. Neither the number of rows in the call (RB, nr), nor the alignment that
 //   picks the vector or the scalar load path, changes that sequence: a row gives the same bits
-//   alone, in a group of 8, in any chunk or batch.
+//   alone, in a group of 8, in any chunk or batch. A packed row's values are the exact products
+//   code · scale (packed_decode.h), so with V = 8 an FP8/FP4 row gives the bits of the bf16 row
+//   holding the same values.
 #pragma once
 #include "common.cuh"
+#include "ops.h"
+#include "packed_decode.h"
 
 namespace memra::cuda {
 
@@ -55,26 +59,92 @@ __device__ __forceinline__ void load_x(const float* p, float (&out)[V]) {
   }
 }
 
+// A weight row as dot_rows reads it: V values per lane step (16 bytes of a plain type; 8 codes of
+// a packed type, so FP8/FP4 rows take bf16's order), a vector load of those V values, and one value
+// by index for the scalar path. The vector path needs `vec_ok` (alignment, whole steps, one scale
+// per step); either path gives the same values in the same order.
+template <typename WT>
+struct PlainRow {
+  static constexpr int kV = WVec<WT>::kN;
+  const WT* w;
+  // Row r of the matrix at `base` with `cols` columns (scales unused).
+  __device__ __forceinline__ static PlainRow at(const void* base, const WScale&, int64_t r, int cols) {
+    return {static_cast<const WT*>(base) + r * cols};
+  }
+  __device__ __forceinline__ static int64_t matrix_bytes(int64_t rows, int64_t cols) { return rows * cols * sizeof(WT); }
+  __device__ __forceinline__ bool vec_ok(int in) const {
+    return in % kV == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
+  }
+  __device__ __forceinline__ void load(int base, float (&out)[kV]) const { load_w16(w + base, out); }
+  __device__ __forceinline__ float value(int i) const { return to_f32(w[i]); }
+};
+
+// FP8 e4m3 row: 8 codes (8 bytes) per step; `s` is the row's scale row, value i uses s[i / bc].
+struct Fp8Row {
+  static constexpr int kV = 8;
+  const uint8_t* w;
+  const uint8_t* s;
+  int bc;
+  __device__ __forceinline__ static Fp8Row at(const void* base, const WScale& ws, int64_t r, int cols) {
+    return {static_cast<const uint8_t*>(base) + r * cols, ws.ptr + (r / ws.block_rows) * ws.cols, ws.block_cols};
+  }
+  __device__ __forceinline__ static int64_t matrix_bytes(int64_t rows, int64_t cols) { return rows * cols; }
+  __device__ __forceinline__ bool vec_ok(int in) const {
+    return in % kV == 0 && bc % kV == 0 && reinterpret_cast<uintptr_t>(w) % 8 == 0;
+  }
+  __device__ __forceinline__ void load(int base, float (&out)[kV]) const {
+    const uint2 v = *reinterpret_cast<const uint2*>(w + base);
+    fp8x8_f32(v.x, v.y, e8m0_f32(s[base / bc]), out);
+  }
+  __device__ __forceinline__ float value(int i) const { return fp8_at(w, i, e8m0_f32(s[i / bc])); }
+};
+
+// FP4 e2m1 row: 8 codes (4 bytes) per step, value i in byte i/2 (low nibble first), scale s[i / bc].
+struct Fp4Row {
+  static constexpr int kV = 8;
+  const uint8_t* w;
+  const uint8_t* s;
+  int bc;
+  __device__ __forceinline__ static Fp4Row at(const void* base, const WScale& ws, int64_t r, int cols) {
+    return {static_cast<const uint8_t*>(base) + r * (cols / 2), ws.ptr + (r / ws.block_rows) * ws.cols, ws.block_cols};
+  }
+  __device__ __forceinline__ static int64_t matrix_bytes(int64_t rows, int64_t cols) { return rows * (cols / 2); }
+  __device__ __forceinline__ bool vec_ok(int in) const {
+    return in % kV == 0 && bc % kV == 0 && reinterpret_cast<uintptr_t>(w) % 4 == 0;
+  }
+  __device__ __forceinline__ void load(int base, float (&out)[kV]) const {
+    fp4x8_f32(*reinterpret_cast<const uint32_t*>(w + base / 2), e8m0_f32(s[base / bc]), out);
+  }
+  __device__ __forceinline__ float value(int i) const { return fp4_at(w, i, e8m0_f32(s[i / bc])); }
+};
+
+// Row o of matrix e of a stack [count, rows, cols]: each matrix's codes, and its scales, follow the
+// previous matrix's (weights.cpp stacks experts this way).
+template <typename Row>
+__device__ __forceinline__ Row stack_row(const void* base, WScale ws, int64_t e, int64_t rows, int cols, int64_t o) {
+  if (ws.ptr) ws.ptr += e * ((rows + ws.block_rows - 1) / ws.block_rows * ws.cols);  // = wscale_matrix_bytes
+  return Row::at(static_cast<const uint8_t*>(base) + e * Row::matrix_bytes(rows, cols), ws, o, cols);
+}
+
 // acc[r] = x[r]·w for r < nr (nr ≤ RB); every lane of the warp returns the same sums.
-template <typename WT, int RB>
-__device__ __forceinline__ void dot_rows(const float* const (&xr)[RB], int nr, const WT* __restrict__ w, int in,
-                                         float (&acc)[RB]) {
-  constexpr int V = WVec<WT>::kN;
+template <typename Row, int RB>
+__device__ __forceinline__ void dot_rows(const float* const (&xr)[RB], int nr, const Row& w, int in, float (&acc)[RB]) {
+  constexpr int V = Row::kV;
   const int lane = threadIdx.x % kWarp;
 #pragma unroll
   for (int r = 0; r < RB; ++r) acc[r] = 0.0f;
-  bool vec = (in % V == 0) && (reinterpret_cast<uintptr_t>(w) % 16 == 0);
+  bool vec = w.vec_ok(in);
 #pragma unroll
   for (int r = 0; r < RB; ++r)
     if (r < nr) vec = vec && (reinterpret_cast<uintptr_t>(xr[r]) % 16 == 0);
   if (vec) {
-    // Unrolled so that several 16-byte weight loads are in flight per lane before the first FMA
-    // (a decode GEMV is bound by memory latency × loads in flight); the FMA order is unchanged.
+    // Unrolled so that several weight loads are in flight per lane before the first FMA (a
+    // decode GEMV is bound by memory latency × loads in flight); the FMA order is unchanged.
     constexpr int kUnroll = RB == 1 ? 4 : 2;
 #pragma unroll kUnroll
     for (int base = lane * V; base < in; base += kWarp * V) {
       float wf[V];
-      load_w16(w + base, wf);
+      w.load(base, wf);
 #pragma unroll
       for (int r = 0; r < RB; ++r) {
         if (r < nr) {
@@ -91,7 +161,7 @@ __device__ __forceinline__ void dot_rows(const float* const (&xr)[RB], int nr, c
       for (int v = 0; v < V; ++v) {
         const int i = base + v;
         if (i < in) {
-          const float wv = to_f32(w[i]);
+          const float wv = w.value(i);
 #pragma unroll
           for (int r = 0; r < RB; ++r)
             if (r < nr) acc[r] = __fmaf_rn(xr[r][i], wv, acc[r]);

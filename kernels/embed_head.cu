@@ -86,6 +86,8 @@ cudaError_t embed_rows(const void* embed, WType wtype, const int32_t* tokens, in
       embed_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const __nv_bfloat16*>(embed), tokens, rows, n, D, X);
       break;
     case WType::kF16: embed_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const __half*>(embed), tokens, rows, n, D, X); break;
+    case WType::kFp8Block:
+    case WType::kFp4Block: return cudaErrorInvalidValue;  // the embedding is uploaded plain (weights.cpp)
   }
   return cudaGetLastError();
 }
@@ -127,7 +129,9 @@ cudaError_t convert_rows(const float* src, int64_t src_stride, int rows, int col
       convert_kernel<<<grid, kBlock, 0, stream>>>(src, src_stride, rows, cols, static_cast<__nv_bfloat16*>(dst));
       break;
     case WType::kF16: convert_kernel<<<grid, kBlock, 0, stream>>>(src, src_stride, rows, cols, static_cast<__half*>(dst)); break;
-    case WType::kF32: return cudaErrorInvalidValue;
+    case WType::kF32:
+    case WType::kFp8Block:
+    case WType::kFp4Block: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }

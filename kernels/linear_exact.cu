@@ -2,7 +2,8 @@
 // kRows rows; the 8 warps of a block own 8 consecutive outputs. The weight row is loaded once per
 // row group and reused for its rows; each (row, o) element is the fixed-order dot of
 // dot_exact.cuh, so the result is independent of the row count, the row's place in the group and
-// the grid: no split-K, no shape-dependent kernel choice that changes a reduction.
+// the grid: no split-K, no shape-dependent kernel choice that changes a reduction. Packed weights
+// (FP8/FP4 with e8m0 block scales) are decoded in registers as they are loaded (dot_exact.cuh).
 //
 //   grid  (ceil(out / 8), ceil(rows / RB), groups)   block 256 (8 warps)
 //   RB = 1 for a single row (decode GEMV), else 8 (rows beyond `rows` masked)
@@ -17,7 +18,7 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kOutsPerBlock = kBlock / kWarp;
 
-template <typename WT, int RB>
+template <typename Row, int RB>
 __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int o = blockIdx.x * kOutsPerBlock + warp;
@@ -29,9 +30,10 @@ __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
   const float* xr[RB];
 #pragma unroll
   for (int r = 0; r < RB; ++r) xr[r] = xg + static_cast<int64_t>(r0 + (r < nr ? r : 0)) * a.x_stride;
-  const WT* w = static_cast<const WT*>(a.w) + g * a.w_gstride + static_cast<int64_t>(o) * a.in;
+  // Group g's rows start at row g·w_gstride/in of the one matrix (its scale grid spans the groups).
+  const Row w = Row::at(a.w, a.ws, g * a.w_gstride / a.in + o, a.in);
   float acc[RB];
-  dot_rows<WT, RB>(xr, nr, w, a.in, acc);
+  dot_rows<Row, RB>(xr, nr, w, a.in, acc);
   if (lane == 0) {
     float* yg = a.y + g * a.y_gstride;
 #pragma unroll
@@ -40,14 +42,14 @@ __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
   }
 }
 
-template <typename WT>
+template <typename Row>
 cudaError_t launch(const LinearArgs& a, cudaStream_t stream) {
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   if (a.rows == 1) {
-    linear_exact_kernel<WT, 1><<<dim3(gx, 1, a.groups), kBlock, 0, stream>>>(a);
+    linear_exact_kernel<Row, 1><<<dim3(gx, 1, a.groups), kBlock, 0, stream>>>(a);
   } else {
     const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
-    linear_exact_kernel<WT, 8><<<dim3(gx, gy, a.groups), kBlock, 0, stream>>>(a);
+    linear_exact_kernel<Row, 8><<<dim3(gx, gy, a.groups), kBlock, 0, stream>>>(a);
   }
   return cudaGetLastError();
 }
@@ -59,21 +61,48 @@ const char* wtype_name(WType t) {
     case WType::kF32: return "f32";
     case WType::kBF16: return "bf16";
     case WType::kF16: return "f16";
+    case WType::kFp8Block: return "fp8-e4m3";
+    case WType::kFp4Block: return "fp4-e2m1";
   }
   return "?";
 }
 
-size_t wtype_size(WType t) { return t == WType::kF32 ? 4 : 2; }
+size_t wtype_size(WType t) {
+  switch (t) {
+    case WType::kF32: return 4;
+    case WType::kBF16:
+    case WType::kF16: return 2;
+    default: return 0;
+  }
+}
+
+bool wtype_packed(WType t) { return t == WType::kFp8Block || t == WType::kFp4Block; }
+
+size_t wtype_matrix_bytes(WType t, int64_t rows, int64_t cols) {
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+  if (t == WType::kFp8Block) return n;
+  if (t == WType::kFp4Block) return static_cast<size_t>(rows) * static_cast<size_t>(cols / 2);
+  return n * wtype_size(t);
+}
+
+bool wscale_valid(WType t, const WScale& s, int in) {
+  if (!wtype_packed(t)) return true;
+  return s.ptr && s.block_rows >= 1 && s.block_cols >= 1 && s.cols == (in + s.block_cols - 1) / s.block_cols &&
+         (t != WType::kFp4Block || in % 2 == 0);
+}
 
 cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream) {
   if (a.rows == 0 || a.out == 0) return cudaSuccess;
   if (!a.x || !a.w || !a.y || a.rows < 0 || a.in <= 0 || a.out < 0 || a.groups < 1 || a.groups > 65535 ||
-      (a.rows + 7) / 8 > 65535 || a.x_stride < a.in || a.y_stride < a.out)
+      (a.rows + 7) / 8 > 65535 || a.x_stride < a.in || a.y_stride < a.out || a.w_gstride % a.in != 0 ||
+      !wscale_valid(a.wtype, a.ws, a.in))
     return cudaErrorInvalidValue;
   switch (a.wtype) {
-    case WType::kF32: return launch<float>(a, stream);
-    case WType::kBF16: return launch<__nv_bfloat16>(a, stream);
-    case WType::kF16: return launch<__half>(a, stream);
+    case WType::kF32: return launch<PlainRow<float>>(a, stream);
+    case WType::kBF16: return launch<PlainRow<__nv_bfloat16>>(a, stream);
+    case WType::kF16: return launch<PlainRow<__half>>(a, stream);
+    case WType::kFp8Block: return launch<Fp8Row>(a, stream);
+    case WType::kFp4Block: return launch<Fp4Row>(a, stream);
   }
   return cudaErrorInvalidValue;
 }

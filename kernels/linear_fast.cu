@@ -13,7 +13,7 @@ int64_t span_of(const LinearArgs& a) { return (a.groups - 1) * a.x_gstride + a.i
 }  // namespace
 
 size_t linear_fast_scratch(const LinearArgs& a) {
-  if (a.wtype == WType::kF32) return 0;
+  if (a.wtype == WType::kF32 || wtype_packed(a.wtype)) return 0;
   return static_cast<size_t>(a.rows) * static_cast<size_t>(span_of(a)) * 2;
 }
 
@@ -21,6 +21,7 @@ const char* linear_fast(cublasHandle_t handle, const LinearArgs& a, void* scratc
                         cudaStream_t stream) {
   if (a.rows == 0 || a.out == 0) return nullptr;
   if (!a.x || !a.w || !a.y || a.in <= 0 || a.groups < 1) return "linear_fast: invalid arguments";
+  if (wtype_packed(a.wtype)) return "linear_fast: packed weights must be dequantised first (dequant_bf16)";
   cublasStatus_t st = cublasSetStream(handle, stream);
   if (st != CUBLAS_STATUS_SUCCESS) return cublasGetStatusString(st);
   const float alpha = 1.0f, beta = 0.0f;

@@ -12,7 +12,8 @@
 //   down   grid (max_groups, ceil(D/8))  block 256: eo = h·w2ᵀ
 //   Each element is dot_rows (dot_exact.cuh), the same fixed-order dot as linear_exact: a pair's
 //   output does not depend on which other rows share its expert, and equals the per-expert path
-//   (linear_exact on the gathered rows) by bits.
+//   (linear_exact on the gathered rows) by bits. Packed experts (FP8/FP4, scales stacked like the
+//   codes) are decoded as they are loaded (dot_exact.cuh stack_row).
 // moe_combine      out = (Σ_{slot asc} eo·ew) + shared, one thread per element.
 #include "common.cuh"
 #include "dot_exact.cuh"
@@ -132,7 +133,7 @@ __global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int
   }
 }
 
-template <typename WT>
+template <typename Row>
 __global__ void __launch_bounds__(kBlock) moe_up_kernel(ExpertsArgs a) {
   const int g = blockIdx.x;
   if (g >= *a.n_groups) return;
@@ -147,10 +148,9 @@ __global__ void __launch_bounds__(kBlock) moe_up_kernel(ExpertsArgs a) {
     pair[r] = a.pair_order[start + (r < nr ? r : 0)];
     xr[r] = a.x + static_cast<int64_t>(pair[r] / a.k) * a.D;
   }
-  const int64_t woff = (static_cast<int64_t>(e) * a.I + i) * a.D;
   float g_acc[kGroupRows], u_acc[kGroupRows];
-  dot_rows<WT, kGroupRows>(xr, nr, static_cast<const WT*>(a.w1) + woff, a.D, g_acc);
-  dot_rows<WT, kGroupRows>(xr, nr, static_cast<const WT*>(a.w3) + woff, a.D, u_acc);
+  dot_rows<Row, kGroupRows>(xr, nr, stack_row<Row>(a.w1, a.s1, e, a.I, a.D, i), a.D, g_acc);
+  dot_rows<Row, kGroupRows>(xr, nr, stack_row<Row>(a.w3, a.s3, e, a.I, a.D, i), a.D, u_acc);
   if (lane == 0) {
 #pragma unroll
     for (int r = 0; r < kGroupRows; ++r)
@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kBlock) moe_up_kernel(ExpertsArgs a) {
   }
 }
 
-template <typename WT>
+template <typename Row>
 __global__ void __launch_bounds__(kBlock) moe_down_kernel(ExpertsArgs a) {
   const int g = blockIdx.x;
   if (g >= *a.n_groups) return;
@@ -174,7 +174,7 @@ __global__ void __launch_bounds__(kBlock) moe_down_kernel(ExpertsArgs a) {
     hr[r] = a.h + static_cast<int64_t>(pair[r]) * a.I;
   }
   float acc[kGroupRows];
-  dot_rows<WT, kGroupRows>(hr, nr, static_cast<const WT*>(a.w2) + (static_cast<int64_t>(e) * a.D + o) * a.I, a.I, acc);
+  dot_rows<Row, kGroupRows>(hr, nr, stack_row<Row>(a.w2, a.s2, e, a.D, a.I, o), a.I, acc);
   if (lane == 0) {
 #pragma unroll
     for (int r = 0; r < kGroupRows; ++r)
@@ -201,12 +201,12 @@ int grid_for(int64_t total) {
   return static_cast<int>(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
 }
 
-template <typename WT>
+template <typename Row>
 cudaError_t launch_experts(const ExpertsArgs& a, int max_groups, cudaStream_t stream) {
-  moe_up_kernel<WT><<<dim3(max_groups, (a.I + kWarps - 1) / kWarps), kBlock, 0, stream>>>(a);
+  moe_up_kernel<Row><<<dim3(max_groups, (a.I + kWarps - 1) / kWarps), kBlock, 0, stream>>>(a);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
-  moe_down_kernel<WT><<<dim3(max_groups, (a.D + kWarps - 1) / kWarps), kBlock, 0, stream>>>(a);
+  moe_down_kernel<Row><<<dim3(max_groups, (a.D + kWarps - 1) / kWarps), kBlock, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -232,7 +232,8 @@ int experts_max_groups(int rows, int k, int E) {
 cudaError_t experts_fused(const ExpertsArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
   if (!a.x || !a.eid || !a.w1 || !a.w2 || !a.w3 || !a.pair_order || !a.groups || !a.n_groups || !a.h || !a.eo ||
-      a.rows < 0 || a.D <= 0 || a.I <= 0 || a.E < 1 || a.k < 1)
+      a.rows < 0 || a.D <= 0 || a.I <= 0 || a.E < 1 || a.k < 1 || !wscale_valid(a.wtype, a.s1, a.D) ||
+      !wscale_valid(a.wtype, a.s3, a.D) || !wscale_valid(a.wtype, a.s2, a.I))
     return cudaErrorInvalidValue;
   const int P = a.rows * a.k, max_groups = experts_max_groups(a.rows, a.k, a.E);
   const size_t smem = sizeof(int) * 2 * static_cast<size_t>(a.E);
@@ -243,9 +244,11 @@ cudaError_t experts_fused(const ExpertsArgs& a, cudaStream_t stream) {
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   switch (a.wtype) {
-    case WType::kF32: return launch_experts<float>(a, max_groups, stream);
-    case WType::kBF16: return launch_experts<__nv_bfloat16>(a, max_groups, stream);
-    case WType::kF16: return launch_experts<__half>(a, max_groups, stream);
+    case WType::kF32: return launch_experts<PlainRow<float>>(a, max_groups, stream);
+    case WType::kBF16: return launch_experts<PlainRow<__nv_bfloat16>>(a, max_groups, stream);
+    case WType::kF16: return launch_experts<PlainRow<__half>>(a, max_groups, stream);
+    case WType::kFp8Block: return launch_experts<Fp8Row>(a, max_groups, stream);
+    case WType::kFp4Block: return launch_experts<Fp4Row>(a, max_groups, stream);
   }
   return cudaErrorInvalidValue;
 }

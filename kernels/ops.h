@@ -4,8 +4,9 @@
 // result with check(…, "kernel name") (cuda_check.h), which throws memra::Error naming the kernel.
 //
 // Layout conventions: row-major, f32 activations; a weight W [out, in] is contiguous in its stored
-// type (f32, bf16 or f16); positions are int32 (a state's capacity is below 2^31). Shape letters
-// as in lib/engine/cpu_layer.h. kernels/README.md has each kernel's contract and why it is exact.
+// type (f32, bf16 or f16, or packed FP8/FP4 codes with their e8m0 block scales: WScale); positions
+// are int32 (a state's capacity is below 2^31). Shape letters as in lib/engine/cpu_layer.h.
+// kernels/README.md has each kernel's contract and why it is exact.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -13,9 +14,31 @@
 
 namespace memra::cuda {
 
-enum class WType : int32_t { kF32 = 0, kBF16 = 1, kF16 = 2 };
+// Weight element types. kFp8Block: e4m3 codes [rows, cols], one byte each; kFp4Block: e2m1 codes,
+// two per byte ([rows, cols/2] bytes, low nibble = even column). Both read their e8m0 scales from a
+// WScale (docs/quantization.md); the kernels decode them in registers (packed_decode.h), there is
+// no dequantised copy.
+enum class WType : int32_t { kF32 = 0, kBF16 = 1, kF16 = 2, kFp8Block = 3, kFp4Block = 4 };
 const char* wtype_name(WType t);
-size_t wtype_size(WType t);
+size_t wtype_size(WType t);  // bytes per element of the plain types (f32 4, bf16/f16 2); packed: 0
+bool wtype_packed(WType t);
+// Bytes of the codes of a [rows, cols] matrix of type t (FP4: rows · cols/2; cols is even).
+size_t wtype_matrix_bytes(WType t, int64_t rows, int64_t cols);
+
+// The e8m0 scales of a packed weight: bytes, row-major [⌈rows/block_rows⌉, cols]; element (r, k)
+// of the matrix is scaled by ptr[(r / block_rows) · cols + k / block_cols]. FP8 as released: 128 ×
+// 128 blocks; FP4: 1 × 32. Unused (null) for plain types.
+struct WScale {
+  const uint8_t* ptr = nullptr;
+  int32_t block_rows = 1, block_cols = 1;
+  int64_t cols = 0;  // ⌈in / block_cols⌉
+};
+// A packed type's scales are given and fit a row of `in` values (always true for plain types).
+bool wscale_valid(WType t, const WScale& s, int in);
+// Scale bytes of one [rows, ·] matrix (a stack's matrices follow each other).
+inline int64_t wscale_matrix_bytes(const WScale& s, int64_t rows) {
+  return (rows + s.block_rows - 1) / s.block_rows * s.cols;
+}
 
 inline constexpr int kMaxHc = 8;  // hc_mult supported by the mHC kernels
 
@@ -54,12 +77,15 @@ struct Closing {
 // ---- linear (linear_exact.cu, linear_fast.cu) -------------------------------------------------
 
 // y[g][t, o] = Σ_i x[g][t, i] · W[g][o, i] for groups g < groups (grouped output projection);
-// x[g] = x + g·x_gstride (row stride x_stride), W[g] = w + g·w_gstride elements, y likewise.
+// x[g] = x + g·x_gstride (row stride x_stride), W[g] = w + g·w_gstride elements (a multiple of
+// `in`: group g's rows are rows g·w_gstride/in … of the one matrix w, which a packed type's scale
+// grid covers as a whole), y likewise.
 struct LinearArgs {
   const float* x = nullptr;
   int64_t x_stride = 0;
   const void* w = nullptr;
   WType wtype = WType::kF32;
+  WScale ws;  // packed types
   float* y = nullptr;
   int64_t y_stride = 0;
   int rows = 0, in = 0, out = 0;
@@ -68,6 +94,12 @@ struct LinearArgs {
 };
 // Exact: one warp per (output, ≤ 8 rows), fixed lane K-order and butterfly (dot_exact.cuh).
 cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream);
+
+// Packed weights (kFp8Block / kFp4Block) [rows, cols] → bf16 [rows, cols] (dequant.cu): the
+// cuda-fast realization's dense operand for cuBLAS, one matrix at a time into reusable scratch.
+// Exact wherever the value fits bf16 (docs/quantization.md), else rounded to nearest even.
+cudaError_t dequant_bf16(const void* w, WType wtype, const WScale& ws, int64_t rows, int64_t cols, void* out,
+                         cudaStream_t stream);
 
 // ---- norms and RoPE (norm.cu, rope.cu) --------------------------------------------------------
 
@@ -225,7 +257,8 @@ struct RouteArgs {
 };
 cudaError_t route(const RouteArgs& a, cudaStream_t stream);
 
-// Experts of one layer, stacked: w1/w3 [E, I, D], w2 [E, D, I] in one dtype.
+// Experts of one layer, stacked: w1/w3 [E, I, D], w2 [E, D, I] in one dtype; packed types with
+// their scales stacked the same way (expert e's scales follow expert e−1's: wscale_matrix_bytes).
 struct ExpertsArgs {
   const float* x = nullptr;  // [rows, D]
   int rows = 0, D = 0, I = 0, E = 0, k = 0;
@@ -234,6 +267,7 @@ struct ExpertsArgs {
   const void* w3 = nullptr;
   const void* w2 = nullptr;
   WType wtype = WType::kF32;
+  WScale s1, s3, s2;  // packed types
   float limit = 0.0f;  // swiglu clamp
   // scratch: pair_order [rows·k], groups [3 · max_groups], n_groups [1], h [rows·k, I]
   int32_t* pair_order = nullptr;

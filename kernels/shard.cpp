@@ -23,6 +23,9 @@ size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
 // cuda-fast rounds of at least this many rows run the MoE as per-expert cuBLAS GEMMs.
 constexpr int kFastPerExpertRows = 128;
+// cuda-fast linears on packed (FP8/FP4) weights with fewer rows than this run the exact kernel on
+// the packed codes (decode steps, small experts' row groups); larger ones dequantise and use cuBLAS.
+constexpr int kFastDenseRows = 64;
 // Buckets of the visible compressed entries (upload_plan).
 constexpr int kCsaBucket = 1024;
 constexpr int kHcaBucket = 256;
@@ -139,7 +142,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
 }
 
 size_t Shard::scratch_bytes() const {
-  size_t b = plan_dev_.bytes() + conv_.bytes() + hc_partial_.bytes();
+  size_t b = plan_dev_.bytes() + conv_.bytes() + hc_partial_.bytes() + dq_.bytes();
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
                         &scores_, &rlogits_, &ew_, &margin_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &xg_, &eg_, &eu_, &eh_,
                         &eoe_, &hh_, &logits_})
@@ -247,13 +250,30 @@ void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int row
   a.x_stride = x_stride;
   a.w = w.ptr;
   a.wtype = w.type;
+  a.ws = w.scale;
   a.y = y;
   a.y_stride = y_stride;
   a.rows = rows;
   a.in = static_cast<int>(w.cols);
   a.out = static_cast<int>(w.rows);
+  run_linear(a, what);
+}
+
+void Shard::run_linear(LinearArgs a, const char* what) {
   if (time_linears_) time_begin();
-  if (fast_) {
+  // cuda-fast: cuBLAS, except a packed weight in a small round (a decode step), which the exact
+  // kernel reads packed; a larger round dequantises that one matrix into scratch reused by every
+  // linear, right before its GEMM (stream order), so no dequantised model copy ever exists.
+  const bool packed = wtype_packed(a.wtype);
+  if (fast_ && !(packed && a.rows < kFastDenseRows)) {
+    if (packed) {
+      const int64_t wrows = static_cast<int64_t>(a.groups - 1) * (a.w_gstride / a.in) + a.out;  // the whole matrix
+      void* dq = dq_.ensure(device_, static_cast<size_t>(wrows) * a.in * 2, "dequantised weights (cuda-fast)");
+      check_launch(dequant_bf16(a.w, a.wtype, a.ws, wrows, a.in, dq, stream_), "dequant_bf16");
+      a.w = dq;
+      a.wtype = WType::kBF16;
+      a.ws = WScale{};
+    }
     const size_t need = linear_fast_scratch(a);
     void* conv = need ? conv_.ensure(device_, need, "bf16 activations") : nullptr;
     check_text(linear_fast(cublas_, a, conv, need, stream_), what);
@@ -261,7 +281,7 @@ void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int row
   } else {
     check_launch(linear_exact(a, stream_), what);
   }
-  if (time_linears_) time_end(2.0 * rows * static_cast<double>(a.in) * a.out);
+  if (time_linears_) time_end(2.0 * a.rows * static_cast<double>(a.in) * a.out * a.groups);
 }
 
 void Shard::norm(float* x, int64_t stride, int rows, int segs, int width, const float* weight, const float* inv_freq,
@@ -462,15 +482,8 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   la.x_gstride = gin;
   la.w_gstride = static_cast<int64_t>(Ro) * gin;
   la.y_gstride = Ro;
-  if (time_linears_) time_begin();
-  if (fast_) {
-    const size_t need = linear_fast_scratch(la);
-    void* conv = need ? conv_.ensure(device_, need, "bf16 activations") : nullptr;
-    check_text(linear_fast(cublas_, la, conv, need, stream_), "linear_fast (wo_a)");
-  } else {
-    check_launch(linear_exact(la, stream_), "linear_exact (wo_a, grouped)");
-  }
-  if (time_linears_) time_end(2.0 * R * static_cast<double>(gin) * Ro * G);
+  la.ws = w.wo_a.scale;
+  run_linear(la, "linear_exact (wo_a, grouped)");
   linear(w.wo_b, z_.get(), static_cast<int64_t>(G) * Ro, R, y, D, "linear_exact (wo_b)");
 }
 
@@ -506,8 +519,7 @@ void Shard::per_expert(const DevLayer& w, const float* x) {
     const int ne = first[e + 1] - first[e];
     if (ne == 0) continue;
     check_launch(gather_rows(x, D, d_rows + first[e], ne, D, xg, D, stream_), "gather_rows (per-expert)");
-    const DevMatrix w1{w.w1.at(e), w.w1.type, w.w1.rows, w.w1.cols}, w3{w.w3.at(e), w.w3.type, w.w3.rows, w.w3.cols};
-    const DevMatrix w2{w.w2.at(e), w.w2.type, w.w2.rows, w.w2.cols};
+    const DevMatrix w1 = w.w1.at(e), w3 = w.w3.at(e), w2 = w.w2.at(e);
     linear(w1, xg, D, ne, g, I, "linear_exact (expert w1)");
     linear(w3, xg, D, ne, u, I, "linear_exact (expert w3)");
     check_launch(swiglu(g, u, h, static_cast<int64_t>(ne) * I, limit, stream_), "swiglu (per-expert)");
@@ -552,6 +564,9 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
     ea.w3 = w.w3.ptr;
     ea.w2 = w.w2.ptr;
     ea.wtype = w.w1.type;
+    ea.s1 = w.w1.scale;
+    ea.s3 = w.w3.scale;
+    ea.s2 = w.w2.scale;
     ea.limit = limit;
     ea.pair_order = pair_order_.get();
     ea.groups = groups_.get();

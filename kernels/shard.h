@@ -74,6 +74,9 @@ class Shard {
   void moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* trace);
   void linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
               const char* what);
+  // Any linear (grouped too) on this shard's realization: linear_exact, or on cuda-fast cuBLAS (a
+  // packed weight dequantised one matrix at a time into scratch first, unless the round is small).
+  void run_linear(LinearArgs a, const char* what);
 
   void sync() const;
   // Device bytes of this shard's scratch (activations of the largest round so far, plan, MoE).
@@ -121,7 +124,7 @@ class Shard {
   Scratch<float> X_, x_, y_, post_, comb_, qr_, q_, kv_, o_, z_, ckv_, csc_, ikv_, isc_, qi_, wi_, scores_;
   Scratch<int32_t> selected_, eid_, pair_order_, groups_, n_groups_, order_;
   Scratch<float> rlogits_, ew_, margin_, h_, eo_, sg_, su_, sh_, sy_, xg_, eg_, eu_, eh_, eoe_, hh_, logits_;
-  Scratch<uint8_t> conv_;
+  Scratch<uint8_t> conv_, dq_;  // bf16 activations; one dequantised matrix (cuda-fast, packed weights)
   PinnedBuffer order_host_;
 };
 

@@ -20,6 +20,61 @@ WType device_wtype(DType stored) {
   return WType::kF32;
 }
 
+WType device_wtype(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kBF16: return WType::kBF16;
+    case WeightFormat::kF16: return WType::kF16;
+    case WeightFormat::kFp8Block: return WType::kFp8Block;
+    case WeightFormat::kFp4Block: return WType::kFp4Block;
+    default: return WType::kF32;
+  }
+}
+
+const uint8_t* DeviceUploader::upload(const std::vector<uint8_t>& host, const std::string& what) {
+  DeviceBuffer buf(device_, host.size(), what.c_str());
+  DeviceGuard guard(device_);
+  check(cudaMemcpy(buf.get(), host.data(), host.size(), cudaMemcpyHostToDevice), ("upload of " + what).c_str());
+  check(cudaDeviceSynchronize(), ("upload of " + what).c_str());
+  bytes_ += buf.bytes();
+  buffers_.push_back(std::move(buf));
+  return buffers_.back().as<uint8_t>();
+}
+
+DevMatrix DeviceUploader::stored(const std::vector<const WeightView*>& views, const std::string& what) {
+  const WeightView& v0 = *views.front();
+  if (v0.format == WeightFormat::kF64) throw Error("internal: " + what + " is f64, which the device does not store");
+  for (const WeightView* v : views)
+    if (v->format != v0.format || v->rows != v0.rows || v->cols != v0.cols || v->block_rows != v0.block_rows ||
+        v->block_cols != v0.block_cols || v->scale_cols != v0.scale_cols)
+      throw Error("the CUDA backend stacks " + what + " as one matrix, but its tensors differ in format or shape (" +
+                      weight_format_name(v0.format) + " vs " + weight_format_name(v->format) + ")",
+                  "run it with --backend cpu");
+  DevMatrix m;
+  m.type = device_wtype(v0.format);
+  m.rows = v0.rows;
+  m.cols = v0.cols;
+  const size_t per = static_cast<size_t>(v0.rows) * v0.row_bytes();  // stored bytes of one matrix
+  if (per != wtype_matrix_bytes(m.type, m.rows, m.cols))
+    throw Error("internal: " + what + " holds " + std::to_string(per) + " bytes per matrix, the device type " +
+                wtype_name(m.type) + " " + std::to_string(wtype_matrix_bytes(m.type, m.rows, m.cols)));
+  std::vector<uint8_t> host(per * views.size());
+  for (size_t g = 0; g < views.size(); ++g) std::memcpy(host.data() + g * per, views[g]->data, per);
+  m.ptr = upload(host, what);
+  if (wtype_packed(m.type)) {
+    m.scale.block_rows = static_cast<int32_t>(v0.block_rows);
+    m.scale.block_cols = static_cast<int32_t>(v0.block_cols);
+    m.scale.cols = v0.scale_cols;
+    const size_t sper = static_cast<size_t>(wscale_matrix_bytes(m.scale, m.rows));
+    std::vector<uint8_t> sh(sper * views.size());
+    for (size_t g = 0; g < views.size(); ++g) std::memcpy(sh.data() + g * sper, views[g]->scale, sper);
+    m.scale.ptr = upload(sh, what + " (scales)");
+    Packed& p = m.type == WType::kFp8Block ? fp8_ : fp4_;
+    p.bytes += host.size() + sh.size();
+    p.values += static_cast<size_t>(m.rows) * static_cast<size_t>(m.cols) * views.size();
+  }
+  return m;
+}
+
 const float* DeviceUploader::f32(const float* values, size_t n, const std::string& what) {
   DeviceBuffer buf(device_, n * sizeof(float), what.c_str());
   DeviceGuard guard(device_);
@@ -90,19 +145,8 @@ DevMatrix DeviceUploader::matrix(const std::vector<const float*>& values, int64_
 
 namespace {
 
-// The device storage of a stored dtype: bf16/f16/f32 as stored; block-quantised formats (FP8, FP4)
-// are dequantised to f32 until the packed decode kernels land (docs/quantization.md).
-DType device_dtype(DType stored) {
-  return stored == DType::kBF16 || stored == DType::kF16 ? stored : DType::kF32;
-}
-
-// One dtype for a stack: the common device dtype, f32 when they differ.
-DType common_dtype(const std::vector<const WeightTensor*>& ts) {
-  DType d = device_dtype(ts.front()->dtype);
-  for (const auto* t : ts)
-    if (device_dtype(t->dtype) != d) return DType::kF32;
-  return d;
-}
+// Formats the device stores as they are (f64 is widened to f32 on the host).
+bool stored_as_is(WeightFormat f) { return f != WeightFormat::kF64; }
 
 }  // namespace
 
@@ -121,7 +165,15 @@ std::unique_ptr<DeviceWeights> upload_weights(const Model& model, int device, in
   auto mat = [&](const std::string& name) {
     const WeightTensor& t = model.tensor(name);
     if (t.shape.size() != 2) throw Error("tensor " + name + " is not a matrix");
-    return up.matrix({model.f32(name)}, t.shape[0], t.shape[1], device_dtype(t.dtype), name);
+    if (stored_as_is(t.view.format)) return up.stored({&t.view}, name);
+    return up.matrix({model.f32(name)}, t.shape[0], t.shape[1], DType::kF32, name);
+  };
+  // The embedding is gathered by rows (embed_rows), which reads plain types only: a quantised
+  // embedding (the release stores it bf16) is widened to f32.
+  auto plain_mat = [&](const std::string& name) {
+    const WeightTensor& t = model.tensor(name);
+    if (!is_block_format(t.view.format)) return mat(name);
+    return up.matrix({model.f32(name)}, t.shape[0], t.shape[1], DType::kF32, name);
   };
   const int64_t r = cfg.qk_rope_head_dim;
   const std::vector<float> inv_main = rope_inv_freq(cfg.rope_main, r), inv_cmp = rope_inv_freq(cfg.rope_compress, r);
@@ -166,17 +218,35 @@ std::unique_ptr<DeviceWeights> upload_weights(const Model& model, int device, in
     } else {
       L.gate_bias = vec(p + "ffn.gate.bias");
     }
+    // Experts: one stack per projection, as stored when every expert has one format (always so
+    // for a released checkpoint: FP4 or FP8 throughout, or plain); mixed plain dtypes are widened
+    // to f32; a mix involving a packed format is refused (stored() says so).
     for (const char* w : {"w1", "w2", "w3"}) {
-      std::vector<const WeightTensor*> ts;
-      for (int64_t e = 0; e < cfg.n_routed_experts; ++e)
-        ts.push_back(&model.tensor(p + "ffn.experts." + std::to_string(e) + "." + w + ".weight"));
-      std::vector<const float*> vals;
-      for (const auto* t : ts) vals.push_back(model.f32(t->name));
-      DevMatrix m = up.matrix(vals, ts.front()->shape[0], ts.front()->shape[1], common_dtype(ts),
-                              p + "ffn.experts.*." + w + ".weight");
+      std::vector<const WeightView*> views;
+      bool same = true, any_packed = false;
+      for (int64_t e = 0; e < cfg.n_routed_experts; ++e) {
+        views.push_back(&model.weight(p + "ffn.experts." + std::to_string(e) + "." + w + ".weight"));
+        same = same && views.back()->format == views.front()->format && stored_as_is(views.back()->format);
+        any_packed = any_packed || is_block_format(views.back()->format);
+      }
+      const std::string what = p + "ffn.experts.*." + w + ".weight";
+      DevMatrix m;
+      if (same || any_packed) {
+        m = up.stored(views, what);
+      } else {
+        std::vector<const float*> vals;
+        for (int64_t e = 0; e < cfg.n_routed_experts; ++e)
+          vals.push_back(model.f32(p + "ffn.experts." + std::to_string(e) + "." + w + ".weight"));
+        m = up.matrix(vals, views.front()->rows, views.front()->cols, DType::kF32, what);
+      }
       (std::string(w) == "w1" ? L.w1 : std::string(w) == "w2" ? L.w2 : L.w3) = m;
     }
     if (L.w1.type != L.w2.type || L.w1.type != L.w3.type) {  // the fused kernels take one dtype
+      if (wtype_packed(L.w1.type) || wtype_packed(L.w2.type) || wtype_packed(L.w3.type))
+        throw Error("layer " + std::to_string(l) + "'s routed experts store w1, w2, w3 in different formats (" +
+                        wtype_name(L.w1.type) + ", " + wtype_name(L.w2.type) + ", " + wtype_name(L.w3.type) +
+                        "): the CUDA backend's fused experts read one",
+                    "run it with --backend cpu");
       auto refloat = [&](const char* w, DevMatrix& m) {
         std::vector<const float*> vals;
         for (int64_t e = 0; e < cfg.n_routed_experts; ++e)
@@ -192,7 +262,7 @@ std::unique_ptr<DeviceWeights> upload_weights(const Model& model, int device, in
     L.shared_w3 = mat(p + "ffn.shared_experts.w3.weight");
     dw->layers.push_back(L);
   }
-  if (embed) dw->ends.embed = mat("embed.weight");
+  if (embed) dw->ends.embed = plain_mat("embed.weight");
   if (head) {
     dw->ends.head = mat("head.weight");
     dw->ends.final_norm = vec("norm.weight");

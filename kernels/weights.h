@@ -1,8 +1,11 @@
 // The model's weights on the GPU: each device holds the layers it runs (and the embedding on the
 // first device, the hc head, final norm and LM head on the last). Matrices keep their stored dtype
 // (bf16/f16/f32; the exact kernels widen every element to f32, which is exact, so bf16 storage
-// loses nothing); vectors (norms, hc_*, ape, sinks, router bias) and RoPE tables are f32; tid2eid
-// is int32. Experts of a layer are stacked: w1/w3 [E, I, D], w2 [E, D, I].
+// loses nothing), copied from the mapped checkpoint without widening on the host; block-quantised
+// matrices (FP8 e4m3, FP4 e2m1) stay packed, codes and e8m0 scales as stored, and the kernels
+// decode them as they load them (no dequantised copy; docs/quantization.md); vectors (norms,
+// hc_*, ape, sinks, router bias) and RoPE tables are f32; tid2eid is int32. Experts of a layer are
+// stacked: w1/w3 [E, I, D], w2 [E, D, I] (packed: codes stacked, scales stacked).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "device_buffer.h"
+#include "format/quant.h"
 #include "format/safetensors.h"
 #include "model/config.h"
 #include "ops.h"
@@ -24,9 +28,13 @@ struct DevMatrix {
   const void* ptr = nullptr;
   WType type = WType::kF32;
   int64_t rows = 0, cols = 0;  // [out, in]
-  // Matrix g of a stack [count, rows, cols].
-  const void* at(int64_t g) const {
-    return static_cast<const uint8_t*>(ptr) + static_cast<size_t>(g * rows * cols) * wtype_size(type);
+  WScale scale;                // packed types: the e8m0 block scales
+  // Matrix g of a stack [count, rows, cols] (its codes and, packed, its scales).
+  DevMatrix at(int64_t g) const {
+    DevMatrix m = *this;
+    m.ptr = static_cast<const uint8_t*>(ptr) + static_cast<size_t>(g) * wtype_matrix_bytes(type, rows, cols);
+    if (scale.ptr) m.scale.ptr = scale.ptr + g * wscale_matrix_bytes(scale, rows);
+    return m;
   }
 };
 
@@ -72,17 +80,31 @@ class DeviceUploader {
   // anything else f32). Several tensors of one shape may be stacked into one matrix.
   DevMatrix matrix(const std::vector<const float*>& values, int64_t rows, int64_t cols, DType stored,
                    const std::string& what);
+  // A stack of same-shaped, same-format matrices as stored (views into the mapped checkpoint): plain
+  // bf16/f16/f32 bytes copied as they are; FP8/FP4 codes and scales copied packed. Other formats
+  // (f64) are refused here (the caller widens them through matrix()).
+  DevMatrix stored(const std::vector<const WeightView*>& views, const std::string& what);
   // Uninitialised device memory kept with the uploads (synthetic weights fill it on the device).
   void* alloc(size_t bytes, const std::string& what);
   size_t bytes() const { return bytes_; }
+  // Device bytes (codes + scales) and logical values of the packed matrices, per format.
+  struct Packed {
+    size_t bytes = 0, values = 0;
+  };
+  Packed fp8() const { return fp8_; }
+  Packed fp4() const { return fp4_; }
 
  private:
+  const uint8_t* upload(const std::vector<uint8_t>& host, const std::string& what);
   int device_;
   size_t bytes_ = 0;
+  Packed fp8_, fp4_;
   std::vector<DeviceBuffer> buffers_;
 };
 
 WType device_wtype(DType stored);
+// The device type of a stored weight format (f64 → f32).
+WType device_wtype(WeightFormat format);
 
 // The layers [first, last) and, when asked, the ends of `model`, on one device.
 struct DeviceWeights {

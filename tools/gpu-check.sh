@@ -12,11 +12,13 @@
 #
 # Steps, in order of value (each bounded by `timeout`, later steps skipped when time runs short):
 #   env        nvidia-smi, driver, runtime (Firecracker / gVisor), ldd, compute-sanitizer presence
-#   ops        memra_cuda_test ops: op parity of every site against its CPU twin (poisoned outputs)
+#   ops        memra_cuda_test ops: op parity of every site against its CPU twin (poisoned outputs);
+#              group packed: FP8/FP4 packed kernels == bf16 kernels on the dequantised weights (bits)
 #   backend    memra_cuda_test backend: cuda vs cpu logits, chunk widths 1..64, batches, verify,
-#              restore, cpu<->cuda state exchange, two GPUs == one GPU, cuda-fast vs cpu
+#              restore, cpu<->cuda state exchange, two GPUs == one GPU, cuda-fast vs cpu; on the
+#              quantised fixtures (tiny-fp8, tiny-fp4) also the packed device weight bytes
 #   gates      memra gate all --backend cuda (restore, chunk, semantics, parity, fused-moe) on
-#              models/tiny and models/tiny-bf16, one GPU and --devices 0,1 when two are present
+#              models/tiny, tiny-bf16, tiny-fp8 and tiny-fp4, one GPU and --devices 0,1 when two are present
 #   fresh      two fresh random checkpoints made by the oracle here: parity --backend cuda, backend
 #   bandwidth  snapshot/restore of a ≥ 1 GiB state of V4-Flash's layout vs pinned-copy bandwidth
 #   sanitizer  compute-sanitizer memcheck and racecheck (ops, backend), --quick / --race inputs
@@ -142,19 +144,19 @@ fi
 
 # ---- tests ---------------------------------------------------------------------------------
 seed=$(date +%s)
-run "host logic (no GPU needed)" ops.txt 60 "$ctest_bin" host models/tiny models/tiny-bf16
+run "host logic (no GPU needed)" ops.txt 60 "$ctest_bin" host models/tiny models/tiny-bf16 models/tiny-fp8 models/tiny-fp4
 (( gpus == 0 )) && no_gpu=1  # nothing below can run
 # one process per op group: a sticky CUDA fault in one group cannot hide the others
-for group in linear norm mhc topk compressor attention moe synthetic; do
+for group in linear norm mhc topk compressor attention moe synthetic packed; do
   run "ops $group (seed $seed)" ops.txt 60 "$ctest_bin" ops --only "$group" --seed "$seed"
 done
-for model in models/tiny models/tiny-bf16; do
+for model in models/tiny models/tiny-bf16 models/tiny-fp8 models/tiny-fp4; do
   if ! run "backend $(basename $model)" backend.txt 120 "$ctest_bin" backend "$model"; then
     # localise a CUDA fault: every launch synchronised, so the error names its kernel
     run "backend $(basename $model) --quick SYNC=1" backend.txt 60 env MEMRA_CUDA_SYNC=1 "$ctest_bin" backend "$model" --quick
   fi
 done
-for model in models/tiny models/tiny-bf16; do
+for model in models/tiny models/tiny-bf16 models/tiny-fp8 models/tiny-fp4; do
   # gate all on an exact CUDA backend: restore, chunk, semantics (cuda-fast vs cuda), parity, fused-moe
   run "gate all $(basename $model) cuda" gates.txt 90 "$memra" -q gate all "$model" --backend cuda
   if (( gpus >= 2 )); then
@@ -187,6 +189,9 @@ elif [[ -x "$sanitizer" ]]; then
     "$ctest_bin" ops --quick --seed "$seed"
   run "memcheck backend tiny --quick" sanitizer.txt 100 "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 30 \
     "$ctest_bin" backend models/tiny --quick
+  # the packed FP8/FP4 kernels on a checkpoint (codes and scales read in place)
+  run "memcheck backend tiny-fp4 --quick" sanitizer.txt 100 "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 30 \
+    "$ctest_bin" backend models/tiny-fp4 --quick
   # racecheck serialises every shared-memory access: the --quick workload ran past 300 s under it
   # (2026-11-30); --race runs the fewest launches that reach every kernel path
   run "racecheck backend tiny --race" sanitizer.txt 240 "$sanitizer" --tool racecheck --error-exitcode 9 --print-limit 30 \

@@ -8,7 +8,13 @@
 //  - speculative verify: a block of 6 tokens in one forward = 6 single steps, by bits;
 //  - restore round trip into a larger capacity, bits; cpu ⇄ cuda state exchange through classes;
 //  - --devices 0,1 (when two GPUs exist): every logit and class of the one-GPU run, by bits;
-//  - cuda-fast: prefill logits against the exact CPU within the band rule (docs/bands.md);
+//  - cuda-fast: prefill logits against the exact CPU within the band rule (docs/bands.md); on a
+//    checkpoint with packed (FP8/FP4) weights also a 160-row prefill, whose linears dequantise one
+//    matrix at a time for cuBLAS;
+//  - packed checkpoints (models/tiny-fp8, models/tiny-fp4): the device holds exactly the stored
+//    codes and scales of every quantised matrix and no dequantised copy (weights_bytes bound);
+//    the logits checks above apply unchanged (the packed kernels decode the CPU's values exactly,
+//    so the realization's bound, rel-to-max ≤ 1e-5, is the f32-accumulation one);
 //  - timings (indicative only): prefill tokens/s and decode ms/token.
 #include <algorithm>
 #include <chrono>
@@ -294,9 +300,9 @@ void check_rounds(const Model& model, Report& rep, const Workload& W) {
 // max |fast − cpu| must stay within the pair band of (cuda-fast, cpu) at the cpu row's top-1 logit,
 // and an argmax disagreement must be IN-BAND (the cpu row's top-1/top-2 margin ≤ the band), as the
 // semantics and band gates decide. The measured drift and the band are reported.
-void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::string& tag, const Workload& W) {
+void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::string& tag, int64_t P) {
   const ModelConfig& cfg = model.config();
-  const int64_t V = cfg.vocab_size, P = W.prompt;
+  const int64_t V = cfg.vocab_size;
   auto fast = make_backend("cuda-fast", model);
   const auto prompt = prompt_ids(V, P, 7);
   auto cs = cpu.new_state(P), fs = fast->new_state(P);
@@ -323,12 +329,52 @@ void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::
     if (tc != tf) (static_cast<double>(x[tc]) - x[tf] <= band ? in_band : out_band)++;
   }
   const Diff d = compare(f, c);
-  rep.add("cuda-fast vs cpu logits within the band" + tag, rows_over == 0 && out_band == 0 && nonfinite == 0 && d.unwritten == 0,
+  const std::string rows_note = P == 100 ? std::string() : fmt(" %.0f rows", static_cast<double>(P));
+  rep.add("cuda-fast vs cpu logits within the band" + tag + rows_note, rows_over == 0 && out_band == 0 && nonfinite == 0 && d.unwritten == 0,
           "max |diff| " + fmt("%.3g", max_abs) + " (rel-to-max " + fmt("%.2e", d.rel_to_max()) + "), worst diff/band " +
               fmt("%.3f", worst_ratio) + " (band " + fmt("%.3g", band_at_worst) + ", c=" + fmt("%.3g", drift_coefficient(ra)) + "+" +
               fmt("%.3g", drift_coefficient(rb)) + "), rows over " + std::to_string(rows_over) + "/" + std::to_string(P) +
               ", argmax flips in-band " + std::to_string(in_band) + " out-of-band " + std::to_string(out_band) + ", prefill " +
               fmt("%.0f", P / s) + " tok/s");
+}
+
+// Device memory of a checkpoint with block-quantised weights: the packed matrices occupy exactly
+// their stored bytes (codes + e8m0 scales), about 1/2 (FP8) and 1/4 (FP4) of a bf16 copy, and the
+// whole upload stays within packed bytes + 4 bytes per value of every other tensor (an f32 or
+// bf16 copy of a quantised matrix would exceed it). Returns false when the model has no packed
+// tensor (nothing to check).
+bool check_packed_weights(const Model& model, Report& rep, const std::string& tag) {
+  double fp8_bytes = 0, fp8_values = 0, fp4_bytes = 0, fp4_values = 0, other = 0;
+  for (const WeightTensor& t : model.tensors()) {
+    if (t.role != TensorRole::kFloat) {
+      other += 4.0 * static_cast<double>(t.ids.size());
+      continue;
+    }
+    const double n = static_cast<double>(t.view.rows) * static_cast<double>(t.view.cols);
+    if (t.view.format == WeightFormat::kFp8Block) fp8_bytes += static_cast<double>(t.nbytes + t.scale_nbytes), fp8_values += n;
+    else if (t.view.format == WeightFormat::kFp4Block) fp4_bytes += static_cast<double>(t.nbytes + t.scale_nbytes), fp4_values += n;
+    else other += 4.0 * n;
+  }
+  if (fp8_values + fp4_values == 0) return false;
+  other += 4.0 * static_cast<double>(model.config().qk_rope_head_dim);  // the two RoPE tables
+  for (const char* realization : {"cuda", "cuda-fast"}) {
+    auto b = make_backend(realization, model);
+    auto m = b->device_report();
+    auto get = [&](const char* k) { return m.count(k) ? m.at(k) : 0.0; };
+    const double total = get("weights_bytes"), f8 = get("weights_fp8_bytes"), f4 = get("weights_fp4_bytes");
+    const bool exact_bytes = f8 == fp8_bytes && get("weights_fp8_values") == fp8_values && f4 == fp4_bytes &&
+                             get("weights_fp4_values") == fp4_values;
+    const double r8 = fp8_values > 0 ? f8 / (2 * fp8_values) : 0, r4 = fp4_values > 0 ? f4 / (2 * fp4_values) : 0;
+    const double bound = fp8_bytes + fp4_bytes + other;
+    rep.add(std::string("device weights packed (") + realization + ")" + tag,
+            exact_bytes && r8 <= 0.51 && r4 <= 0.27 && total <= bound,
+            "fp8 " + fmt("%.0f", f8) + " B for " + fmt("%.0f", fp8_values) + " values (" + fmt("%.3f", r8) + " of bf16), fp4 " +
+                fmt("%.0f", f4) + " B for " + fmt("%.0f", fp4_values) + " values (" + fmt("%.3f", r4) + " of bf16)" +
+                (exact_bytes ? " = stored bytes" : " != STORED BYTES") + "; all weights " + fmt("%.0f", total) + " B <= " +
+                fmt("%.0f", bound) + " (packed + 4 B/value of the rest); f32-dequantised would be " +
+                fmt("%.0f", 4 * (fp8_values + fp4_values) + other) + " B");
+  }
+  return true;
 }
 
 }  // namespace
@@ -351,7 +397,8 @@ int run_backend(const std::vector<std::string>& models, int device_count, bool q
         std::printf("skip two-GPU checks%s: %d device visible\n", tag.c_str(), device_count);
       }
       check_rounds(model, rep, W);
-      check_fast(model, *cpu, rep, tag, W);
+      check_fast(model, *cpu, rep, tag, W.prompt);
+      if (check_packed_weights(model, rep, tag)) check_fast(model, *cpu, rep, tag, 160);
     } catch (const std::exception& e) {
       rep.add("backend checks [" + dir + "]", false, std::string("threw: ") + e.what());
     }

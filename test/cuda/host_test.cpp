@@ -3,8 +3,15 @@
 //    0…300 and a few large ones, for every bundled checkpoint geometry;
 //  - a round plan's closings and visible-entry counts equal a brute-force count per position;
 //  - the layer split covers every layer once, contiguously, in device order;
-//  - the kernels' limits accept the bundled checkpoints.
+//  - the kernels' limits accept the bundled checkpoints;
+//  - the packed-weight decoders the kernels run (packed_decode.h, compiled here for the host) give
+//    lib/format/quant.h's values bit for bit: every e8m0 byte, every FP8 code and FP4 nibble in
+//    every position of a lane step, at scales from 2^-127 to 2^127 and NaN.
+#include <cmath>
 #include <set>
+
+#include "format/quant.h"
+#include "packed_decode.h"
 
 #include "cuda_backend.h"
 #include "device_state.h"
@@ -14,8 +21,64 @@
 
 namespace memra::cuda::test {
 
+namespace {
+
+bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, 4) == 0; }
+
+void check_packed_decode(Report& rep) {
+  int64_t checked = 0, bad = 0;
+  std::string first;
+  auto expect = [&](float got, float want, const std::string& what) {
+    ++checked;
+    if (same_value(got, want)) return;
+    if (bad++ == 0) first = " first: " + what + " gave " + fmt("%.9g", got) + " want " + fmt("%.9g", want);
+  };
+  for (uint32_t e = 0; e < 256; ++e) expect(e8m0_f32(e), e8m0_to_f32(static_cast<uint8_t>(e)), "e8m0 " + std::to_string(e));
+  for (uint32_t s : {0u, 1u, 2u, 100u, 117u, 121u, 127u, 128u, 133u, 200u, 253u, 254u, 255u}) {
+    const float scale = e8m0_f32(s), cpu_scale = e8m0_to_f32(static_cast<uint8_t>(s));
+    const std::string at = " scale byte " + std::to_string(s);
+    for (uint32_t c = 0; c < 256; ++c) {
+      const float want = e4m3_to_f32(static_cast<uint8_t>(c)) * cpu_scale;
+      const uint8_t byte = static_cast<uint8_t>(c);
+      expect(fp8_at(&byte, 0, scale), want, "fp8 code " + std::to_string(c) + at);
+      for (int j = 0; j < 8; ++j) {  // code c at position j of an 8-byte step, the others 0x38 (1.0)
+        uint8_t step[8];
+        std::memset(step, 0x38, 8);
+        step[j] = byte;
+        uint32_t lo, hi;
+        std::memcpy(&lo, step, 4);
+        std::memcpy(&hi, step + 4, 4);
+        float out[8];
+        fp8x8_f32(lo, hi, scale, out);
+        for (int i = 0; i < 8; ++i)
+          expect(out[i], i == j ? want : 1.0f * cpu_scale, "fp8 code " + std::to_string(c) + " at " + std::to_string(j) + at);
+      }
+    }
+    for (uint32_t n = 0; n < 16; ++n) {
+      const float want = e2m1_to_f32(static_cast<uint8_t>(n)) * cpu_scale;
+      for (int j = 0; j < 8; ++j) {  // nibble n at position j of a 4-byte step, the others 2 (1.0)
+        uint8_t step[4];
+        std::memset(step, 0x22, 4);
+        step[j / 2] = static_cast<uint8_t>(j % 2 ? (0x02 | (n << 4)) : (0x20 | n));
+        uint32_t v;
+        std::memcpy(&v, step, 4);
+        float out[8];
+        fp4x8_f32(v, scale, out);
+        for (int i = 0; i < 8; ++i)
+          expect(out[i], i == j ? want : 1.0f * cpu_scale, "fp4 nibble " + std::to_string(n) + " at " + std::to_string(j) + at);
+        expect(fp4_at(step, j, scale), want, "fp4_at nibble " + std::to_string(n) + " at " + std::to_string(j) + at);
+      }
+    }
+  }
+  rep.add("packed decoders == lib/format/quant.h (bits)", bad == 0,
+          std::to_string(checked - bad) + "/" + std::to_string(checked) + " values equal" + first);
+}
+
+}  // namespace
+
 int run_host(const std::vector<std::string>& models) {
   Report rep;
+  check_packed_decode(rep);
   for (const std::string& dir : models) {
     const std::string tag = " [" + dir.substr(dir.find_last_of('/') + 1) + "]";
     try {

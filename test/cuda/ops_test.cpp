@@ -24,6 +24,7 @@
 #include "engine/cpu_ops.h"
 #include "engine/decode_state.h"
 #include "engine/rope.h"
+#include "format/quant.h"
 #include "harness.h"
 #include "model/config.h"
 #include "model/model.h"
@@ -388,9 +389,27 @@ ModelConfig site_config(int hc, const std::string& scoring) {
   return ModelConfig::parse(j);
 }
 
-// Random weights of one layer as host vectors (bf16-representable when asked), with both views.
+// A packed weight (a stack of `count` matrices [rows, cols]) as the release stores it: FP8 e4m3
+// codes (one byte each) or FP4 e2m1 codes (two per byte, low nibble = even column), e8m0 scales per
+// br × bc block, stacked matrix after matrix; `values` are the dequantised numbers as the CPU
+// decodes them (lib/format/quant.h), which the CPU twins and the bf16 twin matrices use.
+struct PackedHost {
+  WType type = WType::kFp8Block;
+  int64_t count = 1, rows = 0, cols = 0;
+  int br = 128, bc = 128;
+  std::vector<uint8_t> codes, scales;
+  std::vector<float> values;  // [count, rows, cols]
+  int64_t scale_rows() const { return (rows + br - 1) / br; }
+  int64_t scale_cols() const { return (cols + bc - 1) / bc; }
+  int64_t row_bytes() const { return type == WType::kFp8Block ? cols : cols / 2; }
+};
+
+// Random weights of one layer as host vectors (bf16-representable when asked), with both views;
+// `packed` holds the matrices a packed layer stores quantised (pack_layer), whose t[] entries are
+// then their dequantised values.
 struct HostLayer {
   std::map<std::string, std::vector<float>> t;
+  std::map<std::string, PackedHost> packed;
   std::vector<int64_t> tid2eid;
   std::vector<float> inv;
 
@@ -541,6 +560,19 @@ class GuardedUploader {
     m.cols = cols;
     return m;
   }
+  // A packed stack: codes and scales each between guards (0xFF: an FP8 NaN code, a NaN scale).
+  DevMatrix packed(const PackedHost& p) {
+    DevMatrix m;
+    m.ptr = put(p.codes.data(), p.codes.size());
+    m.type = p.type;
+    m.rows = p.rows;
+    m.cols = p.cols;
+    m.scale.ptr = put(p.scales.data(), p.scales.size());
+    m.scale.block_rows = p.br;
+    m.scale.block_cols = p.bc;
+    m.scale.cols = p.scale_cols();
+    return m;
+  }
 
  private:
   const uint8_t* put(const void* data, size_t n) {
@@ -552,7 +584,8 @@ class GuardedUploader {
   std::deque<DevVec<uint8_t>> bufs_;
 };
 
-DevLayer dev_view(const ModelConfig& c, int l, HostLayer& h, GuardedUploader& up, bool bf16) {
+// packed: the matrices pack_layer quantised are uploaded packed (else as `bf16`/f32 values).
+DevLayer dev_view(const ModelConfig& c, int l, HostLayer& h, GuardedUploader& up, bool bf16, bool packed = false) {
   const WType st = bf16 ? WType::kBF16 : WType::kF32;
   DevLayer L;
   L.kind = c.layer_types[l];
@@ -560,7 +593,15 @@ DevLayer dev_view(const ModelConfig& c, int l, HostLayer& h, GuardedUploader& up
   L.m = c.compress_ratio(l);
   L.inv_freq = up.f32(h.inv);
   auto v = [&](const std::string& n) { return up.f32(h[n]); };
-  auto mt = [&](const std::string& n, int64_t rows, int64_t cols) { return up.matrix(h[n], 1, rows, cols, st, n); };
+  auto stack = [&](const std::string& n, int64_t count, int64_t rows, int64_t cols) {
+    if (packed && h.packed.count(n)) {
+      const PackedHost& p = h.packed.at(n);
+      if (p.count != count || p.rows != rows || p.cols != cols) throw Error("harness: packed " + n + " has another shape");
+      return up.packed(p);
+    }
+    return up.matrix(h[n], count, rows, cols, st, n);
+  };
+  auto mt = [&](const std::string& n, int64_t rows, int64_t cols) { return stack(n, 1, rows, cols); };
   const int64_t D = c.hidden_size, H = c.num_attention_heads, d = c.head_dim, ql = c.q_lora_rank, G = c.o_groups;
   const int64_t Ro = c.o_lora_rank, E = c.n_routed_experts, I = c.moe_intermediate_size, Hi = c.index_n_heads,
                 di = c.index_head_dim;
@@ -583,9 +624,9 @@ DevLayer dev_view(const ModelConfig& c, int l, HostLayer& h, GuardedUploader& up
   if (L.mlp == MlpKind::kHash) L.tid2eid = up.i32(h.tid2eid);
   else L.gate_bias = v("gate_bias");
   // Every expert, stacked [E, I, D] / [E, D, I] as upload_weights() does (DevMatrix::at(e)).
-  L.w1 = up.matrix(h["w1"], E, I, D, st, "w1");
-  L.w3 = up.matrix(h["w3"], E, I, D, st, "w3");
-  L.w2 = up.matrix(h["w2"], E, D, I, st, "w2");
+  L.w1 = stack("w1", E, I, D);
+  L.w3 = stack("w3", E, I, D);
+  L.w2 = stack("w2", E, D, I);
   L.shared_w1 = mt("shared_w1", I, D), L.shared_w3 = mt("shared_w3", I, D), L.shared_w2 = mt("shared_w2", D, I);
   return L;
 }
@@ -985,6 +1026,441 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// packed weights (FP8 e4m3 / FP4 e2m1 with e8m0 block scales), read by the kernels as stored.
+// The claim (kernels/README.md): a packed row's values are the exact products code · scale and the
+// packed loads take bf16's lane order (8 values per step), so every packed linear and MoE expert
+// gives the bits of the bf16 kernel on the dequantised matrix (whose values fit bf16); against the
+// CPU twin the f32-accumulation bound of `linear` applies unchanged.
+
+// Fills `values` from codes and scales through lib/format/quant.h (the CPU's decoder).
+void dequantise(PackedHost& p) {
+  p.values.resize(static_cast<size_t>(p.count * p.rows * p.cols));
+  for (int64_t g = 0; g < p.count; ++g)
+    for (int64_t r = 0; r < p.rows; ++r)
+      for (int64_t k = 0; k < p.cols; ++k) {
+        const uint8_t s = p.scales[(g * p.scale_rows() + r / p.br) * p.scale_cols() + k / p.bc];
+        const uint8_t b = p.codes[(g * p.rows + r) * p.row_bytes() + (p.type == WType::kFp8Block ? k : k / 2)];
+        const float code = p.type == WType::kFp8Block ? e4m3_to_f32(b) : e2m1_to_f32(k % 2 ? b >> 4 : b & 0xF);
+        p.values[(g * p.rows + r) * p.cols + k] = code * e8m0_to_f32(s);
+      }
+}
+
+PackedHost packed_shape(WType t, int64_t count, int64_t rows, int64_t cols, int br, int bc) {
+  PackedHost p;
+  p.type = t, p.count = count, p.rows = rows, p.cols = cols, p.br = br, p.bc = bc;
+  p.codes.resize(static_cast<size_t>(count * rows * p.row_bytes()));
+  p.scales.resize(static_cast<size_t>(count * p.scale_rows() * p.scale_cols()));
+  return p;
+}
+
+// Uniformly random codes (every FP8 code but the two NaNs; every FP4 code) and scales 2^(e−127),
+// e in [lo, hi]: subnormals, ±0 and the extremes of the codes all occur.
+PackedHost random_packed(Rng& rng, WType t, int64_t count, int64_t rows, int64_t cols, int br, int bc, int lo, int hi) {
+  PackedHost p = packed_shape(t, count, rows, cols, br, bc);
+  for (auto& c : p.codes) {
+    c = static_cast<uint8_t>(rng.integer(0, 255));
+    if (t == WType::kFp8Block && (c & 0x7F) == 0x7F) c ^= 1;  // NaN → ±416
+  }
+  for (auto& s : p.scales) s = static_cast<uint8_t>(rng.integer(lo, hi));
+  dequantise(p);
+  return p;
+}
+
+// Quantises f32 values as the release's converter does: per block, the scale 2^⌈log2(amax/max)⌉
+// (max = 448 for e4m3, 6 for e2m1), each value the nearest code of value/scale.
+PackedHost quantize(const std::vector<float>& w, WType t, int64_t count, int64_t rows, int64_t cols, int br, int bc) {
+  PackedHost p = packed_shape(t, count, rows, cols, br, bc);
+  const bool fp8 = t == WType::kFp8Block;
+  std::vector<std::pair<float, uint8_t>> table;  // finite codes by value
+  for (int c = 0; c < (fp8 ? 256 : 16); ++c) {
+    const float v = fp8 ? e4m3_to_f32(static_cast<uint8_t>(c)) : e2m1_to_f32(static_cast<uint8_t>(c));
+    if (std::isfinite(v)) table.push_back({v, static_cast<uint8_t>(c)});
+  }
+  std::sort(table.begin(), table.end(), [](auto a, auto b) { return a.first < b.first; });
+  auto nearest = [&](float q) {
+    auto it = std::lower_bound(table.begin(), table.end(), q, [](auto a, float v) { return a.first < v; });
+    if (it == table.end()) return table.back().second;
+    if (it != table.begin() && q - std::prev(it)->first < it->first - q) --it;
+    return it->second;
+  };
+  const double maxcode = fp8 ? 448.0 : 6.0;
+  for (int64_t g = 0; g < count; ++g)
+    for (int64_t bi = 0; bi < p.scale_rows(); ++bi)
+      for (int64_t bj = 0; bj < p.scale_cols(); ++bj) {
+        double amax = 0;
+        for (int64_t r = bi * br; r < std::min<int64_t>(rows, (bi + 1) * br); ++r)
+          for (int64_t k = bj * bc; k < std::min<int64_t>(cols, (bj + 1) * bc); ++k)
+            amax = std::max(amax, std::fabs(static_cast<double>(w[(g * rows + r) * cols + k])));
+        const int e = amax > 0 ? std::clamp(static_cast<int>(std::ceil(std::log2(amax / maxcode))), -127, 127) : -127;
+        p.scales[(g * p.scale_rows() + bi) * p.scale_cols() + bj] = static_cast<uint8_t>(e + 127);
+        const double scale = std::ldexp(1.0, e);
+        for (int64_t r = bi * br; r < std::min<int64_t>(rows, (bi + 1) * br); ++r)
+          for (int64_t k = bj * bc; k < std::min<int64_t>(cols, (bj + 1) * bc); ++k) {
+            const uint8_t c = nearest(static_cast<float>(w[(g * rows + r) * cols + k] / scale));
+            uint8_t& b = p.codes[(g * rows + r) * p.row_bytes() + (fp8 ? k : k / 2)];
+            if (fp8) b = c;
+            else b = static_cast<uint8_t>(k % 2 ? (b & 0x0F) | (c << 4) : (b & 0xF0) | c);
+          }
+      }
+  dequantise(p);
+  return p;
+}
+
+bool bf16_exact(const std::vector<float>& v) {
+  for (float x : v)
+    if (std::isfinite(x) && round_bf16(x) != x) return false;
+  return true;
+}
+
+std::string packed_tag(const PackedHost& p) {
+  return std::string(wtype_name(p.type)) + " [" + std::to_string(p.br) + "x" + std::to_string(p.bc) + "]";
+}
+
+void test_packed_linear(Rng& rng, Report& rep, bool quick) {
+  struct Case {
+    WType t;
+    int br, bc, in, out;
+  };
+  std::vector<Case> cases = {
+      {WType::kFp8Block, 128, 128, 256, 40},  {WType::kFp8Block, 128, 128, 200, 77},  // partial column block
+      {WType::kFp8Block, 128, 128, 1024, 130}, {WType::kFp8Block, 128, 128, 36, 5},    // partial row block; scalar path
+      {WType::kFp8Block, 32, 24, 192, 70},    {WType::kFp8Block, 16, 12, 96, 33},     // other blocks; 12: scalar path
+      {WType::kFp4Block, 1, 32, 256, 40},     {WType::kFp4Block, 1, 32, 200, 77},
+      {WType::kFp4Block, 1, 32, 4096, 24},    {WType::kFp4Block, 1, 32, 36, 5}};
+  if (quick) cases = {cases[1], cases[3], cases[7], cases[9]};
+  for (const Case& cs : cases) {
+    const int R = 64, in = cs.in, out = cs.out;
+    const PackedHost p = random_packed(rng, cs.t, 1, out, in, cs.br, cs.bc, 127 - 12, 127 - 4);
+    GuardedUploader up;
+    const DevMatrix wp = up.packed(p), wb = up.matrix(p.values, 1, out, in, WType::kBF16, "bf16 twin");
+    const std::vector<float> xd = rng.normals(static_cast<size_t>(R) * in);
+    std::vector<float> ref(static_cast<size_t>(R) * out);
+    cpu::linear(xd.data(), R, in, p.values.data(), out, ref.data());
+    std::vector<double> bound(ref.size());
+    const double g = gamma_n(std::ceil(in / 32.0) + 8 + 5);
+    for (int r = 0; r < R; ++r)
+      for (int o = 0; o < out; ++o) {
+        double sabs = 0;
+        for (int i = 0; i < in; ++i) sabs += std::fabs(static_cast<double>(xd[r * in + i]) * p.values[o * in + i]);
+        bound[r * out + o] = g * sabs + kU * std::fabs(ref[r * out + o]);
+      }
+    auto run_one = [&](const DevMatrix& w, const DevVec<float>& dx, int xs, int rows, DevVec<float>& dy, const uint8_t* scale) {
+      dy.poison();
+      LinearArgs a;
+      a.x = dx.get(), a.x_stride = xs, a.w = w.ptr, a.wtype = w.type, a.ws = w.scale, a.y = dy.get(), a.y_stride = out;
+      if (scale) a.ws.ptr = scale;
+      a.rows = rows, a.in = in, a.out = out;
+      check(linear_exact(a, nullptr), "linear_exact (packed)");
+      return dy.download();
+    };
+    DevVec<float> dx(xd), dy(static_cast<size_t>(R) * out);
+    const std::vector<float> yp = run_one(wp, dx, in, R, dy, nullptr), yb = run_one(wb, dx, in, R, dy, nullptr);
+    const Diff d = compare(yp, ref, &bound);
+    // rows alone (1 … 64; 1 is the decode GEMV) give the 64-row bits
+    int invariant = 0, tried = 0;
+    for (int rows = 1; rows <= R; rows += quick ? 21 : 3) {
+      ++tried;
+      const std::vector<float> y2 = run_one(wp, dx, in, rows, dy, nullptr);
+      invariant += std::memcmp(y2.data(), yp.data(), static_cast<size_t>(rows) * out * 4) == 0;
+    }
+    // x rows misaligned for 16-byte loads: the scalar path, same bits
+    std::vector<float> xm(static_cast<size_t>(R) * (in + 1));
+    for (int r = 0; r < R; ++r)
+      for (int i = 0; i < in; ++i) xm[r * (in + 1) + i] = xd[r * in + i];
+    DevVec<float> dxm(xm);
+    const bool paths_equal = bits_equal(run_one(wp, dxm, in + 1, R, dy, nullptr), yp);
+    // planted: the scales read one block late must change the result (the bits check can fail)
+    const std::vector<float> planted = run_one(wp, dx, in, R, dy, static_cast<const uint8_t*>(wp.scale.ptr) + 1);
+    const bool caught = !bits_equal(planted, yb);
+    const bool eq = bits_equal(yp, yb), exact = bf16_exact(p.values);
+    rep.add("linear " + packed_tag(p) + " " + std::to_string(in) + "x" + std::to_string(out),
+            eq && exact && d.unwritten == 0 && d.nonfinite == 0 && d.worst_ratio <= 1.0 && invariant == tried && paths_equal &&
+                caught,
+            std::string(eq ? "== bf16 twin bits" : "!= BF16 TWIN BITS") + " err/bound " + fmt("%.3f", d.worst_ratio) + " rel " +
+                fmt("%.2e", d.rel_to_max()) + " row counts bit-equal " + std::to_string(invariant) + "/" +
+                std::to_string(tried) + (paths_equal ? " scalar path = bits" : " SCALAR PATH DIFFERS") +
+                (caught ? " planted scale misread caught" : " PLANTED SCALE MISREAD NOT CAUGHT") +
+                (exact ? "" : " (HARNESS: values not bf16-exact)"));
+  }
+  // Grouped (wo_a): 3 groups of 48 rows of one FP8 matrix [144, 40]; the second 128-row scale block
+  // starts inside group 2.
+  {
+    const int R = 13, G = 3, gin = 40, Ro = 48, xs = G * gin, ys = G * Ro;
+    const PackedHost p = random_packed(rng, WType::kFp8Block, 1, G * Ro, gin, 128, 128, 127 - 10, 127 - 6);
+    GuardedUploader up;
+    const DevMatrix wp = up.packed(p), wb = up.matrix(p.values, 1, G * Ro, gin, WType::kBF16, "bf16 twin");
+    const std::vector<float> x = rng.normals(static_cast<size_t>(R) * xs);
+    DevVec<float> dx(x), dy(static_cast<size_t>(R) * ys);
+    auto run_one = [&](const DevMatrix& w) {
+      dy.poison();
+      LinearArgs a;
+      a.x = dx.get(), a.x_stride = xs, a.w = w.ptr, a.wtype = w.type, a.ws = w.scale, a.y = dy.get(), a.y_stride = ys;
+      a.rows = R, a.in = gin, a.out = Ro, a.groups = G, a.x_gstride = gin, a.w_gstride = static_cast<int64_t>(Ro) * gin,
+      a.y_gstride = Ro;
+      check(linear_exact(a, nullptr), "linear_exact (packed, grouped)");
+      return dy.download();
+    };
+    const std::vector<float> yp = run_one(wp), yb = run_one(wb);
+    std::vector<float> ref(yp.size());
+    for (int r = 0; r < R; ++r)
+      for (int g = 0; g < G; ++g)
+        for (int o = 0; o < Ro; ++o)
+          ref[r * ys + g * Ro + o] = static_cast<float>(cpu::dot(&x[r * xs + g * gin], &p.values[(g * Ro + o) * gin], gin));
+    const Diff d = compare(yp, ref);
+    rep.add("linear grouped fp8-e4m3 3x(40->48), blocks across groups", bits_equal(yp, yb) && d.unwritten == 0 && d.rel_to_max() < 1e-6,
+            std::string(bits_equal(yp, yb) ? "== bf16 twin bits" : "!= BF16 TWIN BITS") + " rel " + fmt("%.2e", d.rel_to_max()) +
+                " unwritten " + std::to_string(d.unwritten));
+  }
+  // dequant_bf16 (cuda-fast's dense operand): the bf16 of every dequantised value, by bits.
+  for (const PackedHost& p : {random_packed(rng, WType::kFp8Block, 1, 130, 200, 128, 128, 127 - 12, 127 - 4),
+                              random_packed(rng, WType::kFp4Block, 1, 77, 200, 1, 32, 127 - 12, 127 - 4)}) {
+    GuardedUploader up;
+    const DevMatrix wp = up.packed(p);
+    DevVec<uint16_t> dq(static_cast<size_t>(p.rows * p.cols) + 8);
+    check(cudaMemset(dq.get(), 0xFF, dq.size() * 2), "poison (test)");
+    check(dequant_bf16(wp.ptr, wp.type, wp.scale, p.rows, p.cols, dq.get(), nullptr), "dequant_bf16");
+    const std::vector<uint16_t> got = dq.download();
+    int64_t bad = 0, past = 0;
+    for (size_t i = 0; i < p.values.size(); ++i) {
+      uint32_t b;
+      std::memcpy(&b, &p.values[i], 4);
+      bad += got[i] != static_cast<uint16_t>(b >> 16);
+    }
+    for (size_t i = p.values.size(); i < got.size(); ++i) past += got[i] != 0xFFFF;
+    rep.add("dequant_bf16 " + packed_tag(p) + " " + std::to_string(p.cols) + "x" + std::to_string(p.rows),
+            bad == 0 && past == 0 && bf16_exact(p.values),
+            std::to_string(bad) + " of " + std::to_string(p.values.size()) + " values differ, " + std::to_string(past) +
+                " written past the end");
+  }
+}
+
+// The matrices the release quantises (docs/quantization.md), quantised in place: t[name] becomes
+// the dequantised values; every other matrix is rounded to bf16 (as released), so the bf16 twin
+// (dev_view without `packed`) holds exactly the values the packed view decodes.
+void pack_layer(const ModelConfig& c, int l, HostLayer& h, WType experts) {
+  const int64_t D = c.hidden_size, H = c.num_attention_heads, d = c.head_dim, ql = c.q_lora_rank, G = c.o_groups;
+  const int64_t Ro = c.o_lora_rank, E = c.n_routed_experts, I = c.moe_intermediate_size, Hi = c.index_n_heads,
+                di = c.index_head_dim;
+  auto q = [&](const std::string& n, WType t, int64_t count, int64_t rows, int64_t cols) {
+    const int br = t == WType::kFp8Block ? 128 : 1, bc = t == WType::kFp8Block ? 128 : 32;
+    h.packed[n] = quantize(h[n], t, count, rows, cols, br, bc);
+    h[n] = h.packed[n].values;
+  };
+  q("wq_a", WType::kFp8Block, 1, ql, D);
+  q("wq_b", WType::kFp8Block, 1, H * d, ql);
+  q("wkv", WType::kFp8Block, 1, d, D);
+  q("wo_a", WType::kFp8Block, 1, G * Ro, H * d / G);
+  q("wo_b", WType::kFp8Block, 1, D, G * Ro);
+  if (c.layer_types[l] == LayerKind::kCSA) q("idx_wq_b", WType::kFp8Block, 1, Hi * di, ql);
+  q("shared_w1", WType::kFp8Block, 1, I, D);
+  q("shared_w3", WType::kFp8Block, 1, I, D);
+  q("shared_w2", WType::kFp8Block, 1, D, I);
+  q("w1", experts, E, I, D);
+  q("w3", experts, E, I, D);
+  q("w2", experts, E, D, I);
+  for (const char* n : {"cmp.wkv", "cmp.wgate", "idx.wkv", "idx.wgate", "idx_weights", "gate"})
+    if (h.t.count(n))
+      for (auto& v : h[n]) v = round_bf16(v);
+}
+
+// Attention and MoE sites of a packed layer (FP8 matrices, experts `experts`) against the same
+// layer with bf16 twins of every matrix (bits) and against the CPU twins.
+void test_packed_sites(Rng& rng, Report& rep, WType experts) {
+  SiteModel sm;
+  sm.c = site_config(4, "sqrtsoftplus");
+  const ModelConfig& c = sm.c;
+  sm.up = std::make_unique<GuardedUploader>();
+  std::vector<DevLayer> twin;
+  bool exact = true;
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    sm.host.push_back(random_layer(c, l, rng, false));
+    pack_layer(c, l, sm.host.back(), experts);
+    for (const auto& [n, v] : sm.host.back().t)
+      if (n.find("hc_") != 0 && n.find("norm") == std::string::npos && n.find("ape") == std::string::npos && n != "sink" &&
+          n != "gate_bias")
+        exact = exact && bf16_exact(v);
+  }
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    sm.cpu.push_back(cpu_view(c, l, sm.host[l]));
+    sm.dev.push_back(dev_view(c, l, sm.host[l], *sm.up, true, true));
+    twin.push_back(dev_view(c, l, sm.host[l], *sm.up, true, false));
+  }
+  const std::string tag = std::string(" (experts ") + wtype_name(experts) + ", rest fp8-e4m3)";
+  const int D = static_cast<int>(c.hidden_size), k = static_cast<int>(c.num_experts_per_tok);
+
+  // MoE: fused packed == fused bf16 twin == per-expert packed (bits); vs cpu::moe.
+  {
+    Shard shard(c, 0, false);
+    auto g = std::make_unique<CudaTrunkComponent>(nullptr, c, split_layers({0}, c.num_hidden_layers), 1);
+    int eq_twin = 0, eq_per = 0, route_diff = 0, near = 0, bad = 0;
+    double worst = 0;
+    for (int l : {0, 1}) {  // hash, learned
+      const int T = 64;
+      std::vector<int32_t> tokens(T);
+      for (auto& t : tokens) t = static_cast<int32_t>(rng.integer(0, c.vocab_size - 1));
+      const std::vector<float> x = rng.normals(static_cast<size_t>(T) * D);
+      RoundPlan plan;
+      plan_add_sequence(plan, c, 0, tokens);
+      shard.upload_plan(plan, {g->trunk().table(0)});
+      DevVec<float> dx(x), dy(static_cast<size_t>(T) * D);
+      auto site = [&](const DevLayer& L, MoePath path, LayerTrace* lt) {
+        dy.poison();
+        shard.set_moe_path(path);
+        shard.moe_site(L, dx.get(), dy.get(), lt);
+        return dy.download();
+      };
+      LayerTrace lt;
+      const std::vector<float> fused = site(sm.dev[l], MoePath::kFused, &lt), per = site(sm.dev[l], MoePath::kPerExpert, nullptr),
+                               tw = site(twin[l], MoePath::kFused, nullptr);
+      shard.set_moe_path(MoePath::kFused);
+      eq_twin += bits_equal(fused, tw);
+      eq_per += bits_equal(fused, per);
+      std::vector<float> out;
+      ForwardTrace tr;
+      cpu::moe(cpu::exact_arithmetic(), c, sm.cpu[l], l, tokens, x, out, &tr);
+      const std::vector<float>& want_e = tr.arrays["router." + std::to_string(l) + ".experts"];
+      const std::string mkey = "router." + std::to_string(l) + ".margin";
+      const std::vector<float> margin = tr.arrays.count(mkey) ? tr.arrays[mkey] : std::vector<float>(T, INFINITY);
+      std::vector<float> got_rows, want_rows;
+      for (int t = 0; t < T; ++t) {
+        bool same = true;
+        for (int i = 0; i < k; ++i) same = same && static_cast<int32_t>(want_e[t * k + i]) == lt.experts[t * k + i];
+        if (!same) {
+          (std::fabs(margin[t]) < 1e-5f ? near : route_diff)++;
+          continue;
+        }
+        got_rows.insert(got_rows.end(), fused.begin() + t * D, fused.begin() + (t + 1) * D);
+        want_rows.insert(want_rows.end(), out.begin() + t * D, out.begin() + (t + 1) * D);
+      }
+      const Diff d = compare(got_rows, want_rows);
+      bad += d.unwritten + d.nonfinite;
+      worst = std::max(worst, d.rel_to_max());
+    }
+    rep.add("moe site packed == bf16 twin, fused == per-expert (bits)" + tag, eq_twin == 2 && eq_per == 2 && exact,
+            "twin " + std::to_string(eq_twin) + "/2, per-expert " + std::to_string(eq_per) + "/2 (hash, learned)" +
+                (exact ? "" : " (HARNESS: values not bf16-exact)"));
+    rep.add("moe site packed vs cpu" + tag, bad == 0 && route_diff == 0 && worst < 1e-5,
+            "rel " + fmt("%.2e", worst) + " routing diffs " + std::to_string(route_diff) + " (near-tie " + std::to_string(near) + ")");
+  }
+
+  // Attention: every layer on 3 sequences from equal states: packed == bf16 twin (outputs and
+  // state by bits), and vs cpu::attention.
+  {
+    struct Seq {
+      int64_t pos0, T;
+    };
+    const std::vector<Seq> seqs = {{0, 30}, {41, 1}, {97, 64}};
+    std::vector<DecodeState> cpu_states;
+    std::vector<std::unique_ptr<CudaTrunkComponent>> gp, gt;
+    std::vector<std::vector<float>> xs;
+    RoundPlan plan;
+    std::vector<float> x_all;
+    for (const Seq& s : seqs) {
+      const int64_t cap = s.pos0 + s.T + 4;
+      cpu_states.push_back(random_state(c, s.pos0, cap, rng));
+      gp.push_back(device_copy(c, cpu_states.back(), cap));
+      gt.push_back(device_copy(c, cpu_states.back(), cap));
+      std::vector<int32_t> tokens(s.T, 5);
+      plan_add_sequence(plan, c, static_cast<int32_t>(s.pos0), tokens);
+      xs.push_back(rng.normals(static_cast<size_t>(s.T) * D));
+      x_all.insert(x_all.end(), xs.back().begin(), xs.back().end());
+    }
+    Shard sp(c, 0, false), st(c, 0, false);
+    std::vector<const LayerDev*> tp, tt;
+    for (size_t i = 0; i < seqs.size(); ++i) tp.push_back(gp[i]->trunk().table(0)), tt.push_back(gt[i]->trunk().table(0));
+    sp.upload_plan(plan, tp);
+    st.upload_plan(plan, tt);
+    const int R = plan.rows();
+    DevVec<float> dx(x_all), dy(static_cast<size_t>(R) * D);
+    int eq = 0, bad = 0, sel_diff = 0, sel_near = 0;
+    double worst = 0;
+    for (int l = 0; l < c.num_hidden_layers; ++l) {
+      dy.poison();
+      LayerTrace lt;
+      sp.attention_site(sm.dev[l], l, dx.get(), dy.get(), &lt);
+      const std::vector<float> yp = dy.download();
+      dy.poison();
+      st.attention_site(twin[l], l, dx.get(), dy.get(), nullptr);
+      eq += bits_equal(yp, dy.download());
+      for (size_t s = 0; s < seqs.size(); ++s) {
+        std::vector<float> out;
+        ForwardTrace tr;
+        cpu::attention(cpu::exact_arithmetic(), c, sm.cpu[l], l, cpu_states[s].layers[l], seqs[s].pos0, seqs[s].T, xs[s], out,
+                       &tr);
+        const int64_t r0 = plan.seqs[s].row0;
+        std::vector<float> got, want_rows;  // rows whose indexer selection differs (a near-tie) left out, as above
+        for (int64_t t = 0; t < seqs[s].T; ++t) {
+          bool same = true;
+          if (c.layer_types[l] == LayerKind::kCSA) {
+            const std::vector<float>& want = tr.arrays["indexer." + std::to_string(l) + ".selected"];
+            const std::vector<float>& margin = tr.arrays["indexer." + std::to_string(l) + ".margin"];
+            const int64_t K = c.index_topk;
+            for (int64_t i = 0; i < K; ++i) same = same && static_cast<int32_t>(want[t * K + i]) == lt.selected[(r0 + t) * K + i];
+            if (!same) (std::fabs(margin[t]) < 1e-4f ? sel_near : sel_diff)++;
+          }
+          if (!same) continue;
+          got.insert(got.end(), yp.begin() + (r0 + t) * D, yp.begin() + (r0 + t + 1) * D);
+          want_rows.insert(want_rows.end(), out.begin() + t * D, out.begin() + (t + 1) * D);
+        }
+        const Diff d = compare(got, want_rows);
+        bad += d.unwritten + d.nonfinite;
+        worst = std::max(worst, d.rel_to_max());
+      }
+    }
+    int states_eq = 0;
+    for (size_t s = 0; s < seqs.size(); ++s) states_eq += classes_equal(*gp[s], *gt[s], seqs[s].pos0 + seqs[s].T);
+    const int L = static_cast<int>(c.num_hidden_layers), S = static_cast<int>(seqs.size());
+    rep.add("attention site packed == bf16 twin (bits)" + tag, eq == L && states_eq == S && exact,
+            "outputs " + std::to_string(eq) + "/" + std::to_string(L) + " layers, states " + std::to_string(states_eq) + "/" +
+                std::to_string(S));
+    rep.add("attention site packed vs cpu" + tag, bad == 0 && sel_diff == 0 && worst < 1e-5,
+            "rel " + fmt("%.2e", worst) + " selection diffs " + std::to_string(sel_diff) + " (near-tie " +
+                std::to_string(sel_near) + ")");
+  }
+
+  // cuda-fast: a 256-row round runs the per-expert MoE and the linears on cuBLAS, packed matrices
+  // dequantised one at a time into scratch (experts with fewer than 64 rows read packed); against
+  // the CPU within bf16-activation rounding (rel-to-max 2e-2), routing-equal rows only.
+  {
+    Shard shard(c, 0, true);
+    auto g = std::make_unique<CudaTrunkComponent>(nullptr, c, split_layers({0}, c.num_hidden_layers), 1);
+    const int l = 1, T = 256;
+    std::vector<int32_t> tokens(T);
+    for (auto& t : tokens) t = static_cast<int32_t>(rng.integer(0, c.vocab_size - 1));
+    const std::vector<float> x = rng.normals(static_cast<size_t>(T) * D);
+    RoundPlan plan;
+    plan_add_sequence(plan, c, 0, tokens);
+    shard.upload_plan(plan, {g->trunk().table(0)});
+    DevVec<float> dx(x), dy(static_cast<size_t>(T) * D);
+    dy.poison();
+    LayerTrace lt;
+    shard.moe_site(sm.dev[l], dx.get(), dy.get(), &lt);
+    const std::vector<float> y = dy.download();
+    std::vector<float> out;
+    ForwardTrace tr;
+    cpu::moe(cpu::exact_arithmetic(), c, sm.cpu[l], l, tokens, x, out, &tr);
+    const std::vector<float>& want_e = tr.arrays["router." + std::to_string(l) + ".experts"];
+    std::vector<float> got_rows, want_rows;
+    int route_diff = 0;
+    for (int t = 0; t < T; ++t) {
+      bool same = true;
+      for (int i = 0; i < k; ++i) same = same && static_cast<int32_t>(want_e[t * k + i]) == lt.experts[t * k + i];
+      if (!same) {
+        ++route_diff;
+        continue;
+      }
+      got_rows.insert(got_rows.end(), y.begin() + t * D, y.begin() + (t + 1) * D);
+      want_rows.insert(want_rows.end(), out.begin() + t * D, out.begin() + (t + 1) * D);
+    }
+    const Diff d = compare(got_rows, want_rows);
+    rep.add("moe site cuda-fast 256 rows (dequant + cuBLAS) vs cpu" + tag,
+            d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 2e-2 && route_diff <= T / 8,
+            "rel " + fmt("%.2e", d.rel_to_max()) + " routing diffs " + std::to_string(route_diff) + "/" + std::to_string(T) +
+                " (bf16 router inputs on cuBLAS; at most 1/8 allowed)");
+  }
+}
+
 // Synthetic weights (memra bench): the device fill equals lib/model/synthetic.h's host formula, which
 // test/synthetic_test.cpp pins to the torch implementation (bench/transformers_bench.py).
 void test_synthetic(Report& rep) {
@@ -1072,6 +1548,45 @@ int dry_run(Rng& rng, Report& rep) {
     rep.add(std::string("harness inputs match the tensor table (") + scoring + ")", wrong == 0 && finite_bad == 0,
             std::to_string(wrong) + " wrong sizes, " + std::to_string(finite_bad) + " non-finite CPU outputs" + first);
   }
+  // The packed harness (group packed): its codes decode, through the loader's WeightView, to the
+  // values the CPU twins use; those values are bf16-exact (the bf16 twin holds them); a quantised
+  // site layer keeps every matrix bf16-exact.
+  {
+    int64_t differ = 0, inexact = 0, checked = 0;
+    auto check_one = [&](const PackedHost& p) {  // a stack of whole row blocks reads as one matrix
+      WeightView v;
+      v.format = p.type == WType::kFp8Block ? WeightFormat::kFp8Block : WeightFormat::kFp4Block;
+      v.rows = p.count * p.rows;
+      v.cols = p.cols;
+      v.data = p.codes.data();
+      v.scale = p.scales.data();
+      v.block_rows = p.br, v.block_cols = p.bc, v.scale_cols = p.scale_cols();
+      const std::vector<float> dec = v.decode_all();
+      differ += dec.size() != p.values.size() || std::memcmp(dec.data(), p.values.data(), dec.size() * 4) != 0;
+      inexact += !bf16_exact(p.values);
+      ++checked;
+    };
+    check_one(random_packed(rng, WType::kFp8Block, 1, 130, 200, 128, 128, 127 - 12, 127 - 4));
+    check_one(random_packed(rng, WType::kFp8Block, 1, 33, 96, 16, 12, 127 - 12, 127 - 4));
+    check_one(random_packed(rng, WType::kFp4Block, 3, 77, 200, 1, 32, 127 - 12, 127 - 4));
+    check_one(quantize(rng.normals(256 * 200, 0.05f), WType::kFp8Block, 2, 128, 200, 128, 128));
+    check_one(quantize(rng.normals(3 * 56 * 192, 0.2f), WType::kFp4Block, 3, 56, 192, 1, 32));
+    const ModelConfig c = site_config(4, "sqrtsoftplus");
+    for (int l = 0; l < c.num_hidden_layers; ++l) {
+      HostLayer h = random_layer(c, l, rng, false);
+      pack_layer(c, l, h, l == 1 ? WType::kFp8Block : WType::kFp4Block);
+      for (const auto& [n, v] : h.t)
+        if (n.find("hc_") != 0 && n.find("norm") == std::string::npos && n.find("ape") == std::string::npos && n != "sink" &&
+            n != "gate_bias") {
+          inexact += !bf16_exact(v);
+          ++checked;
+        }
+      for (const auto& [n, p] : h.packed) differ += p.values != h[n];
+    }
+    rep.add("packed harness: codes decode to the CPU's values, bf16-exact", differ == 0 && inexact == 0,
+            std::to_string(checked) + " tensors, " + std::to_string(differ) + " decode differently, " + std::to_string(inexact) +
+                " not bf16-exact");
+  }
   return 0;
 }
 
@@ -1119,8 +1634,13 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
     test_moe_site(rng, rep, "sqrtsoftplus", true);
   });
   group("synthetic", [&] { test_synthetic(rep); });
+  group("packed", [&] {
+    test_packed_linear(rng, rep, quick);
+    test_packed_sites(rng, rep, WType::kFp4Block);
+    test_packed_sites(rng, rep, WType::kFp8Block);
+  });
   if (ran == 0) {
-    std::fprintf(stderr, "memra_cuda_test: no op group called %s (linear, norm, mhc, topk, compressor, attention, moe, synthetic)\n",
+    std::fprintf(stderr, "memra_cuda_test: no op group called %s (linear, norm, mhc, topk, compressor, attention, moe, synthetic, packed)\n",
                  only.c_str());
     return 2;
   }
