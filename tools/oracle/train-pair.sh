@@ -32,7 +32,7 @@ minutes="${MINUTES:-6.5}"
 threads="${THREADS:-$(nproc)}"
 half=$(( threads / 2 > 0 ? threads / 2 : 1 ))
 ranks="${RANKS:-$(( half >= 4 ? 4 : 1 ))}"
-sequences="${SEQUENCES:-4096}"
+sequences="${SEQUENCES:-6144}"
 length="${LENGTH:-144}"
 eval_prompts="${EVAL_PROMPTS:-16}"
 eval_new="${EVAL_NEW:-128}"

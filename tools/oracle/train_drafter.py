@@ -217,7 +217,8 @@ def main(argv=None):
         raise SystemExit("train_drafter: error: the drafter config must name its harvest convention")
     b = c["block_size"]
     key = (args.trunk, args.sequences, args.prompt_len, args.length, args.seed)
-    cached = torch.load(args.data_cache) if args.data_cache and os.path.exists(args.data_cache) else None
+    # mmap: the ranks of a data-parallel run share one copy of the (GB-sized) file in the page cache
+    cached = torch.load(args.data_cache, mmap=True) if args.data_cache and os.path.exists(args.data_cache) else None
     if cached is not None and cached["key"] == key:
         if cached.get("tap_layer_inputs") == c["tap_layer_inputs"]:
             ids, taps, tlogits = cached["ids"], cached["taps"], cached["tlogits"]
