@@ -68,7 +68,7 @@ log "inits made"
 common=(--trunk models/tiny --sequences "$sequences" --length "$length" --seed 7 --data-cache "$work/data.pt")
 # Both families tap the inputs of trunk layers 1, 2, 3: the taps and logits are computed here once too.
 "$py" tools/oracle/train_drafter.py "$work/init-dspark" --out "$work/unused" "${common[@]}" --data-workers "$threads" \
-  --data-only 2> "$out/logs/data.log" > /dev/null
+  --data-only 2> "$out/logs/data.log" > /dev/null || { log "error: the data failed: $(tail -n 3 "$out/logs/data.log")"; exit 1; }
 log "data made"
 
 # Both families in parallel, each data-parallel over RANKS processes of THREADS/2/RANKS threads;

@@ -200,7 +200,9 @@ def main(argv=None):
     torch.set_num_threads(max(1, args.threads))
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     if world > 1:  # data parallel over processes (torchrun or RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT)
-        dist.init_process_group("gloo")
+        import datetime
+        # A rank that dies makes the others' next collective fail after the timeout instead of hanging.
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=120))
 
     def log(line):
         if rank == 0:
@@ -257,10 +259,18 @@ def main(argv=None):
     gen = torch.Generator().manual_seed(args.seed + 17 + 1000 * rank)
     steps_run = 0
     held_acc = None
+    world_broken = False
     for step in range(args.steps):
         prog = torch.tensor([max(step / args.steps, 0.0 if budget is None else (time.time() - t_loop) / budget)])
         if world > 1:
-            dist.broadcast(prog, 0)
+            try:
+                dist.broadcast(prog, 0)
+            except RuntimeError as e:  # a rank is gone: rank 0 keeps what it has trained (saved below)
+                print(f"train_drafter: rank {rank}: data parallel broken at step {step} ({str(e)[:120]})", file=sys.stderr)
+                if rank != 0:
+                    return 1
+                world_broken = True
+                break
         if prog.item() >= 1.0 and step > 0:
             log(f"train_drafter: --max-minutes {args.max_minutes} reached after {step} steps")
             break
@@ -274,7 +284,14 @@ def main(argv=None):
         if world > 1:  # data parallel: the mean of every rank's gradient, one flat all-reduce
             grads = [q.grad if q.grad is not None else torch.zeros_like(q) for q in params]
             flat = torch.cat([g.reshape(-1) for g in grads])
-            dist.all_reduce(flat)
+            try:
+                dist.all_reduce(flat)
+            except RuntimeError as e:
+                print(f"train_drafter: rank {rank}: data parallel broken at step {step} ({str(e)[:120]})", file=sys.stderr)
+                if rank != 0:
+                    return 1
+                world_broken = True
+                break
             flat /= world
             off = 0
             for q in params:
@@ -291,7 +308,8 @@ def main(argv=None):
                 line += f" held-out {[round(a, 3) for a in ha]}"
             log(line)
     if world > 1:
-        dist.destroy_process_group()
+        if not world_broken:
+            dist.destroy_process_group()
         if rank != 0:
             return 0
         torch.set_num_threads(max(1, args.threads) * world)  # the other ranks are done: their cores are free
@@ -311,6 +329,7 @@ def main(argv=None):
         "family": c["family"], "init": init_meta, "options": vars(args), "ranks": world,
         "regenerate": "\"$(tools/oracle/setup-venv.sh)\" " + shlex.join(["tools/oracle/train_drafter.py"] + argv),
         "eval": None, "train_seconds": round(train_seconds), "steps_run": steps_run,
+        "data_parallel_broken": world_broken,
     }
     if held_acc is not None:
         meta["held_out_accuracy_per_row"] = [round(a, 4) for a in held_acc]
