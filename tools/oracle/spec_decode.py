@@ -72,18 +72,25 @@ def speculative(trunk, model, prompt, new, harvest, block_size):
     return torch.tensor(seq[len(prompt):len(prompt) + new]), accepted
 
 
-def measure(trunk, model, harvest, prompts=8, prompt_len=16, new=64, seed=1234, block_size=None):
-    """tau over `prompts` random prompts; raises AssertionError when any output is not plain greedy."""
+def measure(trunk, model, harvest, prompts=8, prompt_len=16, new=64, seed=1234, block_size=None, pool=None):
+    """tau over `prompts` random prompts; raises AssertionError when any output is not plain greedy.
+    pool: a multiprocessing pool made by worker_pool(); the prompts then run on its workers (same result)."""
     b = block_size or model.c["block_size"]
     gen = torch.Generator().manual_seed(seed)
     V = model.c["vocab_size"]
     P = torch.randint(2, V, (prompts, prompt_len), generator=gen)
-    ref = greedy(trunk, P, new)
+    if pool is None:
+        ref = greedy(trunk, P, new)
+        runs = [(i, toks, acc) for i in range(prompts) for toks, acc in [speculative(trunk, model, P[i], new, harvest, b)]]
+        refs = list(ref)
+    else:
+        out = pool.map(_worker_prompt, [(P[i], new, harvest, b) for i in range(prompts)], chunksize=1)
+        runs = [(i, torch.from_numpy(t), acc) for i, (t, acc, _) in enumerate(out)]
+        refs = [torch.from_numpy(r) for _, _, r in out]
     rounds, per_pos = [], [0] * (n_drafts(harvest, b) + 1)
-    for i in range(prompts):
-        toks, acc = speculative(trunk, model, P[i], new, harvest, b)
-        if not torch.equal(toks, ref[i]):
-            bad = int((toks != ref[i]).nonzero()[0])
+    for i, toks, acc in runs:
+        if not torch.equal(toks, refs[i]):
+            bad = int((toks != refs[i]).nonzero()[0])
             raise AssertionError(f"prompt {i}: speculative output differs from plain greedy at token {bad}")
         rounds += acc
         for a in acc:
@@ -92,6 +99,32 @@ def measure(trunk, model, harvest, prompts=8, prompt_len=16, new=64, seed=1234, 
     return {"tau": tau, "rounds": len(rounds), "tokens": prompts * new, "prompts": prompts, "prompt_len": prompt_len,
             "new_tokens": new, "block_size": b, "drafts_per_round": n_drafts(harvest, b), "harvest": harvest,
             "accepted_histogram": per_pos, "lossless": True, "seed": seed}
+
+
+_WORKER = {}
+
+
+def _worker_init(trunk_dir, drafter_dir):
+    torch.set_num_threads(1)
+    tiestable.install()
+    import transformers
+    transformers.utils.logging.disable_progress_bar()
+    _WORKER["trunk"] = drafter_io.load_trunk(trunk_dir)
+    _WORKER["model"] = drafter_io.load_drafter(drafter_dir)[0]
+
+
+def _worker_prompt(job):
+    """One prompt [P]: (speculative tokens, accepted per round, plain greedy tokens) as numpy/lists."""
+    prompt, new, harvest, b = job
+    trunk, model = _WORKER["trunk"], _WORKER["model"]
+    toks, acc = speculative(trunk, model, prompt, new, harvest, b)
+    return toks.numpy(), acc, greedy(trunk, prompt[None], new)[0].numpy()
+
+
+def worker_pool(trunk_dir, drafter_dir, workers):
+    """A pool of `workers` processes (one thread each) holding the trunk and the drafter folder."""
+    import multiprocessing
+    return multiprocessing.get_context("spawn").Pool(workers, _worker_init, (trunk_dir, drafter_dir))
 
 
 def main(argv=None):
