@@ -16,6 +16,7 @@
 #include "drafter/drafter_file.h"
 #include "drafter/speculative_compare.h"
 #include "engine/engine.h"
+#include "eos_option.h"
 #include "format/token_list.h"
 #include "model/model.h"
 #include "progress.h"
@@ -30,6 +31,7 @@ struct DraftOptions {
   std::string tokens;
   std::string state;
   int64_t steps = 64;
+  bool ignore_eos = false;
   int64_t block_size = 0;
   std::string harvest;
   bool propose = false;
@@ -124,12 +126,15 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
       }
     }
   } else {
-    const SpeculativeComparison cmp = compare_speculative(*backend, drafter, *state, steps, shape, opt.runs);
+    const std::vector<int32_t> stop = eos_stop_tokens(opt.ignore_eos, opt.model_dir, model.config().vocab_size);
+    const SpeculativeComparison cmp = compare_speculative(*backend, drafter, *state, steps, shape, opt.runs, stop);
     const SpeculativeStats& st = cmp.stats;
+    const int64_t emitted = static_cast<int64_t>(cmp.speculative.size());
     const double drafts_per_s = st.propose_s > 0 ? static_cast<double>(st.rounds * st.drafts) / st.propose_s : 0.0;
     j["steps"] = steps;
     j["runs"] = opt.runs;
     j["tokens"] = cmp.speculative;
+    j["finish_reason"] = finish_reason(cmp.speculative, stop);
     j["identical_to_greedy"] = cmp.identical;
     j["first_difference"] = cmp.first_difference;
     j["rounds"] = st.rounds;
@@ -156,9 +161,11 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
       out << j.dump(2) << "\n";
     } else {
       out << join(cmp.speculative) << "\n";
-      out << "speculative: " << steps << " tokens in " << st.rounds << " rounds, tau " << fixed(st.tau(), 3) << " ("
+      out << "speculative: " << emitted << " tokens in " << st.rounds << " rounds, tau " << fixed(st.tau(), 3) << " ("
           << drafter_family_name(drafter.config().family) << ", " << harvest_name(shape.harvest) << " harvest, block "
-          << shape.block_size << ", " << shape.drafts() << " drafts/round)\n";
+          << shape.block_size << ", " << shape.drafts() << " drafts/round)"
+          << (emitted < steps ? "; stopped at end-of-sequence token " + std::to_string(cmp.speculative.back()) : "")
+          << "\n";
       out << "acceptance by position:";
       for (double a : st.acceptance_by_position()) out << " " << fixed(a, 3);
       out << "\n";
@@ -201,7 +208,10 @@ void setup_draft(CLI::App& app, Context& ctx) {
   sub->add_option("--tokens", opt->tokens, "Prompt token ids: text (whitespace/comma separated) or .npy; - = stdin");
   sub->add_option("--state", opt->state,
                   "Start from this state file (written with the drafter: memra draft -o); - = stdin");
-  add_count(sub, "--steps", opt->steps, "Tokens to generate speculatively (default 64)", 0, 1 << 20);
+  add_count(sub, "--steps", opt->steps,
+            "Tokens to generate speculatively (default 64; fewer when the model's end-of-sequence token comes first)", 0,
+            1 << 20);
+  add_ignore_eos_option(sub, opt->ignore_eos);
   sub->add_flag("--propose", opt->propose, "Propose one block from the state and print it (no generation)");
   add_count(sub, "--block-size", opt->block_size, "Block size b (default: the drafter's)", 1, 4096);
   sub->add_option("--harvest", opt->harvest, "Harvest convention when the drafter config names none, or to override it")

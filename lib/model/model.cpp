@@ -210,7 +210,7 @@ std::vector<std::string> model_input_files(const std::string& model_dir) {
   const fs::path dir(model_dir);
   std::error_code ec;
   for (const char* name : {"config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json",
-                           "tokenizer_config.json"})
+                           "tokenizer_config.json", "generation_config.json"})
     if (fs::exists(dir / name, ec)) out.push_back((dir / name).string());
   try {
     const fs::path index = dir / "model.safetensors.index.json";
