@@ -57,7 +57,7 @@ std::string fixed(double v, int digits) {
 
 int run_draft(const DraftOptions& opt, Context& ctx) {
   if (opt.tokens.empty() && opt.state.empty())
-    throw Error("give --tokens or --state", "memra draft MODEL --drafter DIR --tokens 1,2,3");
+    throw Error("give --tokens or --state", "memra draft MODEL [--drafter DIR] --tokens 1,2,3");
   if (opt.state == "-" && opt.tokens == "-") throw Error("--state and --tokens cannot both be stdin");
   std::optional<Harvest> harvest;
   if (!opt.harvest.empty()) harvest = parse_harvest(opt.harvest);  // the option's check admits only known names
@@ -65,7 +65,9 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
   std::unique_ptr<StateFile> file;
   if (!opt.state.empty()) file = std::make_unique<StateFile>(StateFile::open(opt.state, StateCheck::kFull));
   Model model = Model::load(opt.model_dir);
-  DrafterWeights weights = DrafterWeights::load(opt.drafter_dir);
+  // Without --drafter: the model's own DSpark drafter (its mtp.* tensors), refused when it has none.
+  const std::string drafter_dir = opt.drafter_dir.empty() ? opt.model_dir : opt.drafter_dir;
+  DrafterWeights weights = DrafterWeights::load(drafter_dir);
   Drafter drafter(weights, model);
   const DraftShape shape = drafter.shape(opt.block_size, harvest);
   std::vector<int32_t> tokens;
@@ -95,7 +97,7 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
 
   std::ostream& out = opt.state_out == "-" ? std::cerr : std::cout;
   nlohmann::json j = {{"model", opt.model_dir},
-                      {"drafter", opt.drafter_dir},
+                      {"drafter", drafter_dir},
                       {"family", drafter_family_name(drafter.config().family)},
                       {"drafter_fingerprint", weights.fingerprint().hex()},
                       {"backend", backend->name()},
@@ -195,6 +197,8 @@ void setup_draft(CLI::App& app, Context& ctx) {
   auto* sub = app.add_subcommand(
       "draft", "Speculative decoding with a drafter: propose a block, or generate and compare with plain greedy");
   sub->footer(
+      "The drafter is --drafter's, or without it MODEL's own DSpark drafter: the mtp.* tensors and\n"
+      "dspark_* fields of a released checkpoint (refused, naming what is missing, when it has none).\n"
       "Primes the drafter from --tokens (a prompt) or from --state (a state file written with the\n"
       "drafter attached, then --tokens continue it). --propose prints one block; otherwise --steps\n"
       "tokens are generated speculatively (exact realizations only: rejected drafts are rolled back)\n"
@@ -202,8 +206,9 @@ void setup_draft(CLI::App& app, Context& ctx) {
       "Exit codes: 0 done (identical tokens); 1 speculative output differs from plain greedy, or the\n"
       "state file is corrupt, for another model or drafter, or holds no drafter state; 2 usage error.");
   sub->add_option("model", opt->model_dir, "Model folder (the trunk)")->required()->check(CLI::ExistingDirectory);
-  sub->add_option("--drafter", opt->drafter_dir, "Drafter folder (config.json + model.safetensors)")
-      ->required()
+  sub->add_option("--drafter", opt->drafter_dir,
+                  "Drafter folder (config.json + model.safetensors), or a model folder whose checkpoint carries its "
+                  "own DSpark drafter (default: MODEL's own)")
       ->check(CLI::ExistingDirectory);
   sub->add_option("--tokens", opt->tokens, "Prompt token ids: text (whitespace/comma separated) or .npy; - = stdin");
   sub->add_option("--state", opt->state,
