@@ -154,6 +154,9 @@ TEST_CASE("released drafter: no, a partial or an altered drafter is refused nami
       {"num_nextn_predict_layers"});
   require_error([] { load_variant(no_items, [](json& j) { j["compress_ratios"][5] = 4; }); },
                 {"compress_ratios[5]", "sliding window"});
+  // One trailing compress_ratios entry per stage at most (4 layers + 2 stages).
+  require_error([] { load_variant(no_items, [](json& j) { j["compress_ratios"].push_back(0); }); },
+                {"compress_ratios", "7 entries", "at most 2"});
   require_error([] { load_variant(no_items, [](json& j) { j["dspark_head_dim"] = 0; }); },
                 {"DSpark drafter", "head_dim", "out of range"});
   require_error([] { load_variant(no_items, [](json& j) { j["dspark_noise_token_id"] = 512; }); },
