@@ -27,7 +27,7 @@ tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
     # decode: prefill 64 then 128 greedy steps (wall time of the whole run minus the prefill)
     python3 -c "print(' '.join(str(2 + (i * 37) % 500) for i in range(64)))" | tr '\n' ' ' > "$tmp/d.txt"
     t0=$(date +%s.%N); "$bin" -q prefill "$root/models/$model" --tokens "$tmp/d.txt" --json > "$tmp/p64.json"; t1=$(date +%s.%N)
-    "$bin" -q prefill "$root/models/$model" --tokens "$tmp/d.txt" --generate 128 --json > /dev/null; t2=$(date +%s.%N)
+    "$bin" -q prefill "$root/models/$model" --tokens "$tmp/d.txt" --generate 128 --ignore-eos --json > /dev/null; t2=$(date +%s.%N)
     python3 -c "p=$t1-$t0; g=$t2-$t1; print(f'$model decode 128 greedy steps after a 64-token prompt: {(g-p)/128*1000:.2f} ms/token (run {g:.3f} s minus prefill-only run {p:.3f} s)')"
   done
 } | tee "$out"

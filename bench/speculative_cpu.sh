@@ -26,8 +26,8 @@ tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
       for ((i = 0; i < prompts; i++)); do
         python3 -c "import random; r=random.Random(1000+$i); print(' '.join(str(r.randrange(2,512)) for _ in range(16)))" > "$tmp/p$i.txt"
         cmd=("$bin" -q draft "$root/models/tiny" --drafter "$root/models/drafters/$drafter" --tokens "$tmp/p$i.txt"
-             --steps "$steps" --block-size "$block" --runs "$runs" --json)
-        [[ $i -eq 0 ]] && echo "command: memra draft models/tiny --drafter models/drafters/$drafter --tokens PROMPT --steps $steps --block-size $block --runs $runs --json"
+             --steps "$steps" --block-size "$block" --runs "$runs" --ignore-eos --json)
+        [[ $i -eq 0 ]] && echo "command: memra draft models/tiny --drafter models/drafters/$drafter --tokens PROMPT --steps $steps --block-size $block --runs $runs --ignore-eos --json"
         "${cmd[@]}" > "$tmp/r.json"
         read -r t s p a < <(python3 -c "
 import json; j=json.load(open('$tmp/r.json')); assert j['identical_to_greedy']

@@ -16,6 +16,7 @@
 #include "drafter/drafter_file.h"
 #include "drafter/speculative_compare.h"
 #include "engine/engine.h"
+#include "eos_option.h"
 #include "format/token_list.h"
 #include "model/model.h"
 #include "progress.h"
@@ -30,6 +31,7 @@ struct DraftOptions {
   std::string tokens;
   std::string state;
   int64_t steps = 64;
+  bool ignore_eos = false;
   int64_t block_size = 0;
   std::string harvest;
   bool propose = false;
@@ -55,7 +57,7 @@ std::string fixed(double v, int digits) {
 
 int run_draft(const DraftOptions& opt, Context& ctx) {
   if (opt.tokens.empty() && opt.state.empty())
-    throw Error("give --tokens or --state", "memra draft MODEL --drafter DIR --tokens 1,2,3");
+    throw Error("give --tokens or --state", "memra draft MODEL [--drafter DIR] --tokens 1,2,3");
   if (opt.state == "-" && opt.tokens == "-") throw Error("--state and --tokens cannot both be stdin");
   std::optional<Harvest> harvest;
   if (!opt.harvest.empty()) harvest = parse_harvest(opt.harvest);  // the option's check admits only known names
@@ -63,7 +65,9 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
   std::unique_ptr<StateFile> file;
   if (!opt.state.empty()) file = std::make_unique<StateFile>(StateFile::open(opt.state, StateCheck::kFull));
   Model model = Model::load(opt.model_dir);
-  DrafterWeights weights = DrafterWeights::load(opt.drafter_dir);
+  // Without --drafter: the model's own DSpark drafter (its mtp.* tensors), refused when it has none.
+  const std::string drafter_dir = opt.drafter_dir.empty() ? opt.model_dir : opt.drafter_dir;
+  DrafterWeights weights = DrafterWeights::load(drafter_dir);
   Drafter drafter(weights, model);
   const DraftShape shape = drafter.shape(opt.block_size, harvest);
   std::vector<int32_t> tokens;
@@ -93,7 +97,7 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
 
   std::ostream& out = opt.state_out == "-" ? std::cerr : std::cout;
   nlohmann::json j = {{"model", opt.model_dir},
-                      {"drafter", opt.drafter_dir},
+                      {"drafter", drafter_dir},
                       {"family", drafter_family_name(drafter.config().family)},
                       {"drafter_fingerprint", weights.fingerprint().hex()},
                       {"backend", backend->name()},
@@ -124,12 +128,15 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
       }
     }
   } else {
-    const SpeculativeComparison cmp = compare_speculative(*backend, drafter, *state, steps, shape, opt.runs);
+    const std::vector<int32_t> stop = eos_stop_tokens(opt.ignore_eos, opt.model_dir, model.config().vocab_size);
+    const SpeculativeComparison cmp = compare_speculative(*backend, drafter, *state, steps, shape, opt.runs, stop);
     const SpeculativeStats& st = cmp.stats;
+    const int64_t emitted = static_cast<int64_t>(cmp.speculative.size());
     const double drafts_per_s = st.propose_s > 0 ? static_cast<double>(st.rounds * st.drafts) / st.propose_s : 0.0;
     j["steps"] = steps;
     j["runs"] = opt.runs;
     j["tokens"] = cmp.speculative;
+    j["finish_reason"] = finish_reason(cmp.speculative, stop);
     j["identical_to_greedy"] = cmp.identical;
     j["first_difference"] = cmp.first_difference;
     j["rounds"] = st.rounds;
@@ -156,9 +163,11 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
       out << j.dump(2) << "\n";
     } else {
       out << join(cmp.speculative) << "\n";
-      out << "speculative: " << steps << " tokens in " << st.rounds << " rounds, tau " << fixed(st.tau(), 3) << " ("
+      out << "speculative: " << emitted << " tokens in " << st.rounds << " rounds, tau " << fixed(st.tau(), 3) << " ("
           << drafter_family_name(drafter.config().family) << ", " << harvest_name(shape.harvest) << " harvest, block "
-          << shape.block_size << ", " << shape.drafts() << " drafts/round)\n";
+          << shape.block_size << ", " << shape.drafts() << " drafts/round)"
+          << (emitted < steps ? "; stopped at end-of-sequence token " + std::to_string(cmp.speculative.back()) : "")
+          << "\n";
       out << "acceptance by position:";
       for (double a : st.acceptance_by_position()) out << " " << fixed(a, 3);
       out << "\n";
@@ -188,6 +197,8 @@ void setup_draft(CLI::App& app, Context& ctx) {
   auto* sub = app.add_subcommand(
       "draft", "Speculative decoding with a drafter: propose a block, or generate and compare with plain greedy");
   sub->footer(
+      "The drafter is --drafter's, or without it MODEL's own DSpark drafter: the mtp.* tensors and\n"
+      "dspark_* fields of a released checkpoint (refused, naming what is missing, when it has none).\n"
       "Primes the drafter from --tokens (a prompt) or from --state (a state file written with the\n"
       "drafter attached, then --tokens continue it). --propose prints one block; otherwise --steps\n"
       "tokens are generated speculatively (exact realizations only: rejected drafts are rolled back)\n"
@@ -195,13 +206,17 @@ void setup_draft(CLI::App& app, Context& ctx) {
       "Exit codes: 0 done (identical tokens); 1 speculative output differs from plain greedy, or the\n"
       "state file is corrupt, for another model or drafter, or holds no drafter state; 2 usage error.");
   sub->add_option("model", opt->model_dir, "Model folder (the trunk)")->required()->check(CLI::ExistingDirectory);
-  sub->add_option("--drafter", opt->drafter_dir, "Drafter folder (config.json + model.safetensors)")
-      ->required()
+  sub->add_option("--drafter", opt->drafter_dir,
+                  "Drafter folder (config.json + model.safetensors), or a model folder whose checkpoint carries its "
+                  "own DSpark drafter (default: MODEL's own)")
       ->check(CLI::ExistingDirectory);
   sub->add_option("--tokens", opt->tokens, "Prompt token ids: text (whitespace/comma separated) or .npy; - = stdin");
   sub->add_option("--state", opt->state,
                   "Start from this state file (written with the drafter: memra draft -o); - = stdin");
-  add_count(sub, "--steps", opt->steps, "Tokens to generate speculatively (default 64)", 0, 1 << 20);
+  add_count(sub, "--steps", opt->steps,
+            "Tokens to generate speculatively (default 64; fewer when the model's end-of-sequence token comes first)", 0,
+            1 << 20);
+  add_ignore_eos_option(sub, opt->ignore_eos);
   sub->add_flag("--propose", opt->propose, "Propose one block from the state and print it (no generation)");
   add_count(sub, "--block-size", opt->block_size, "Block size b (default: the drafter's)", 1, 4096);
   sub->add_option("--harvest", opt->harvest, "Harvest convention when the drafter config names none, or to override it")

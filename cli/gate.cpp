@@ -180,7 +180,9 @@ static void add_common(CLI::App* sub, GateOptions& o) {
 
 static void add_drafter(CLI::App* sub, GateOptions& o, bool required) {
   auto* d = sub->add_option("--drafter", o.drafter_dir,
-                            required ? "Drafter folder" : "Drafter folder: adds the speculative and drafter-restore gates");
+                            required ? "Drafter folder (or a model folder with its own DSpark drafter)"
+                                     : "Drafter folder (or a model folder with its own DSpark drafter): adds the "
+                                       "speculative and drafter-restore gates");
   d->check(CLI::ExistingDirectory);
   if (required) d->required();
   add_count(sub, "--block-size", o.drafter.block_size, "Block size (default: the drafter's)", 1, 4096);

@@ -11,6 +11,7 @@
 #include "core/hash.h"
 #include "engine/engine.h"
 #include "engine/memory_plan.h"
+#include "eos_option.h"
 #include "format/token_list.h"
 #include "io_rules.h"
 #include "model/model.h"
@@ -31,6 +32,7 @@ struct PrefillOptions {
   std::string state_out;
   std::string logits_out;
   int64_t generate = 0;
+  bool ignore_eos = false;
   bool json = false;
   uint64_t max_memory = 0;  // 0: the default share of this machine's memory
   std::string key;          // --key: tag the state file
@@ -96,8 +98,14 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
   GeneratedText text(opt.prompt, opt.model_dir, opt.json, out);
   std::vector<int32_t> generated;
-  if (opt.generate > 0) generated = generate_greedy(*backend, *state, opt.generate, nullptr, text.on_token());
+  const std::vector<int32_t> stop =
+      opt.generate > 0 ? eos_stop_tokens(opt.ignore_eos, opt.model_dir, V) : std::vector<int32_t>{};
+  if (opt.generate > 0) generated = generate_greedy(*backend, *state, opt.generate, nullptr, text.on_token(), stop);
   text.finish();
+  if (opt.generate > 0 && static_cast<int64_t>(generated.size()) < opt.generate)
+    note(ctx, "generation stopped at end-of-sequence token " + std::to_string(generated.back()) + " after " +
+                  std::to_string(generated.size()) + " of " + std::to_string(opt.generate) +
+                  " tokens (--ignore-eos generates them all)");
   if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, *state, key);
   if (opt.json) {
     nlohmann::json j = {{"model", opt.model_dir},
@@ -111,6 +119,7 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
                         {"argmax", argmax(last)},
                         {"prefill_seconds", prefill_s},
                         {"generated", generated}};
+    if (opt.generate > 0) j["finish_reason"] = finish_reason(generated, stop);
     if (auto t = text.text_of(generated)) j["text"] = *t;
     out << j.dump(2) << "\n";
   } else if (text.active() && opt.generate > 0) {  // the text was the result; the report is a note
@@ -137,7 +146,10 @@ void setup_prefill(CLI::App& app, Context& ctx) {
   add_count(sub, "--capacity", opt->capacity, "Tokens the decode state can hold (default: prompt + --generate)", 1);
   sub->add_option("-o,--output", opt->state_out, "Write the decode state as a hashed state file (- = stdout)");
   sub->add_option("--logits", opt->logits_out, "Write float32 logits [T, vocab] of every prompt position (.npy, or .safetensors)");
-  add_count(sub, "--generate", opt->generate, "Greedy continuation: emit N tokens after the prompt", 0);
+  add_count(sub, "--generate", opt->generate,
+            "Greedy continuation: emit N tokens after the prompt (fewer when the model's end-of-sequence token comes first)",
+            0);
+  add_ignore_eos_option(sub, opt->ignore_eos);
   add_max_memory(sub, opt->max_memory);
   add_key_option(sub, opt->key, "Tag the -o state file with this key");
   add_backend_options(sub, opt->backend);

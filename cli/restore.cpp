@@ -15,6 +15,7 @@
 #include "drafter/speculative.h"
 #include "engine/engine.h"
 #include "engine/memory_plan.h"
+#include "eos_option.h"
 #include "format/token_list.h"
 #include "io_rules.h"
 #include "model/model.h"
@@ -36,6 +37,7 @@ struct RestoreOptions {
   PromptInput prompt;
   int64_t chunk = 0;
   int64_t steps = 0;
+  bool ignore_eos = false;
   std::string logits_out;
   std::string state_out;
   std::string drafter_dir;
@@ -116,15 +118,20 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   std::ostream& out = opt.state_out == "-" || opt.logits_out == "-" ? std::cerr : std::cout;
   GeneratedText text(opt.prompt, opt.model_dir, opt.json, out);
   std::vector<int32_t> generated;
+  const std::vector<int32_t> stop = opt.steps > 0 ? eos_stop_tokens(opt.ignore_eos, opt.model_dir, V) : std::vector<int32_t>{};
   if (opt.steps > 0) {
     if (state->position() == 0) throw Error("greedy steps need a processed position", "give --tokens, or restore a state past position 0");
     std::vector<float> step_logits;
-    generated = drafter ? generate_greedy_primed(*backend, *drafter, *state, opt.steps, want_logits ? &step_logits : nullptr)
-                        : generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr, text.on_token());
+    generated = drafter ? generate_greedy_primed(*backend, *drafter, *state, opt.steps, want_logits ? &step_logits : nullptr, stop)
+                        : generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr, text.on_token(), stop);
     text.finish();
     logits.insert(logits.end(), step_logits.begin(), step_logits.end());
+    if (static_cast<int64_t>(generated.size()) < opt.steps)
+      note(ctx, "generation stopped at end-of-sequence token " + std::to_string(generated.back()) + " after " +
+                    std::to_string(generated.size()) + " of " + std::to_string(opt.steps) +
+                    " steps (--ignore-eos generates them all)");
   }
-  if (want_logits) write_logits(opt.logits_out, logits, T + opt.steps, V);
+  if (want_logits) write_logits(opt.logits_out, logits, T + static_cast<int64_t>(generated.size()), V);
   if (!opt.state_out.empty()) {
     StateWriteOptions options;
     if (key) options.key = &*key;
@@ -150,6 +157,7 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
                         {"position", state->position()},
                         {"last_logits_xxh3", state->position() > 0 ? nlohmann::json(last_hash.hex()) : nlohmann::json(nullptr)},
                         {"generated", generated}};
+    if (opt.steps > 0) j["finish_reason"] = finish_reason(generated, stop);
     if (auto t = text.text_of(generated)) j["text"] = *t;
     out << j.dump(2) << "\n";
   } else if (text.active() && opt.steps > 0) {  // the text was the result; the report is a note
@@ -159,7 +167,7 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
     out << "restored " << file.path() << ": position " << restored_pos << ", capacity " << capacity << ", "
         << file.classes().size() << " classes verified (state xxh3-128 " << file.state_hash().hex() << ")\n";
     if (T > 0 || opt.steps > 0)
-      out << "continued " << T << " forced + " << opt.steps << " greedy tokens to position " << state->position()
+      out << "continued " << T << " forced + " << generated.size() << " greedy tokens to position " << state->position()
           << "; last logits xxh3 " << last_hash.hex() << "\n";
     if (!generated.empty()) {
       for (size_t i = 0; i < generated.size(); ++i) out << (i ? " " : "") << generated[i];
@@ -188,8 +196,10 @@ void setup_restore(CLI::App& app, Context& ctx) {
   add_count(sub, "--capacity", opt->capacity, "Tokens the restored state can hold (>= the state's position)", 1);
   add_prompt_options(sub, sub->add_option("--tokens", opt->tokens, "Teacher-force these token ids: text (whitespace/comma separated) or .npy; - = stdin"), opt->prompt);
   add_count(sub, "--chunk", opt->chunk, "Tokens per forward call when teacher-forcing (default: all in one call)", 1);
-  add_count(sub, "--steps", opt->steps, "Then decode K tokens greedily and print them", 0);
-  sub->add_option("--logits", opt->logits_out, "Write float32 logits [tokens + steps, vocab] (.npy, or .safetensors)");
+  add_count(sub, "--steps", opt->steps,
+            "Then decode K tokens greedily and print them (fewer when the model's end-of-sequence token comes first)", 0);
+  add_ignore_eos_option(sub, opt->ignore_eos);
+  sub->add_option("--logits", opt->logits_out, "Write float32 logits [tokens + generated, vocab] (.npy, or .safetensors)");
   sub->add_option("-o,--output", opt->state_out, "Write the final state as a state file (- = stdout)");
   add_max_memory(sub, opt->max_memory);
   add_key_option(sub, opt->key, "Refuse STATE unless its keyed tag matches this key; tag the -o state");

@@ -244,7 +244,7 @@ _memra() {
       fi ;;
     "memra prefill")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --tokens --prompt --chat --chunk --capacity -o --output --logits --generate --max-memory --key --backend --devices --qat --json" "$cur"
+        _memra_words "-h --help --tokens --prompt --chat --chunk --capacity -o --output --logits --generate --ignore-eos --max-memory --key --backend --devices --qat --json" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;
@@ -260,7 +260,7 @@ _memra() {
       fi ;;
     "memra restore")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --model --capacity --tokens --prompt --chat --chunk --steps --logits -o --output --max-memory --key --drafter --backend --devices --qat --json" "$cur"
+        _memra_words "-h --help --model --capacity --tokens --prompt --chat --chunk --steps --ignore-eos --logits -o --output --max-memory --key --drafter --backend --devices --qat --json" "$cur"
       else
         case $npos in
           0) _memra_files "$cur" ;;
@@ -268,7 +268,7 @@ _memra() {
       fi ;;
     "memra draft")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --drafter --tokens --state --steps --propose --block-size --harvest --runs --chunk --capacity -o --output --backend --devices --qat --json" "$cur"
+        _memra_words "-h --help --drafter --tokens --state --steps --ignore-eos --propose --block-size --harvest --runs --chunk --capacity -o --output --backend --devices --qat --json" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;

@@ -162,3 +162,44 @@ TEST_CASE("speculative decoding: refusals", "[drafter][speculative][cpu]") {
   require_error([&] { generate_speculative(*p.backend, *p.drafter, *bare, 4, p.drafter->shape()); }, {"no drafter"});
   require_error([&] { p.drafter->shape(1, Harvest::kDflash); }, {"no drafts"});
 }
+
+TEST_CASE("speculative decoding stops at an end-of-sequence token exactly as plain greedy does",
+          "[drafter][speculative][eos][cpu]") {
+  // Every one of the first 24 greedy tokens in turn as the stop id: wherever it falls (the anchor,
+  // inside an accepted run of drafts, the bonus), speculative decoding emits plain greedy's tokens
+  // up to its first occurrence, that token included and fed, and ends in plain greedy's state.
+  Pair p("tiny-dspark-trained");
+  std::vector<int32_t> prompt;  // models/prompt.txt's ids 2, 4, ..., 140: a varied continuation
+  for (int32_t t = 2; t <= 140; t += 2) prompt.push_back(t);
+  auto ref = p.primed(prompt, 128);
+  const std::vector<int32_t> greedy = generate_greedy_primed(*p.backend, *p.drafter, *ref, 40);
+  int64_t truncated = 0, cases = 0;  // stops that cut a verified block short; stop ids tried
+  for (size_t k = 0; k < 24; ++k) {
+    const std::vector<int32_t> stop{greedy[k]};
+    const size_t first = static_cast<size_t>(std::find(greedy.begin(), greedy.end(), greedy[k]) - greedy.begin());
+    if (first != k) continue;
+    ++cases;
+    const std::vector<int32_t> want(greedy.begin(), greedy.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+    auto plain = p.primed(prompt, 128);
+    CHECK(generate_greedy_primed(*p.backend, *p.drafter, *plain, 40, nullptr, stop) == want);
+    CHECK(plain->position() == static_cast<int64_t>(prompt.size() + k + 1));
+    auto trunk_only = p.backend->new_state(128);
+    prefill(*p.backend, *trunk_only, prompt, 0, nullptr);
+    CHECK(generate_greedy(*p.backend, *trunk_only, 40, nullptr, {}, stop) == want);
+    for (int64_t b : {2, 5, 8}) {
+      INFO("stop token " << greedy[k] << " at " << k << ", block " << b);
+      auto st = p.primed(prompt, 128);
+      SpeculativeStats stats;
+      const auto got = generate_speculative(*p.backend, *p.drafter, *st, 40, p.drafter->shape(b), &stats, stop);
+      CHECK(got == want);
+      CHECK(classes_bit_equal(st->export_classes(), plain->export_classes()));
+      // Earlier rounds committed acc + 1 each; the last committed the rest: fewer than it verified
+      // means the stop token cut accepted drafts off.
+      int64_t last_commit = static_cast<int64_t>(got.size());
+      for (size_t r = 0; r + 1 < stats.accepted.size(); ++r) last_commit -= stats.accepted[r] + 1;
+      if (!stats.accepted.empty() && stats.accepted.back() + 1 > last_commit) ++truncated;
+    }
+  }
+  CHECK(cases >= 12);
+  CHECK(truncated > 0);  // some stop fell inside an accepted block (the trimmed-commit path ran)
+}

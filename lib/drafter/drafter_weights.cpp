@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "drafter/released_drafter.h"
 #include "format/json_guard.h"
 
 namespace memra {
@@ -103,10 +104,8 @@ std::vector<DrafterTensorSpec> expected_drafter_tensors(const DrafterConfig& c, 
 
 DrafterWeights DrafterWeights::load(const std::string& drafter_dir) {
   namespace fs = std::filesystem;
-  DrafterWeights w;
-  w.dir_ = drafter_dir;
-  w.config_ = DrafterConfig::load(drafter_dir);
-  DrafterConfig& cfg = w.config_;
+  if (is_trunk_folder(drafter_dir)) return load_released_drafter(drafter_dir);
+  DrafterConfig cfg = DrafterConfig::load(drafter_dir);
   const fs::path file = fs::path(drafter_dir) / "model.safetensors";
   std::error_code ec;
   if (!fs::is_regular_file(file, ec))
@@ -129,6 +128,7 @@ DrafterWeights DrafterWeights::load(const std::string& drafter_dir) {
   for (const auto& t : st.tensors())
     if (!names.count(t.name))
       throw Error("tensor " + printable(t.name) + " is not predicted by the drafter's config.json (extra tensor)", hint);
+  std::vector<Tensor> tensors;
   for (const auto& spec : specs) {
     const TensorView* v = st.find(spec.name);
     if (!v) throw Error("tensor " + spec.name + " is missing (config predicts shape " + shape_text(spec.shape) + ")", hint);
@@ -137,22 +137,27 @@ DrafterWeights DrafterWeights::load(const std::string& drafter_dir) {
                   hint);
     if (v->dtype != DType::kF32 && v->dtype != DType::kBF16 && v->dtype != DType::kF16)
       throw Error("tensor " + spec.name + " has dtype " + dtype_name(v->dtype) + ", expected F32, BF16 or F16", hint);
-    Tensor t{spec.name, v->dtype, v->shape, xxh3_128(v->data, v->nbytes), tensor_to_f32(*v)};
-    w.index_.emplace(t.name, w.tensors_.size());
-    w.tensors_.push_back(std::move(t));
+    tensors.push_back({spec.name, v->dtype, v->shape, xxh3_128(v->data, v->nbytes), tensor_to_f32(*v), dtype_name(v->dtype)});
   }
+  return assemble(std::move(cfg), drafter_dir, std::move(tensors));
+}
 
+DrafterWeights DrafterWeights::assemble(DrafterConfig config, std::string dir, std::vector<Tensor> tensors) {
+  DrafterWeights w;
+  w.config_ = std::move(config);
+  w.dir_ = std::move(dir);
+  w.tensors_ = std::move(tensors);
+  for (size_t i = 0; i < w.tensors_.size(); ++i) w.index_.emplace(w.tensors_[i].name, i);
   Hasher h;
-  const std::string geometry = cfg.geometry_json().dump();
+  const std::string geometry = w.config_.geometry_json().dump();
   h.update_u64(geometry.size());
   h.update(geometry);
   h.update_u64(w.tensors_.size());
   for (const auto& t : w.tensors_) {
-    const std::string dt = dtype_name(t.dtype);
     h.update_u64(t.name.size());
     h.update(t.name);
-    h.update_u64(dt.size());
-    h.update(dt);
+    h.update_u64(t.format.size());
+    h.update(t.format);
     h.update_u64(t.shape.size());
     for (int64_t d : t.shape) h.update_u64(static_cast<uint64_t>(d));
     h.update_u64(t.hash.high);

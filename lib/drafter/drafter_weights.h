@@ -1,6 +1,8 @@
 // A loaded drafter: config, every tensor the config predicts (widened to f32), per-tensor XXH3-128
 // of the stored bytes and a fingerprint (as model/model.h does for the trunk). The embedding and LM
-// head are the trunk's and never part of a drafter folder.
+// head are the trunk's and never part of a drafter folder. A released checkpoint carries its DSpark
+// drafter inside the model folder under these names (where a release spells one differently,
+// released_drafter.cpp's table maps it), possibly FP8/FP4, dequantised at load.
 //
 // THE drafter tensor-name table (expected_drafter_tensors):
 //  dspark  mtp.0.main_proj.weight [D, n_taps·D]  mtp.0.main_norm.weight [D]
@@ -41,10 +43,12 @@ std::string drafter_head_prefix(const DrafterConfig& config);
 
 class DrafterWeights {
  public:
-  // Reads DIR/config.json and DIR/model.safetensors; every tensor must be predicted, present, F32,
-  // BF16 or F16 and of the predicted shape (Error naming it otherwise). The confidence bias is
-  // optional when the config does not say; when it does, the checkpoint must agree.
-  static DrafterWeights load(const std::string& drafter_dir);
+  // A drafter folder: reads DIR/config.json and DIR/model.safetensors; every tensor must be
+  // predicted, present, F32, BF16 or F16 and of the predicted shape (Error naming it otherwise).
+  // The confidence bias is optional when the config does not say; when it does, the checkpoint must
+  // agree. A model folder (config.json of a DeepSeek-V4 trunk) instead yields the checkpoint's own
+  // DSpark drafter (drafter/released_drafter.h), or an Error when it carries none.
+  static DrafterWeights load(const std::string& dir);
 
   const DrafterConfig& config() const { return config_; }
   const std::string& dir() const { return dir_; }
@@ -52,13 +56,18 @@ class DrafterWeights {
   const float* f32(const std::string& name) const;  // throws Error
   const Hash128& fingerprint() const { return fingerprint_; }
   struct Tensor {
-    std::string name;
-    DType dtype;
-    std::vector<int64_t> shape;
-    Hash128 hash;
-    std::vector<float> values;
+    std::string name;  // ours (the table above)
+    DType dtype;       // as stored
+    std::vector<int64_t> shape;  // logical
+    Hash128 hash;      // of the stored bytes (a block format's weight bytes, then its scale's)
+    std::vector<float> values;   // widened / dequantised
+    std::string format;  // the fingerprint's label: the dtype name, or a block format's label
   };
   const std::vector<Tensor>& tensors() const { return tensors_; }
+
+  // A drafter of `config` from its tensors in expected_drafter_tensors() order: indexes them and
+  // computes the fingerprint (used by the loaders).
+  static DrafterWeights assemble(DrafterConfig config, std::string dir, std::vector<Tensor> tensors);
 
  private:
   DrafterConfig config_;

@@ -42,7 +42,8 @@ std::vector<double> SpeculativeStats::acceptance_by_position() const {
 }
 
 std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
-                                          const DraftShape& shape, SpeculativeStats* stats) {
+                                          const DraftShape& shape, SpeculativeStats* stats,
+                                          std::span<const int32_t> stop) {
   const auto t_start = Clock::now();
   if (!backend.realization().exact)
     throw Error("speculative decoding rewinds and re-runs tokens, which is lossless only on an exact realization; " +
@@ -84,7 +85,13 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
     while (acc < n_verify && prop.tokens[acc] == argmax(std::span<const float>(logits.data() + acc * V, V))) ++acc;
     st.verify_s += since(t0);
     st.trunk_rows += static_cast<int64_t>(block.size());
-    const int64_t commit = acc + 1;
+    int64_t commit = acc + 1;
+    bool stopped = false;
+    for (int64_t i = 0; i < commit && !stopped; ++i)
+      if (is_stop_token(stop, block[i])) {
+        commit = i + 1;  // end of sequence: nothing after it is committed
+        stopped = true;
+      }
     if (commit < static_cast<int64_t>(block.size())) {
       // Rejected drafts: back to the mark, then run only the committed tokens.
       t0 = Clock::now();
@@ -97,11 +104,12 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
     t0 = Clock::now();
     drafter.feed(state, taps, commit);  // the last forward ran exactly the committed tokens
     st.feed_s += since(t0);
-    last.assign(logits.begin() + acc * V, logits.begin() + (acc + 1) * V);
+    last.assign(logits.begin() + (commit - 1) * V, logits.begin() + commit * V);
     out.insert(out.end(), block.begin(), block.begin() + commit);
     st.accepted.push_back(acc);
     ++st.histogram[acc];
     ++st.rounds;
+    if (stopped) break;
   }
   st.tokens = static_cast<int64_t>(out.size());
   st.total_s = since(t_start);
@@ -109,7 +117,7 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
 }
 
 std::vector<int32_t> generate_greedy_primed(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
-                                            std::vector<float>* step_logits) {
+                                            std::vector<float>* step_logits, std::span<const int32_t> stop) {
   std::vector<int32_t> out;
   if (steps <= 0) return out;
   std::vector<float> last = backend.last_logits(state);
@@ -123,6 +131,7 @@ std::vector<int32_t> generate_greedy_primed(const Backend& backend, const Drafte
     drafter.prefill(backend, state, std::span<const int32_t>(&token, 1), 1, &row);
     if (step_logits) step_logits->insert(step_logits->end(), row.begin(), row.end());
     last.swap(row);
+    if (is_stop_token(stop, token)) break;
   }
   return out;
 }

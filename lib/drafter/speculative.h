@@ -10,6 +10,7 @@
 // to plain greedy's (trunk and drafter). A non-exact realization is refused.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "drafter/drafter.h"
@@ -31,15 +32,19 @@ struct SpeculativeStats {
 };
 
 // `steps` tokens greedily with the drafter; the state (with a primed drafter) advances by exactly
-// `steps`. Throws Error when the state has no processed position or no drafter, the realization is
-// not exact, or the capacity cannot hold position + steps.
+// the tokens returned. A token in `stop` ends the generation after it (committed and fed, as
+// generate_greedy does; later accepted drafts are rolled back), so the tokens and the final state
+// stay plain greedy's. Throws Error when the state has no processed position or no drafter, the
+// realization is not exact, or the capacity cannot hold position + steps.
 std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
-                                          const DraftShape& shape, SpeculativeStats* stats = nullptr);
+                                          const DraftShape& shape, SpeculativeStats* stats = nullptr,
+                                          std::span<const int32_t> stop = {});
 
 // Plain greedy decoding of `steps` tokens that keeps the drafter primed (one token per trunk call,
 // each fed to the drafter): the reference speculative decoding must reproduce. Optionally collects
-// the logits each fed token produced [steps, V].
+// the logits each fed token produced [returned, V]; stops after a token in `stop` (generate_greedy).
 std::vector<int32_t> generate_greedy_primed(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
-                                            std::vector<float>* step_logits = nullptr);
+                                            std::vector<float>* step_logits = nullptr,
+                                            std::span<const int32_t> stop = {});
 
 }  // namespace memra

@@ -13,8 +13,8 @@
 namespace memra {
 
 struct SpeculativeComparison {
-  std::vector<int32_t> speculative;             // [steps] of the first run
-  std::vector<int32_t> greedy;                  // [steps] of the first run
+  std::vector<int32_t> speculative;             // [≤ steps] of the first run
+  std::vector<int32_t> greedy;                  // [≤ steps] of the first run
   bool identical = false;                       // every run of both emitted the same tokens
   int64_t first_difference = -1;                // index of the first differing token (first run), -1 when none
   SpeculativeStats stats;                       // of the first speculative run
@@ -30,8 +30,10 @@ struct SpeculativeComparison {
 };
 
 // `start` must carry a primed drafter and a processed position; it is left unchanged. runs ≥ 1.
+// Both decodings stop after a token in `stop` (empty: exactly `steps` tokens, as the gates run).
 SpeculativeComparison compare_speculative(const Backend& backend, const Drafter& drafter, const State& start,
-                                          int64_t steps, const DraftShape& shape, int runs);
+                                          int64_t steps, const DraftShape& shape, int runs,
+                                          std::span<const int32_t> stop = {});
 
 double median(std::vector<double> values);
 

@@ -43,8 +43,13 @@ int32_t argmax(std::span<const float> row) {
   return best;
 }
 
+bool is_stop_token(std::span<const int32_t> stop, int32_t token) {
+  return std::find(stop.begin(), stop.end(), token) != stop.end();
+}
+
 std::vector<int32_t> generate_greedy(const Backend& backend, State& state, int64_t steps,
-                                     std::vector<float>* step_logits, const std::function<void(int32_t)>& on_token) {
+                                     std::vector<float>* step_logits, const std::function<void(int32_t)>& on_token,
+                                     std::span<const int32_t> stop) {
   std::vector<int32_t> out;
   if (steps <= 0) return out;
   std::vector<float> last = backend.last_logits(state);
@@ -56,6 +61,7 @@ std::vector<int32_t> generate_greedy(const Backend& backend, State& state, int64
     if (on_token) on_token(token);
     last = decode_step(backend, state, token);
     if (step_logits) step_logits->insert(step_logits->end(), last.begin(), last.end());
+    if (is_stop_token(stop, token)) break;
   }
   return out;
 }

@@ -24,12 +24,18 @@ std::vector<float> decode_step(const Backend& backend, State& state, int32_t tok
 // Argmax with ties to the lower index.
 int32_t argmax(std::span<const float> row);
 
-// Greedy: `steps` times, picks argmax(last logits) and feeds it (so the position advances by steps).
-// Returns the picked tokens; optionally collects the logits each fed token produced [steps, V];
-// on_token (when set) gets each token as soon as it is picked (streaming output).
+// True when `token` is one of `stop` (end-of-sequence ids; model/generation_config.h).
+bool is_stop_token(std::span<const int32_t> stop, int32_t token);
+
+// Greedy: `steps` times, picks argmax(last logits) and feeds it (so the position advances by the
+// number of tokens returned). Returns the picked tokens; optionally collects the logits each fed
+// token produced [returned, V]; on_token (when set) gets each token as soon as it is picked
+// (streaming output). A token in `stop` ends the generation early: it is returned and fed (the
+// state ends after it, as a finished chat turn does). Empty `stop`: always `steps` tokens (gates).
 std::vector<int32_t> generate_greedy(const Backend& backend, State& state, int64_t steps,
                                      std::vector<float>* step_logits = nullptr,
-                                     const std::function<void(int32_t)>& on_token = {});
+                                     const std::function<void(int32_t)>& on_token = {},
+                                     std::span<const int32_t> stop = {});
 
 // A new state of `capacity` holding `classes` at `pos` (all components of the backend's states, plus
 // those `attach` adds to the empty state first, e.g. a drafter); throws Error naming the first class

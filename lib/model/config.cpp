@@ -368,9 +368,12 @@ ModelConfig ModelConfig::parse(const json& j) {
   } else {
     const json& cr = j["compress_ratios"];
     if (!cr.is_array()) bad("compress_ratios", "must be a list of integers");
-    if (cr.size() != Ls && cr.size() != Ls + 1)
+    // Trailing entries: the MTP block, or one per DSpark stage (num_nextn_predict_layers of them).
+    const size_t trailing = static_cast<size_t>(std::max<int64_t>(1, c.num_nextn_predict_layers));
+    if (cr.size() < Ls || cr.size() > Ls + trailing)
       bad("compress_ratios", "has " + std::to_string(cr.size()) + " entries, expected num_hidden_layers (" +
-                                 std::to_string(L) + ") or one more for the MTP block");
+                                 std::to_string(L) + ") plus at most " + std::to_string(trailing) +
+                                 " for the MTP block or DSpark stages (num_nextn_predict_layers)");
     std::optional<int64_t> hca;
     for (size_t i = 0; i < Ls; ++i) {
       if (!cr[i].is_number_integer() || cr[i].get<int64_t>() < 0 || cr[i].get<int64_t>() > kMaxDim)

@@ -121,7 +121,9 @@ std::pair<int64_t, int64_t> as_matrix(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-std::string WeightTensor::format_label() const {
+namespace {
+
+std::string format_label_of(const WeightView& view, DType dtype) {
   switch (view.format) {
     case WeightFormat::kFp8Block:
       return "F8_E4M3*E8M0[" + std::to_string(view.block_rows) + "x" + std::to_string(view.block_cols) + "]";
@@ -131,6 +133,11 @@ std::string WeightTensor::format_label() const {
       return dtype_name(dtype);
   }
 }
+
+}  // namespace
+
+std::string WeightTensor::format_label() const { return format_label_of(view, dtype); }
+std::string UnusedTensor::format_label() const { return format_label_of(view, dtype); }
 
 std::vector<TensorSpec> expected_tensors(const ModelConfig& c) {
   const int64_t V = c.vocab_size, D = c.hidden_size, n = c.hc_mult, H = c.num_attention_heads, d = c.head_dim;
@@ -210,7 +217,7 @@ std::vector<std::string> model_input_files(const std::string& model_dir) {
   const fs::path dir(model_dir);
   std::error_code ec;
   for (const char* name : {"config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json",
-                           "tokenizer_config.json"})
+                           "tokenizer_config.json", "generation_config.json"})
     if (fs::exists(dir / name, ec)) out.push_back((dir / name).string());
   try {
     const fs::path index = dir / "model.safetensors.index.json";
@@ -464,7 +471,10 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
   }
 
   // The MTP block / DSpark tensors: recognised and listed; their quantised weights are still paired
-  // with scales of the right shape, so a corrupted one is refused like a main-model tensor.
+  // with scales of the right shape, so a corrupted one is refused like a main-model tensor, and
+  // every float weight gets its decoding view (a checkpoint's own drafter reads them).
+  std::unordered_map<std::string, WeightView> unused_views;  // by canonical name
+  std::unordered_map<std::string, size_t> unused_scale_bytes;
   for (const Found& f : unused) {
     const TensorView& v = *f.view;
     const std::string canon = canonical_name(v.name);
@@ -486,6 +496,13 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
         throw Error("scale tensor " + printable(scale->name) + " is " + dtype_name(scale->dtype) + " " +
                         shape_text(scale->shape) + ", expected F8_E8M0 " + shape_text(want),
                     hint);
+      unused_views[canon] = fp4 ? WeightView{WeightFormat::kFp4Block, N, K, v.data, scale->data, 1, kFp4BlockCols, want[1]}
+                                : WeightView{WeightFormat::kFp8Block, N, K, v.data, scale->data, quant.block_rows,
+                                             quant.block_cols, want[1]};
+      unused_scale_bytes[canon] = scale->nbytes;
+    } else if (is_plain_float(v.dtype)) {
+      auto [rows, cols] = as_matrix(v.shape);
+      unused_views[canon] = WeightView{plain_format(v.dtype), rows, cols, v.data, nullptr, 1, 1, 0};
     }
   }
   for (const Found& f : unused) {
@@ -496,8 +513,11 @@ Model Model::load(const std::string& model_dir, const LoadProgress& progress) {
       for (const Found& g : unused) paired = paired || canonical_name(g.view->name) == scaled;
       if (!paired) throw Error("scale tensor " + printable(f.view->name) + " has no weight " + scaled, hint);
     }
-    model.unused_.push_back({f.view->name, file_names[f.file], f.view->dtype, f.view->shape, unused_kind(canon),
-                             f.view->data, f.view->nbytes});
+    UnusedTensor u{f.view->name, canon, file_names[f.file], f.view->dtype, f.view->shape, unused_kind(canon),
+                   f.view->data, f.view->nbytes};
+    if (auto it = unused_views.find(canon); it != unused_views.end()) u.view = it->second;
+    if (auto it = unused_scale_bytes.find(canon); it != unused_scale_bytes.end()) u.scale_nbytes = it->second;
+    model.unused_.push_back(std::move(u));
   }
   if (!scales.empty()) {
     const auto& [weight, f] = *scales.begin();

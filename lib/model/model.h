@@ -22,7 +22,8 @@
 // `layers.N.attn.norm.weight` for kv_norm). A quantised weight `P.weight` has its scale in `P.scale`
 // (the release's spelling) or `P.weight_scale_inv` (DeepSeek-V3 / transformers' spelling).
 // `mtp.*` tensors (the MTP block and a DSpark drafter's stages, main_proj, main_norm, Markov and
-// confidence heads) are recognised and listed, not used by the main model (unused_tensors()).
+// confidence heads) are recognised and listed, not used by the main model (unused_tensors()); a
+// checkpoint's own drafter reads them (drafter/released_drafter.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -70,15 +71,23 @@ struct WeightTensor {
   std::string format_label() const;
 };
 
-// A stored tensor the main model does not use: the MTP block and DSpark drafter (mtp.*).
+// A stored tensor the main model does not use: the MTP block and DSpark drafter (mtp.*), which a
+// checkpoint's own drafter reads (drafter/released_drafter.h).
 struct UnusedTensor {
-  std::string name;  // as stored
+  std::string name;       // as stored
+  std::string canonical;  // without a `model.` prefix
   std::string file;
   DType dtype = DType::kF32;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;      // as stored
   std::string kind;                // "mtp" or "dspark"
   const uint8_t* bytes = nullptr;  // in the mapped file
   size_t nbytes = 0;
+  // A float weight's decoding view: plain F32/BF16/F16/F64 ([∏ shape[:-1], shape[-1]]), or an FP8 /
+  // packed FP4 matrix with its checked scale attached (logical [N, K]); format kF32 with null data
+  // for anything else (scales, integer tensors).
+  WeightView view;
+  size_t scale_nbytes = 0;  // block formats: the scale tensor's bytes (view.scale)
+  std::string format_label() const;  // as WeightTensor::format_label()
 };
 
 struct LoadProgress {

@@ -39,6 +39,8 @@ fixtures = {
     "--expect": f"{work}/state.xxh",
     "--drafter": f"{model}/../drafters/tiny-dspark",
 }
+# Optional options a command needs to do real work with models/tiny (which has no drafter of its own).
+optional = {"memra draft": ["--drafter", fixtures["--drafter"]]}
 # Small values for the other numeric options of a command, so in-range runs stay short.
 cheap = {"--prompt-len": "6", "--warm": "2", "--continuation": "1", "--grow": "3", "--steps": "2", "--widths": "1,3",
          "--depth": "4"}
@@ -74,6 +76,7 @@ for cmd in spec["commands"]:
             failures.append(f"{words}: no fixture for required option {r}")
             continue
         base += [r, fixtures[r]]
+    base += optional.get(words, [])
     for option in cmd["numeric"]:
         extra = []
         for other in cmd["numeric"]:
