@@ -52,8 +52,8 @@ std::vector<float> round_weights(std::vector<float> w, WType t) {
   return w;
 }
 
-// Device copy of f32 values (already representable) in dtype t.
-DevVec<uint8_t> upload_weights_as(const std::vector<float>& w, WType t) {
+// The bytes of f32 values (already representable) in dtype t.
+std::vector<uint8_t> encode_as(const std::vector<float>& w, WType t) {
   std::vector<uint8_t> bytes(w.size() * wtype_size(t));
   for (size_t i = 0; i < w.size(); ++i) {
     if (t == WType::kF32) {
@@ -68,8 +68,11 @@ DevVec<uint8_t> upload_weights_as(const std::vector<float>& w, WType t) {
       std::memcpy(bytes.data() + 2 * i, &h, 2);
     }
   }
-  return DevVec<uint8_t>(bytes);
+  return bytes;
 }
+
+// Device copy of f32 values (already representable) in dtype t.
+DevVec<uint8_t> upload_weights_as(const std::vector<float>& w, WType t) { return DevVec<uint8_t>(encode_as(w, t)); }
 
 void test_linear(Rng& rng, Report& rep, bool quick) {
   struct Shape {
@@ -539,20 +542,7 @@ class GuardedUploader {
     if (static_cast<int64_t>(v.size()) != count * rows * cols)
       throw Error("harness: " + what + " holds " + std::to_string(v.size()) + " values, a stack of " + std::to_string(count) +
                   " [" + std::to_string(rows) + ", " + std::to_string(cols) + "] needs " + std::to_string(count * rows * cols));
-    std::vector<uint8_t> bytes(v.size() * wtype_size(t));
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (t == WType::kF32) {
-        std::memcpy(bytes.data() + 4 * i, &v[i], 4);
-      } else if (t == WType::kBF16) {
-        uint32_t b;
-        std::memcpy(&b, &v[i], 4);
-        const uint16_t h = static_cast<uint16_t>(b >> 16);
-        std::memcpy(bytes.data() + 2 * i, &h, 2);
-      } else {
-        const __half h = __float2half_rn(v[i]);
-        std::memcpy(bytes.data() + 2 * i, &h, 2);
-      }
-    }
+    const std::vector<uint8_t> bytes = encode_as(v, t);
     DevMatrix m;
     m.ptr = put(bytes.data(), bytes.size());
     m.type = t;
