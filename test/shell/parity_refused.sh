@@ -15,16 +15,7 @@ model="$src/models/tiny"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail=0
-expect() {  # expect RC PATTERN -- command...
-  local want_rc=$1 pattern=$2; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [[ $rc -ne $want_rc ]] || ! grep -q -- "$pattern" <<<"$out"; then
-    echo "FAIL: '$*' gave rc=$rc (want $want_rc) and output:"; echo "$out" | head -5; fail=1
-  else
-    echo "ok: rc=$rc $(grep -m1 -- "$pattern" <<<"$out")"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
 mutate() {  # mutate NAME PYTHON-EXPR-ON-m
   rm -rf "$work/$1"; cp -r "$model/dump" "$work/$1"
   python3 -c "import json,sys; p='$work/$1/manifest.json'; m=json.load(open(p)); $2; json.dump(m, open(p,'w'))"
