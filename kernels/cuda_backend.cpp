@@ -249,10 +249,11 @@ void CudaBackend::forward(std::span<const SequenceStep> batch) const {
         const std::string L = std::to_string(l);
         tr->shapes["hidden." + L] = {it.T, n, D};
         tr->shapes["router." + L + ".experts"] = {it.T, k};
-        if (cfg_.mlp_layer_types[l] == MlpKind::kLearned) tr->shapes["router." + L + ".margin"] = {it.T};
+        if (cfg_.mlp_layer_types[l] == MlpKind::kLearned)
+          tr->shapes["router." + L + ".margin"] = tr->shapes["router." + L + ".scale"] = {it.T};
         if (cfg_.layer_types[l] == LayerKind::kCSA) {
           tr->shapes["indexer." + L + ".selected"] = {it.T, K};
-          tr->shapes["indexer." + L + ".margin"] = {it.T};
+          tr->shapes["indexer." + L + ".margin"] = tr->shapes["indexer." + L + ".scale"] = {it.T};
         }
       }
     }
@@ -366,12 +367,16 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
           if (cfg_.mlp_layer_types[l] == MlpKind::kLearned) {
             auto& mg = tr->arrays["router." + L + ".margin"];
             mg.insert(mg.end(), lt.router_margin.begin() + r0, lt.router_margin.begin() + r0 + T);
+            auto& rs = tr->arrays["router." + L + ".scale"];
+            rs.insert(rs.end(), lt.router_scale.begin() + r0, lt.router_scale.begin() + r0 + T);
           }
           if (cfg_.layer_types[l] == LayerKind::kCSA) {
             auto& se = tr->arrays["indexer." + L + ".selected"];
             for (int64_t i = r0 * K; i < (r0 + T) * K; ++i) se.push_back(static_cast<float>(lt.selected[i]));
             auto& im = tr->arrays["indexer." + L + ".margin"];
             im.insert(im.end(), lt.indexer_margin.begin() + r0, lt.indexer_margin.begin() + r0 + T);
+            auto& is = tr->arrays["indexer." + L + ".scale"];
+            is.insert(is.end(), lt.indexer_scale.begin() + r0, lt.indexer_scale.begin() + r0 + T);
           }
         }
       }

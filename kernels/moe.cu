@@ -96,6 +96,12 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
       a.ew[static_cast<int64_t>(t) * k + i] = wts[i];
     }
     if (a.margin) a.margin[t] = a.tid2eid || E <= k ? INFINITY : kth[0] - kth[1];
+    if (a.scale) {  // the CPU's selection_scale: largest |score + bias|
+      float m = 0.0f;
+      if (!a.tid2eid)
+        for (int e = 0; e < E; ++e) m = fmaxf(m, fabsf(sel[e]));
+      a.scale[t] = m;
+    }
   }
 }
 

@@ -242,7 +242,7 @@ enum class Scoring : int32_t { kSqrtSoftplus = 0, kSigmoid = 1, kSoftmax = 2 };
 // Router: scores from logits [rows, E]; hash rows (tid2eid [V, k]) or top-k of score + bias (ties
 // to the lower index); weights renormalised and scaled. eid/ew [rows, k] in ascending expert id
 // order (the order experts are summed in); margin [rows] (k-th minus (k+1)-th selection score,
-// +inf for hash rows) when non-null.
+// +inf for hash rows) and scale [rows] (largest |score + bias|, 0 for hash rows) when non-null.
 struct RouteArgs {
   const float* logits = nullptr;
   int rows = 0, E = 0, k = 0;
@@ -254,6 +254,7 @@ struct RouteArgs {
   int32_t* eid = nullptr;
   float* ew = nullptr;
   float* margin = nullptr;
+  float* scale = nullptr;
 };
 cudaError_t route(const RouteArgs& a, cudaStream_t stream);
 

@@ -135,7 +135,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
                                reinterpret_cast<uint64_t>(plan_dev_.get()), reinterpret_cast<uint64_t>(conv_.get()),
                                reinterpret_cast<uint64_t>(hc_partial_.get())};
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
-                        &scores_, &rlogits_, &ew_, &margin_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &hh_, &logits_})
+                        &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &hh_, &logits_})
     sig.push_back(reinterpret_cast<uint64_t>(f->get()));
   for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_}) sig.push_back(reinterpret_cast<uint64_t>(i->get()));
   return sig;
@@ -144,7 +144,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
 size_t Shard::scratch_bytes() const {
   size_t b = plan_dev_.bytes() + conv_.bytes() + hc_partial_.bytes() + dq_.bytes();
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
-                        &scores_, &rlogits_, &ew_, &margin_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &xg_, &eg_, &eu_, &eh_,
+                        &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &xg_, &eg_, &eu_, &eh_,
                         &eoe_, &hh_, &logits_})
     b += f->bytes();
   for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &order_}) b += i->bytes();
@@ -223,6 +223,7 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   eid_.ensure(dv, R * k, "router experts");
   ew_.ensure(dv, R * k, "router weights");
   margin_.ensure(dv, R, "router margins");
+  rscale_.ensure(dv, R, "router scales");
   h_.ensure(dv, R * k * I, "expert hidden");
   eo_.ensure(dv, R * k * D, "expert outputs");
   pair_order_.ensure(dv, R * k, "expert pair order");
@@ -428,10 +429,14 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
             "trace copy (indexer scores)");
       check(cudaStreamSynchronize(stream_), "trace copy (indexer)");
       trace->indexer_margin.resize(R);
+      trace->indexer_scale.resize(R);
       for (int r = 0; r < R; ++r) {
         const int64_t visible = (static_cast<int64_t>(plan_.row_pos[r]) + 1) / w.m;
         std::vector<float> row(sc.begin() + static_cast<int64_t>(r) * ia.score_stride,
                                sc.begin() + static_cast<int64_t>(r) * ia.score_stride + visible);
+        float scale = 0.0f;
+        for (float v : row) scale = std::max(scale, std::fabs(v));
+        trace->indexer_scale[r] = scale;
         trace->indexer_margin[r] = margin_of(std::move(row), K);
       }
     }
@@ -547,6 +552,7 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
   ra.eid = eid_.get();
   ra.ew = ew_.get();
   ra.margin = margin_.get();
+  ra.scale = rscale_.get();
   check_launch(route(ra, stream_), "route");
   // cuda-fast on a large round (a prefill): one cuBLAS GEMM per touched expert on the gathered
   // rows (tensor cores); the fused kernels' f32 dots are for decode-sized rounds and the exact path.
@@ -585,9 +591,12 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
   if (trace) {
     trace->experts.resize(static_cast<size_t>(R) * k);
     trace->router_margin.resize(R);
+    trace->router_scale.resize(R);
     check(cudaMemcpyAsync(trace->experts.data(), eid_.get(), trace->experts.size() * 4, cudaMemcpyDeviceToHost, stream_),
           "trace copy (router)");
     check(cudaMemcpyAsync(trace->router_margin.data(), margin_.get(), R * 4, cudaMemcpyDeviceToHost, stream_),
+          "trace copy (router)");
+    check(cudaMemcpyAsync(trace->router_scale.data(), rscale_.get(), R * 4, cudaMemcpyDeviceToHost, stream_),
           "trace copy (router)");
     check(cudaStreamSynchronize(stream_), "trace copy (router)");
   }

@@ -40,8 +40,10 @@ struct LayerTrace {
   std::vector<float> hidden;          // [rows, n, D] streams after the layer
   std::vector<int32_t> experts;       // [rows, k] ascending
   std::vector<float> router_margin;   // [rows] learned layers
+  std::vector<float> router_scale;    // [rows] learned layers: largest |selection score|
   std::vector<int32_t> selected;      // [rows, K] CSA, −1 padded
   std::vector<float> indexer_margin;  // [rows] CSA
+  std::vector<float> indexer_scale;   // [rows] CSA: largest |score|
 };
 
 class Shard {
@@ -123,7 +125,7 @@ class Shard {
 
   Scratch<float> X_, x_, y_, post_, comb_, qr_, q_, kv_, o_, z_, ckv_, csc_, ikv_, isc_, qi_, wi_, scores_;
   Scratch<int32_t> selected_, eid_, pair_order_, groups_, n_groups_, order_;
-  Scratch<float> rlogits_, ew_, margin_, h_, eo_, sg_, su_, sh_, sy_, xg_, eg_, eu_, eh_, eoe_, hh_, logits_;
+  Scratch<float> rlogits_, ew_, margin_, rscale_, h_, eo_, sg_, su_, sh_, sy_, xg_, eg_, eu_, eh_, eoe_, hh_, logits_;
   Scratch<uint8_t> conv_, dq_;  // bf16 activations; one dequantised matrix (cuda-fast, packed weights)
   PinnedBuffer order_host_;
 };

@@ -65,9 +65,9 @@ TEST_CASE("a flip at an exact tie is OUT-OF-BAND unless the engine's values are 
   CHECK(flip_in_band(0.0, 3e-6, band));        // the engine's values are a near-tie, not a tie
 
   // compare_decisions applies it per row and reports both margins.
-  const std::vector<int64_t> reference = {0, 1, 2, 3, 4, 5};  // rows of k = 2
-  const std::vector<float> engine = {0, 1, 2, 4, 4, 5};       // row 1 differs
-  StageResult tie = compare_decisions("indexer.1.selected", engine, reference, 2, {1.0f, 0.0f, 1.0f}, {1.0f, 0.0f, 1.0f}, band);
+  const std::vector<float> reference = {0, 1, 2, 3, 4, 5};  // rows of k = 2
+  const std::vector<float> engine = {0, 1, 2, 4, 4, 5};     // row 1 differs
+  StageResult tie = compare_decisions("indexer.1.selected", {engine, {1.0f, 0.0f, 1.0f}}, {reference, {1.0f, 0.0f, 1.0f}}, 2, band);
   REQUIRE(tie.flips.size() == 1);
   CHECK(tie.flips[0].position == 1);
   CHECK(tie.flips[0].margin == 0.0);
@@ -75,12 +75,54 @@ TEST_CASE("a flip at an exact tie is OUT-OF-BAND unless the engine's values are 
   CHECK_FALSE(tie.flips[0].in_band);
   CHECK_FALSE(tie.pass);
   CHECK(tie.line().find("OUT-OF-BAND") != std::string::npos);
-  StageResult near = compare_decisions("indexer.1.selected", engine, reference, 2, {1.0f, 0.0f, 1.0f}, {1.0f, 2e-6f, 1.0f}, band);
+  StageResult near = compare_decisions("indexer.1.selected", {engine, {1.0f, 2e-6f, 1.0f}}, {reference, {1.0f, 0.0f, 1.0f}}, 2, band);
   CHECK(near.flips[0].in_band);
   CHECK(near.pass);
   CHECK(near.rows == 3);
   CHECK(near.rows_total == 3);
   CHECK(near.to_json()["flips"][0]["engine_margin"].get<double>() == Approx(2e-6));
+}
+
+TEST_CASE("a decision's near-tie band is relative to its scale, as rel_to_max is to a stage's largest value",
+          "[parity][decisions]") {
+  CHECK(decision_band_at(0.02, 5.0, 4.0) == Approx(0.1));    // the larger side's largest |score|
+  CHECK(decision_band_at(0.02, -1.0, 3.0) == Approx(0.06));  // one side recorded none
+  CHECK(decision_band_at(0.02, -1.0, -1.0) == Approx(0.02)); // neither: scale 1 (older dumps)
+  CHECK(decision_band_at(0.02, 0.0, 0.0) == 0.0);            // all scores 0: only an exact tie is near
+
+  // Row 1 flips with a reference margin of 0.05: out of an absolute band of 0.02, inside the band
+  // of scores of magnitude 10 (0.2); the same flip on scores of magnitude 1 stays out.
+  const std::vector<float> reference = {0, 1, 2, 3}, engine = {0, 1, 2, 4};  // rows of k = 1
+  auto run = [&](std::vector<float> scale) {
+    return compare_decisions("indexer.3.selected", {engine, {1, 1, 1, 0.04f}, scale}, {reference, {1, 1, 1, 0.05f}, scale}, 1, 0.02);
+  };
+  CHECK(run({10, 10, 10, 10}).pass);
+  CHECK(run({10, 10, 10, 10}).flips[0].band == Approx(0.2));
+  CHECK_FALSE(run({1, 1, 1, 1}).pass);
+  CHECK_FALSE(run({}).pass);
+  // The drift of the scales on agreeing rows is measured against each row's band.
+  StageResult drift = compare_decisions("router.0.experts", {reference, {}, {10, 10.1f, 10, 10}}, {reference, {}, {10, 10, 10, 10}}, 1, 0.02);
+  CHECK(drift.score_drift_to_band == Approx(0.1 / 0.202).epsilon(1e-3));
+  CHECK(drift.line().find("score drift/band") != std::string::npos);
+}
+
+TEST_CASE("a top-1 disagreement on a near-tie within the tolerance is reported, not failed", "[parity]") {
+  // Two rows of width 3; the reference's largest value is 10, so the tolerance 1e-3 allows 0.01.
+  const std::vector<float> want = {10.0f, 9.995f, 1.0f, 1.0f, 5.0f, 2.0f};
+  std::vector<float> got = {9.996f, 9.9985f, 1.0f, 1.0f, 5.0f, 2.0f};  // row 0: top-1 swaps, lead 0.005
+  StageResult near = compare_values("logits", got, want, 1e-3, 3);
+  CHECK(near.pass);
+  CHECK(near.top1_agree == 1);
+  CHECK(near.top1_near_ties == 1);
+  CHECK(near.line().find("top1 1/2 (+1 near-tie)") != std::string::npos);
+  // A swap against a reference lead of 0.05 (above the allowance of 0.03) fails on the top-1 rule
+  // although every value is within the rel-to-max tolerance.
+  const std::vector<float> want_clear = {10.0f, 9.95f, 1.0f, 1.0f, 5.0f, 2.0f};
+  got = {9.97f, 9.98f, 1.0f, 1.0f, 5.0f, 2.0f};
+  StageResult clear = compare_values("logits", got, want_clear, 3e-3, 3);
+  CHECK(clear.rel_to_max <= 3e-3);
+  CHECK_FALSE(clear.pass);
+  CHECK(clear.top1_near_ties == 0);
 }
 
 TEST_CASE("the floor: a stage that compared fewer than half its rows is INCONCLUSIVE", "[parity][floor]") {
@@ -90,8 +132,7 @@ TEST_CASE("the floor: a stage that compared fewer than half its rows is INCONCLU
   CHECK(min_rows_compared(95) == 48);
 
   // An in-band flip at position 0 leaves nothing compared after restriction.
-  const std::vector<int64_t> reference = {0, 1, 2, 3};
-  StageResult d = compare_decisions("router.1.experts", {0, 2, 2, 3}, reference, 2, {1e-7f, 1.0f}, {3e-7f, 1.0f}, 1e-5);
+  StageResult d = compare_decisions("router.1.experts", {{0, 2, 2, 3}, {3e-7f, 1.0f}}, {{0, 1, 2, 3}, {1e-7f, 1.0f}}, 2, 1e-5);
   REQUIRE(first_in_band_flip({d}).position == 0);
   restrict_decisions(d, first_in_band_flip({d}));
   CHECK(d.rows == 1);
@@ -124,10 +165,10 @@ TEST_CASE("an in-band flip excuses later stages at its position, not earlier one
   // Rows of k = 1 at positions 0..3. The indexer of layer 1 flips in band at position 2; the
   // router of layer 2 (causally after it) and the router of layer 0 (before it) flip out of band
   // at the same position.
-  const std::vector<int64_t> ref = {0, 1, 2, 3};
-  StageResult idx = compare_decisions("indexer.1.selected", {0, 1, 5, 3}, ref, 1, {1, 1, 1e-7f, 1}, {1, 1, 1e-7f, 1}, 1e-5);
-  StageResult later = compare_decisions("router.2.experts", {0, 1, 6, 3}, ref, 1, {1, 1, 0.5f, 1}, {1, 1, 0.5f, 1}, 1e-5);
-  StageResult earlier = compare_decisions("router.0.experts", {0, 1, 6, 3}, ref, 1, {1, 1, 0.5f, 1}, {1, 1, 0.5f, 1}, 1e-5);
+  const std::vector<float> ref = {0, 1, 2, 3};
+  StageResult idx = compare_decisions("indexer.1.selected", {{0, 1, 5, 3}, {1, 1, 1e-7f, 1}}, {ref, {1, 1, 1e-7f, 1}}, 1, 1e-5);
+  StageResult later = compare_decisions("router.2.experts", {{0, 1, 6, 3}, {1, 1, 0.5f, 1}}, {ref, {1, 1, 0.5f, 1}}, 1, 1e-5);
+  StageResult earlier = compare_decisions("router.0.experts", {{0, 1, 6, 3}, {1, 1, 0.5f, 1}}, {ref, {1, 1, 0.5f, 1}}, 1, 1e-5);
   const InBandCut cut = first_in_band_flip({later, idx, earlier});
   CHECK(cut.position == 2);
   CHECK(cut.rank == causal_rank("indexer.1.selected"));

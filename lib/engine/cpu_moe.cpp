@@ -77,7 +77,7 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
   const int64_t k = cfg.num_experts_per_tok;
   std::vector<float> logits(T * E);
   ar.linear(x.data(), T, D, lw.gate, E, logits.data());  // router: f32 (an f32 island)
-  std::vector<float> experts_trace(T * k), margin_trace(T, std::numeric_limits<float>::infinity());
+  std::vector<float> experts_trace(T * k), margin_trace(T, std::numeric_limits<float>::infinity()), scale_trace(T);
   std::vector<float> routed(D), eo(D), shared(D);
   out.assign(T * D, 0.0f);
   const int64_t row_off = MEMRA_FAULT("hash_row_off") ? 1 : 0;
@@ -101,6 +101,7 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
       for (int64_t e = 0; e < E; ++e) sel[e] = score[e] + lw.gate_bias[e];
       idx = topk_lower_index(sel, k);
       margin_trace[t] = selection_margin(sel, k);
+      scale_trace[t] = selection_scale(sel);
     }
     std::vector<float> wts(k);
     float wsum = 0.0f;
@@ -131,7 +132,10 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
   if (ar.fast) experts_grouped(ar, cfg, lw, x, all_idx, all_wts, out);
   trace_put(trace, "router." + std::to_string(layer) + ".experts", {T, k}, std::move(experts_trace));
   if (lw.mlp == MlpKind::kLearned)
+  {
     trace_put(trace, "router." + std::to_string(layer) + ".margin", {T}, std::move(margin_trace));
+    trace_put(trace, "router." + std::to_string(layer) + ".scale", {T}, std::move(scale_trace));
+  }
 }
 
 }  // namespace memra::cpu

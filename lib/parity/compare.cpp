@@ -25,6 +25,12 @@ Tolerance tolerance_for(const RealizationInfo& engine, const std::string& dump_d
   return {cls, std::max(bf16, engine.parity_rel_to_max), std::max(bf16, engine.parity_rel_to_max)};
 }
 
+double decision_band_at(double relative, double reference_scale, double engine_scale) {
+  const bool ref = std::isfinite(reference_scale) && reference_scale >= 0, eng = std::isfinite(engine_scale) && engine_scale >= 0;
+  if (!ref && !eng) return relative;
+  return relative * std::max(ref ? reference_scale : 0.0, eng ? engine_scale : 0.0);
+}
+
 bool flip_in_band(double reference_margin, double engine_margin, double band) {
   if (reference_margin == 0.0) return engine_margin > 0.0 && engine_margin <= band;  // a tie: the rule decides it
   return reference_margin > 0.0 && reference_margin <= band;
@@ -49,16 +55,20 @@ std::string StageResult::line() const {
   if (kind == "values") {
     s += "  max_abs " + num(max_abs) + " at " + std::to_string(index) + " (got " + num(got) + ", want " + num(want) +
          ")  rel_to_max " + num(rel_to_max) + " (tolerance " + num(tolerance) + ")";
-    if (top1_total >= 0) s += "  top1 " + std::to_string(top1_agree) + "/" + std::to_string(top1_total);
+    if (top1_total >= 0)
+      s += "  top1 " + std::to_string(top1_agree) + "/" + std::to_string(top1_total) +
+           (top1_near_ties > 0 ? " (+" + std::to_string(top1_near_ties) + " near-tie)" : "");
   } else {
     s += "  flips " + std::to_string(flips.size()) + " (" +
          std::to_string(flips_out_of_band) + " out of band)";
+    if (score_drift_to_band >= 0) s += "  score drift/band " + num(score_drift_to_band);
     for (const Flip& f : flips) {
       if (&f - flips.data() >= 3) {
         s += " ...";
         break;
       }
-      s += "  [pos " + std::to_string(f.position) + " margin " + num(f.margin) + " (engine " + num(f.engine_margin) + ")" +
+      s += "  [pos " + std::to_string(f.position) + " margin " + num(f.margin) + " (engine " + num(f.engine_margin) +
+           ") band " + num(f.band) +
            (f.in_band ? " IN-BAND" : " OUT-OF-BAND") + "]";
     }
   }
@@ -78,14 +88,16 @@ nlohmann::json StageResult::to_json() const {
     if (top1_total >= 0) {
       j["top1_agree"] = top1_agree;
       j["top1_total"] = top1_total;
+      j["top1_near_ties"] = top1_near_ties;
     }
   } else {
     j["flips_out_of_band"] = flips_out_of_band;
     nlohmann::json fl = nlohmann::json::array();
     for (const Flip& f : flips)
       fl.push_back({{"position", f.position}, {"reference", f.reference}, {"engine", f.engine}, {"margin", f.margin},
-                    {"engine_margin", f.engine_margin}, {"class", f.in_band ? "IN-BAND" : "OUT-OF-BAND"}});
+                    {"engine_margin", f.engine_margin}, {"band", f.band}, {"class", f.in_band ? "IN-BAND" : "OUT-OF-BAND"}});
     j["flips"] = fl;
+    if (score_drift_to_band >= 0) j["score_drift_to_band"] = score_drift_to_band;
   }
   return j;
 }
@@ -121,38 +133,51 @@ StageResult compare_values(const std::string& name, const std::vector<float>& go
     const int64_t rows = static_cast<int64_t>(got.size()) / row_width;
     r.top1_total = rows;
     r.top1_agree = 0;
+    r.top1_near_ties = 0;
+    // A disagreement is a near-tie when the reference's own lead of its top-1 over the engine's is
+    // within the stage's tolerance at its scale (rel_to_max × the largest reference value): the same
+    // allowance every value of the stage has.
+    const double near = tolerance * max_ref;
     for (int64_t t = 0; t < rows; ++t) {
       auto g = std::max_element(got.begin() + t * row_width, got.begin() + (t + 1) * row_width);
       auto w = std::max_element(want.begin() + t * row_width, want.begin() + (t + 1) * row_width);
-      if (g - got.begin() - t * row_width == w - want.begin() - t * row_width) ++r.top1_agree;
+      const int64_t gi = g - got.begin() - t * row_width, wi = w - want.begin() - t * row_width;
+      if (gi == wi) ++r.top1_agree;
+      else if (static_cast<double>(*w) - want[t * row_width + gi] <= near) ++r.top1_near_ties;
     }
-    if (r.top1_agree != rows) r.pass = false;
+    if (r.top1_agree + r.top1_near_ties != rows) r.pass = false;
   }
   return r;
 }
 
-StageResult compare_decisions(const std::string& name, const std::vector<float>& engine, const std::vector<int64_t>& reference,
-                              int64_t k, const std::vector<float>& margin, const std::vector<float>& engine_margin,
-                              double band) {
-  if (engine.size() != reference.size() || k <= 0)
-    throw Error("stage " + name + ": engine has " + std::to_string(engine.size()) + " decisions, the dump " +
-                std::to_string(reference.size()));
+StageResult compare_decisions(const std::string& name, const DecisionRows& engine, const DecisionRows& reference, int64_t k,
+                              double relative_band) {
+  if (engine.selected.size() != reference.selected.size() || k <= 0)
+    throw Error("stage " + name + ": engine has " + std::to_string(engine.selected.size()) + " decisions, the reference " +
+                std::to_string(reference.selected.size()));
   StageResult r;
   r.name = name;
   r.kind = "decisions";
-  r.rows = r.rows_total = static_cast<int64_t>(reference.size()) / k;
+  r.rows = r.rows_total = static_cast<int64_t>(reference.selected.size()) / k;
+  auto at = [](const std::vector<float>& v, int64_t t, double missing) {
+    return t < static_cast<int64_t>(v.size()) ? static_cast<double>(v[t]) : missing;
+  };
   for (int64_t t = 0; t < r.rows; ++t) {
     std::vector<int64_t> a, b;
     for (int64_t i = 0; i < k; ++i) {
-      if (engine[t * k + i] >= 0) a.push_back(static_cast<int64_t>(engine[t * k + i]));
-      if (reference[t * k + i] >= 0) b.push_back(reference[t * k + i]);
+      if (engine.selected[t * k + i] >= 0) a.push_back(static_cast<int64_t>(engine.selected[t * k + i]));
+      if (reference.selected[t * k + i] >= 0) b.push_back(static_cast<int64_t>(reference.selected[t * k + i]));
     }
     std::sort(a.begin(), a.end());
     std::sort(b.begin(), b.end());
-    if (a == b) continue;
-    const double m = t < static_cast<int64_t>(margin.size()) ? margin[t] : INFINITY;
-    const double em = t < static_cast<int64_t>(engine_margin.size()) ? engine_margin[t] : INFINITY;
-    Flip f{t, b, a, m, em, flip_in_band(m, em, band)};
+    const double rs = at(reference.scale, t, -1), es = at(engine.scale, t, -1);
+    const double band = decision_band_at(relative_band, rs, es);
+    if (a == b) {
+      if (rs >= 0 && es >= 0 && band > 0) r.score_drift_to_band = std::max(r.score_drift_to_band, std::fabs(es - rs) / band);
+      continue;
+    }
+    const double m = at(reference.margin, t, INFINITY), em = at(engine.margin, t, INFINITY);
+    Flip f{t, b, a, m, em, band, flip_in_band(m, em, band)};
     if (!f.in_band) ++r.flips_out_of_band;
     r.flips.push_back(f);
   }

@@ -15,12 +15,18 @@
 namespace memra {
 
 // Tolerances per precision class (docs/parity.md): relative-to-max for numeric stages, and the
-// band within which a reference decision margin counts as a near-tie.
+// band within which a reference decision margin counts as a near-tie, relative to the decision's
+// scale (its largest |score|, see decision_band_at) as rel_to_max is relative to a stage's largest value.
 struct Tolerance {
   std::string precision_class;  // e.g. "cpu-f32-exact vs float32"
   double rel_to_max;
   double decision_band;
 };
+
+// The near-tie band of one decision row: `relative` × its scale, the larger of both sides' largest
+// |score| in that row (a side that recorded none does not count; neither: scale 1, an absolute
+// band, as for dumps written before scales were traced).
+double decision_band_at(double relative, double reference_scale, double engine_scale);
 Tolerance tolerance_for(const RealizationInfo& engine, const std::string& dump_compute_dtype);
 
 struct Flip {
@@ -28,6 +34,7 @@ struct Flip {
   std::vector<int64_t> reference, engine;  // the two sets
   double margin;                            // the reference's selection margin at that position
   double engine_margin;                     // the engine's (inf when it has none, e.g. hash routing)
+  double band;                              // the near-tie band of that row (decision_band_at)
   bool in_band;
 };
 
@@ -55,9 +62,14 @@ struct StageResult {
   double rel_to_max = 0;
   double tolerance = 0;
   int64_t top1_agree = -1, top1_total = -1;  // rows whose argmax agrees (logits stages)
+  int64_t top1_near_ties = 0;                // rows whose argmax differs within the tolerance (not a failure)
   // decisions
   std::vector<Flip> flips;
   int64_t flips_out_of_band = 0;
+  // the measured drift of the decision scores: max over agreeing rows with both scales of
+  // |engine scale − reference scale| / that row's band (-1: no such row). Near 1 or above, in-band
+  // flips are not rare accidents but the band is too tight for this pair of realizations.
+  double score_drift_to_band = -1;
 
   std::string verdict() const;  // "FAIL" when !pass, else "INCONCLUSIVE" below the floor, else "PASS"
   std::string line() const;     // one human line: "logits  PASS  rows 160/160  max_abs ... "
@@ -69,11 +81,18 @@ struct StageResult {
 StageResult compare_values(const std::string& name, const std::vector<float>& got, const std::vector<float>& want,
                            double tolerance, int64_t row_width = 0);
 
-// Row sets of width k (values < 0 are padding), with both sides' per-row margins (a missing
-// margin array counts as inf: no near-tie can be claimed). rows = rows_total = the row count.
-StageResult compare_decisions(const std::string& name, const std::vector<float>& engine, const std::vector<int64_t>& reference,
-                              int64_t k, const std::vector<float>& reference_margin,
-                              const std::vector<float>& engine_margin, double band);
+// One side of a decision stage: per row a set of width k (values < 0 are padding), the selection
+// margin (k-th minus (k+1)-th score; missing: inf, no near-tie can be claimed) and the scale
+// (largest |score|; missing: see decision_band_at).
+struct DecisionRows {
+  std::vector<float> selected;
+  std::vector<float> margin;
+  std::vector<float> scale;
+};
+
+// rows = rows_total = the row count; `relative_band` is Tolerance::decision_band.
+StageResult compare_decisions(const std::string& name, const DecisionRows& engine, const DecisionRows& reference, int64_t k,
+                              double relative_band);
 
 // Causal order of stages within a position: per layer L the indexer (inside attention), then the
 // router (after attention), then the layer's streams; then logits, logits_incremental.

@@ -106,7 +106,7 @@ DrafterParityRun run_drafter_parity(const DrafterWeights& dw, const std::string&
   std::vector<ValueStage> values;
   std::vector<int64_t> expect_ids(b, c.noise_token_id);
   expect_ids[0] = anchor;
-  decisions.push_back(compare_decisions("block_ids", as_floats(expect_ids), block_ids, 1, {}, {}, tol.decision_band));
+  decisions.push_back(compare_decisions("block_ids", {as_floats(expect_ids)}, {as_floats(block_ids)}, 1, tol.decision_band));
   decision_stage.push_back(-1);
 
   std::vector<float> ctx_features(ctx * D), prenorm, final;
@@ -125,10 +125,10 @@ DrafterParityRun run_drafter_parity(const DrafterWeights& dw, const std::string&
     DsparkBlock blk = dspark_block(w, rings, emb.data(), b, &trace);
     for (int64_t s = 0; s < c.num_layers; ++s) {
       const std::string S = "stage." + std::to_string(s) + ".";
-      decisions.push_back(compare_decisions(S + "router.experts", trace.arrays[S + "router.experts"],
-                                            dump.ints(S + "router.experts"), c.num_experts_per_tok,
-                                            dump.f32(S + "router.margin"), trace.arrays[S + "router.margin"],
-                                            tol.decision_band));
+      decisions.push_back(compare_decisions(S + "router.experts",
+                                            {trace.arrays[S + "router.experts"], trace.arrays[S + "router.margin"], {}},
+                                            {as_floats(dump.ints(S + "router.experts")), dump.f32(S + "router.margin"), {}},
+                                            c.num_experts_per_tok, tol.decision_band));
       decision_stage.push_back(s);
       values.push_back({S + "hidden", std::move(trace.arrays[S + "hidden"]), dump.f32(S + "hidden"), 0, s});
     }
@@ -168,7 +168,7 @@ DrafterParityRun run_drafter_parity(const DrafterWeights& dw, const std::string&
   std::vector<int32_t> drafts;
   if (c.has_markov()) {
     MarkovChain chain = markov_chain(heads, base, nd, static_cast<int32_t>(anchor));
-    decisions.push_back(compare_decisions("markov_tokens", as_floats(chain.tokens), dump.ints("markov_tokens"), 1, {}, {},
+    decisions.push_back(compare_decisions("markov_tokens", {as_floats(chain.tokens)}, {as_floats(dump.ints("markov_tokens"))}, 1,
                                           tol.decision_band));
     decision_stage.push_back(-1);
     values.push_back({"markov_logits", chain.logits, dump.f32("markov_logits"), V, -1});
@@ -176,7 +176,7 @@ DrafterParityRun run_drafter_parity(const DrafterWeights& dw, const std::string&
   } else {
     drafts = argmax_rows(base, nd, V);
   }
-  decisions.push_back(compare_decisions("draft_tokens", as_floats(drafts), dump.ints("draft_tokens"), 1, {}, {}, tol.decision_band));
+  decisions.push_back(compare_decisions("draft_tokens", {as_floats(drafts)}, {as_floats(dump.ints("draft_tokens"))}, 1, tol.decision_band));
   decision_stage.push_back(-1);
   if (c.confidence) {
     std::vector<int32_t> prev(nd);

@@ -105,11 +105,17 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
   std::vector<ValueStage> values;
   std::vector<StageResult> decisions;  // every decision stage the dump has
   std::vector<bool> judged;            // … and whether it is one the run reports
-  auto add_decisions = [&](const std::string& family, const std::string& sel, const std::string& margin, int64_t k) {
-    if (!dump.has(sel)) return;  // validation refused this when the family is wanted
-    decisions.push_back(compare_decisions(sel, trace.arrays[sel], dump.ints(sel), k,
-                                          dump.has(margin) ? dump.f32(margin) : std::vector<float>{}, trace.arrays[margin],
-                                          tol.decision_band));
+  // The band of a row scales with the engine's traced scale (dumps carry no scale; both sides'
+  // largest |score| agree to within the drift the band allows).
+  auto add_decisions = [&](const std::string& family, const std::string& prefix, const std::string& sel, int64_t k) {
+    if (!dump.has(prefix + sel)) return;  // validation refused this when the family is wanted
+    const std::string margin = prefix + "margin";
+    const std::vector<int64_t> ref = dump.ints(prefix + sel);
+    decisions.push_back(compare_decisions(prefix + sel,
+                                          {trace.arrays[prefix + sel], trace.arrays[margin], trace.arrays[prefix + "scale"]},
+                                          {std::vector<float>(ref.begin(), ref.end()),
+                                           dump.has(margin) ? dump.f32(margin) : std::vector<float>{}, {}},
+                                          k, tol.decision_band));
     judged.push_back(wanted(family));
   };
   const int64_t nD = cfg.hc_mult * cfg.hidden_size;
@@ -117,9 +123,9 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
     const std::string L = std::to_string(l);
     if (wanted("hidden"))
       values.push_back({"hidden." + L, std::move(trace.arrays["hidden." + L]), dump.f32("hidden." + L), nD, 0, 0});
-    add_decisions("router", "router." + L + ".experts", "router." + L + ".margin", cfg.num_experts_per_tok);
+    add_decisions("router", "router." + L + ".", "experts", cfg.num_experts_per_tok);
     if (cfg.layer_types[l] == LayerKind::kCSA)
-      add_decisions("indexer", "indexer." + L + ".selected", "indexer." + L + ".margin", cfg.index_topk);
+      add_decisions("indexer", "indexer." + L + ".", "selected", cfg.index_topk);
   }
   if (wanted("logits")) values.push_back({"logits", std::move(logits), dump.f32("logits"), V, 0, V});
   if (wanted("logits_incremental")) {
