@@ -2,6 +2,7 @@
 // evidence, on a deliberately broken realization or artifact.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -124,6 +125,68 @@ TEST_CASE("chunk semantics classifies disagreements against the band", "[cpu][ga
     CHECK(g.verdict == Verdict::kPass);
     REQUIRE_FALSE(g.notes.empty());
     CHECK_THAT(g.notes.front(), Catch::Contains("IN-BAND"));
+  }
+}
+
+// A realization whose router of layer 1 picks another expert at one decode position, with a
+// selection margin of `margin` at that row, and whose logits there lead with a runner-up 0.5 above
+// the top (the flip's consequence, far outside any band).
+class DecisionFlipBackend final : public Backend {
+ public:
+  DecisionFlipBackend(const Model& m, int64_t at, float margin) : inner_(make_cpu_backend(m)), at_(at), margin_(margin) {}
+  const RealizationInfo& realization() const override { return inner_->realization(); }
+  const ModelConfig& config() const override { return inner_->config(); }
+  std::unique_ptr<State> new_state(int64_t capacity) const override { return inner_->new_state(capacity); }
+  std::vector<float> last_logits(const State& st) const override { return inner_->last_logits(st); }
+  void forward(std::span<const SequenceStep> batch) const override {
+    for (const SequenceStep& step : batch) {
+      const bool here = step.state->position() == at_ && step.tokens.size() == 1;
+      inner_->forward(std::span<const SequenceStep>(&step, 1));
+      if (!here) continue;
+      if (step.trace) {
+        auto& ex = step.trace->arrays.at("router.1.experts");  // [1, k] ascending
+        for (int32_t e = 0; e < 8; ++e)
+          if (std::find(ex.begin(), ex.end(), static_cast<float>(e)) == ex.end()) {
+            ex[0] = static_cast<float>(e);
+            break;
+          }
+        step.trace->arrays.at("router.1.margin")[0] = margin_;
+      }
+      float* row = cpu_state(*step.state, config()).trunk().host.last_logits.data();
+      const int32_t top = argmax(std::span<const float>(row, vocab_size()));
+      row[top == 0 ? 1 : 0] = row[top] + 0.5f;
+      if (step.logits) std::memcpy(step.logits, row, sizeof(float) * vocab_size());
+    }
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  int64_t at_;
+  float margin_;
+};
+
+TEST_CASE("chunk semantics judges router and indexer decisions, and re-anchors after an in-band flip", "[cpu][gate]") {
+  auto exact = make_cpu_backend(tiny());
+  const TrunkGateOptions o = short_options();
+  const int64_t at = o.prompt + 2;  // the decode position of step 3
+  SECTION("a near-tie decision flip explains the disagreement after it, and later steps are judged again") {
+    DecisionFlipBackend flip(tiny(), at, 1e-7f);
+    GateResult g = gate_chunk_semantics(tiny(), flip, *exact, o);
+    CHECK(g.verdict == Verdict::kPass);
+    CHECK(g.line().find("decision_flips=1_in_band,0_out_of_band") != std::string::npos);
+    CHECK(g.line().find("after_decision_flip=1") != std::string::npos);
+    CHECK(g.line().find("reanchored=1") != std::string::npos);
+    CHECK(g.line().find("teacher_forced=6:5_agree,0_in_band,0_out_of_band") != std::string::npos);
+    bool noted = false;
+    for (const auto& n : g.notes) noted = noted || n.find("in-band decision flip in router.1.experts at position " + std::to_string(at)) == 0;
+    CHECK(noted);
+  }
+  SECTION("a decision flip with a clear margin fails, whatever the logits") {
+    DecisionFlipBackend flip(tiny(), at, 0.5f);
+    GateResult g = gate_chunk_semantics(tiny(), flip, *exact, o);
+    CHECK(g.verdict == Verdict::kFail);
+    CHECK_THAT(g.evidence, Catch::Contains("decision flip in router.1.experts at position " + std::to_string(at)));
+    CHECK_THAT(g.evidence, Catch::Contains("OUT-OF-BAND"));
   }
 }
 

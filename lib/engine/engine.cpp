@@ -9,7 +9,8 @@
 namespace memra {
 
 void prefill(const Backend& backend, State& state, std::span<const int32_t> tokens, int64_t chunk,
-             std::vector<float>* logits, const std::function<void(int64_t, int64_t)>& on_progress) {
+             std::vector<float>* logits, const std::function<void(int64_t, int64_t)>& on_progress,
+             const std::function<void(const ForwardTrace&)>& on_trace) {
   const int64_t T = static_cast<int64_t>(tokens.size());
   const int64_t V = backend.vocab_size();
   if (chunk <= 0) chunk = std::max<int64_t>(T, 1);
@@ -24,14 +25,17 @@ void prefill(const Backend& backend, State& state, std::span<const int32_t> toke
       logits->resize(logits->size() + width * V);
       step.logits = logits->data() + logits->size() - width * V;
     }
+    ForwardTrace trace;
+    if (on_trace) step.trace = &trace;
     backend.forward(std::span<const SequenceStep>(&step, 1));
+    if (on_trace) on_trace(trace);
     if (on_progress) on_progress(begin + width, T);
   }
 }
 
-std::vector<float> decode_step(const Backend& backend, State& state, int32_t token) {
+std::vector<float> decode_step(const Backend& backend, State& state, int32_t token, ForwardTrace* trace) {
   std::vector<float> row(backend.vocab_size());
-  SequenceStep step{&state, std::span<const int32_t>(&token, 1), row.data(), nullptr};
+  SequenceStep step{&state, std::span<const int32_t>(&token, 1), row.data(), trace};
   backend.forward(std::span<const SequenceStep>(&step, 1));
   return row;
 }

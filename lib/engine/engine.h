@@ -14,12 +14,14 @@
 namespace memra {
 
 // Prefill in chunks of at most `chunk` tokens (chunk ≤ 0: one call). Appends [T, V] logits to
-// *logits when non-null. on_progress(done, total) is called after each chunk when set.
+// *logits when non-null. on_progress(done, total) is called after each chunk when set; on_trace,
+// when set, gets each chunk's ForwardTrace (the backend traces only then).
 void prefill(const Backend& backend, State& state, std::span<const int32_t> tokens, int64_t chunk,
-             std::vector<float>* logits, const std::function<void(int64_t, int64_t)>& on_progress = {});
+             std::vector<float>* logits, const std::function<void(int64_t, int64_t)>& on_progress = {},
+             const std::function<void(const ForwardTrace&)>& on_trace = {});
 
-// One token at state.position(); returns its [V] logits.
-std::vector<float> decode_step(const Backend& backend, State& state, int32_t token);
+// One token at state.position(); returns its [V] logits (and fills *trace when non-null).
+std::vector<float> decode_step(const Backend& backend, State& state, int32_t token, ForwardTrace* trace = nullptr);
 
 // Argmax with ties to the lower index.
 int32_t argmax(std::span<const float> row);

@@ -14,6 +14,7 @@
 #include "engine/memory_plan.h"
 #include "gate/band.h"
 #include "gate/class_diff.h"
+#include "parity/decision_log.h"
 #include "parity/parity_run.h"
 #include "state/snapshot.h"
 #include "state/state_file.h"
@@ -194,6 +195,44 @@ GateResult gate_chunk_invariance(const Model& model, const Backend& backend, con
   return g;
 }
 
+static std::string fmt_g(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+// The near-tie band of a decision between two realizations: the looser of their parity classes
+// (relative to the decision's scale, docs/parity.md).
+static double pair_decision_band(const Backend& a, const Backend& b) {
+  return std::max(tolerance_for(a.realization(), "float32").decision_band, tolerance_for(b.realization(), "float32").decision_band);
+}
+
+// The earliest in-band decision flip at positions >= `from` (null when none), and the out-of-band
+// flips before it (or all from `from` on when there is none), which fail the gate.
+struct FlipScan {
+  const Flip* cut = nullptr;
+  std::string cut_stage;
+  std::vector<std::pair<std::string, const Flip*>> out_of_band;
+};
+static FlipScan scan_flips(const std::vector<StageResult>& decisions, int64_t from) {
+  FlipScan f;
+  int64_t cut_rank = -1;
+  for (const auto& d : decisions)
+    for (const Flip& x : d.flips)
+      if (x.in_band && x.position >= from &&
+          (!f.cut || x.position < f.cut->position || (x.position == f.cut->position && causal_rank(d.name) < cut_rank))) {
+        f.cut = &x;
+        f.cut_stage = d.name;
+        cut_rank = causal_rank(d.name);
+      }
+  for (const auto& d : decisions)
+    for (const Flip& x : d.flips)
+      if (!x.in_band && x.position >= from &&
+          (!f.cut || x.position < f.cut->position || (x.position == f.cut->position && causal_rank(d.name) < cut_rank)))
+        f.out_of_band.emplace_back(d.name, &x);
+  return f;
+}
+
 GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend, const Backend& chunk_backend,
                                 const TrunkGateOptions& opt) {
   const ModelConfig& cfg = model.config();
@@ -211,9 +250,11 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
   const auto prompt = gate_prompt(cfg, opt);
   const int64_t P = static_cast<int64_t>(prompt.size()), cap = P + opt.steps;
   std::unique_ptr<State> mono = mono_backend.new_state(cap), chunk = chunk_backend.new_state(cap);
+  // Decisions of both sides, from the position where the two states last were the same (seg0).
+  DecisionLog mono_log(cfg), chunk_log(cfg);
   std::vector<float> mono_logits, chunk_logits;
-  prefill(mono_backend, *mono, prompt, 0, &mono_logits);
-  prefill(chunk_backend, *chunk, prompt, 1, &chunk_logits);
+  prefill(mono_backend, *mono, prompt, 0, &mono_logits, {}, [&](const ForwardTrace& t) { mono_log.append(t); });
+  prefill(chunk_backend, *chunk, prompt, 1, &chunk_logits, {}, [&](const ForwardTrace& t) { chunk_log.append(t); });
   const double initial = max_abs_diff(mono_logits, chunk_logits);
   std::string first;
   diff_classes(mono->export_classes(), chunk->export_classes(), &first);
@@ -221,11 +262,27 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
 
   const Realization ra = realization_for(mono_backend.precision_class(), cfg, cap);
   const Realization rb = realization_for(chunk_backend.precision_class(), cfg, cap);
+  const double decision_band = pair_decision_band(mono_backend, chunk_backend);
   std::vector<float> mrow = mono_backend.last_logits(*mono), crow = chunk_backend.last_logits(*chunk);
-  int64_t agree = 0, in_band = 0, out_band = 0;
-  double stream = 0;
+  int64_t agree = 0, in_band = 0, out_band = 0, after_flip = 0, flips_in = 0, flips_out = 0, reanchored = 0;
+  int64_t seg0 = 0, done = 0;  // the segment's first position; its rows whose decisions were judged
+  double stream = 0, score_drift = -1;
   Series s{"chunk semantics: |mono - chunk| per teacher-forced step vs the pair band", "step", "max abs logits diff", {}, {}, {}, true};
   for (int64_t step = 0; step < opt.steps; ++step) {
+    // The decisions of the rows up to this one: the chunked (exact) side is the engine, the
+    // monolithic side the reference, as for the logits. An out-of-band flip FAILS; an in-band flip
+    // (a near-tie the two broke differently) explains what follows it, and the monolithic state then
+    // continues from a bit copy of the chunked one, so that later steps are judged from a common state.
+    const int64_t q = P - 1 + step;
+    const auto decisions = compare_decision_logs(chunk_log, mono_log, decision_band);
+    const FlipScan flips = scan_flips(decisions, done);
+    for (const auto& d : decisions) score_drift = std::max(score_drift, d.score_drift_to_band);
+    done = q - seg0 + 1;
+    for (const auto& [stage, f] : flips.out_of_band) {
+      ++flips_out;
+      g.fail("decision flip in " + stage + " at position " + std::to_string(seg0 + f->position) + ": margin " + fmt_g(f->margin) +
+             " (engine " + fmt_g(f->engine_margin) + ") exceeds the band " + fmt_g(f->band) + ": OUT-OF-BAND");
+    }
     const double d = max_abs_diff(mrow, crow);
     stream = std::max(stream, d);
     const int32_t mt = argmax(mrow), ct = argmax(crow);
@@ -238,16 +295,39 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
     } else {
       const double margin = static_cast<double>(mrow[mt]) - mrow[ct];
       const bool ok = margin <= band;
-      (ok ? in_band : out_band)++;
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "disagreement step=%lld mono=%d chunk=%d margin=%.6g band=%.6g class=%s",
-                    static_cast<long long>(step), mt, ct, margin, band, ok ? "IN-BAND" : "OUT-OF-BAND");
+      char buf[240];
+      if (flips.cut) {
+        ++after_flip;
+        std::snprintf(buf, sizeof buf, "disagreement step=%lld mono=%d chunk=%d margin=%.6g band=%.6g class=AFTER-DECISION-FLIP",
+                      static_cast<long long>(step), mt, ct, margin, band);
+      } else {
+        (ok ? in_band : out_band)++;
+        std::snprintf(buf, sizeof buf, "disagreement step=%lld mono=%d chunk=%d margin=%.6g band=%.6g class=%s",
+                      static_cast<long long>(step), mt, ct, margin, band, ok ? "IN-BAND" : "OUT-OF-BAND");
+      }
       g.notes.push_back(buf);
-      if (!ok) g.fail(buf);
+      if (!flips.cut && !ok) g.fail(buf);
+    }
+    if (flips.cut) {
+      ++flips_in;
+      g.notes.push_back("in-band decision flip in " + flips.cut_stage + " at position " + std::to_string(seg0 + flips.cut->position) +
+                        " (margin " + fmt_g(flips.cut->margin) + ", band " + fmt_g(flips.cut->band) + ")" +
+                        (step + 1 < opt.steps ? ": the monolithic state continues from a copy of the chunked one" : ""));
     }
     if (step + 1 < opt.steps) {  // teacher-force the monolithic pick into both states
-      mrow = decode_step(mono_backend, *mono, mt);
-      crow = decode_step(chunk_backend, *chunk, mt);
+      if (flips.cut) {
+        ++reanchored;
+        mono = state_from_classes(mono_backend, chunk->position(), cap, chunk->export_classes());
+        mono_log = DecisionLog(cfg);
+        chunk_log = DecisionLog(cfg);
+        seg0 = q + 1;
+        done = 0;
+      }
+      ForwardTrace mt_trace, ct_trace;
+      mrow = decode_step(mono_backend, *mono, mt, &mt_trace);
+      crow = decode_step(chunk_backend, *chunk, mt, &ct_trace);
+      mono_log.append(mt_trace);
+      chunk_log.append(ct_trace);
     }
   }
   g.series.push_back(s);
@@ -263,9 +343,15 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
   g.figure_bool("cache_bits_equal", cache_equal);
   g.figure("teacher_forced", std::to_string(opt.steps) + ":" + std::to_string(agree) + "_agree," + std::to_string(in_band) +
                                  "_in_band," + std::to_string(out_band) + "_out_of_band");
+  g.figure("after_decision_flip", after_flip);
+  g.figure("decision_flips", std::to_string(flips_in) + "_in_band," + std::to_string(flips_out) + "_out_of_band");
+  g.figure("reanchored", reanchored);
+  if (score_drift >= 0) g.figure("decision_score_drift_to_band", score_drift);
   g.figure("drift_coeff", drift_coefficient(ra));
   g.figure("depth", ra.depth);
   g.details["band_rule"] = "band = S*sqrt(2)*(c_a + c_b)*|top1|, S = 2, c = sqrt(depth of one reduction)*unit_roundoff (docs/bands.md)";
+  g.details["decision_band_rule"] = "near-tie band of a decision row = " + fmt_g(decision_band) +
+                                    " x its largest |score| (the looser parity class of the two, docs/parity.md)";
   return g;
 }
 

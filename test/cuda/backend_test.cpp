@@ -28,6 +28,7 @@
 #include "harness.h"
 #include "model/model.h"
 #include "parity/compare.h"
+#include "parity/decision_log.h"
 
 namespace memra::cuda::test {
 
@@ -303,9 +304,10 @@ void check_rounds(const Model& model, Report& rep, const Workload& W) {
 // such flip may differ by more than any drift band (another expert, other compressed entries), so
 // the logits are judged on the rows before it: per row, max |fast − cpu| within the pair band of
 // (cuda-fast, cpu) at the cpu row's top-1 logit, and an argmax disagreement only where the cpu
-// row's top-1/top-2 margin is within that band. An out-of-band decision flip FAILS. Several prompts,
-// so that the rows judged reach a floor (fewer: FAIL, nothing was shown); rows after a cut are
-// reported, not judged. (Logits alone cannot tell an internal routing flip from a wrong kernel:
+// row's top-1/top-2 margin is within that band. An out-of-band decision flip FAILS (a decision
+// row's band is relative to its largest |score|; the scales' drift on agreeing rows is reported).
+// Several prompts, so that the rows judged reach a floor (fewer: FAIL, nothing was shown); rows
+// after a cut are reported, not judged. (Logits alone cannot tell an internal routing flip from a wrong kernel:
 // the first session that ran this on fresh checkpoints saw exactly that, 2026-11-30.)
 void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::string& tag, int64_t P) {
   const ModelConfig& cfg = model.config();
@@ -315,7 +317,7 @@ void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::
   const double decision_band = tolerance_for(fast->realization(), "float32").decision_band;
   const int64_t floor_rows = std::min<int64_t>(64, 2 * P);
   int64_t judged = 0, rows_over = 0, in_band = 0, out_band = 0, nonfinite = 0, unwritten = 0, cuts = 0, flips_out = 0;
-  double worst_ratio = 0, max_abs = 0, band_at_worst = 0, after_cut_max = 0, seconds = 0;
+  double worst_ratio = 0, max_abs = 0, band_at_worst = 0, after_cut_max = 0, seconds = 0, score_drift = -1;
   std::string cut_text, out_text;
   for (uint64_t seed : {7, 8, 9, 10}) {
     const auto prompt = prompt_ids(V, P, seed);
@@ -336,17 +338,11 @@ void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::
     const auto c = forward(cpu, ct);
     const auto f = forward(*fast, ft);
     // decisions: the cpu is the reference (its margins), cuda-fast the engine
-    std::vector<StageResult> decisions;
-    auto add = [&](const std::string& sel, const std::string& margin, int64_t k) {
-      if (!ct.arrays.count(sel) || !ft.arrays.count(sel)) return;
-      std::vector<int64_t> ref(ct.arrays[sel].begin(), ct.arrays[sel].end());
-      decisions.push_back(compare_decisions(sel, ft.arrays[sel], ref, k, ct.arrays[margin], ft.arrays[margin], decision_band));
-    };
-    for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
-      const std::string L = std::to_string(l);
-      add("router." + L + ".experts", "router." + L + ".margin", cfg.num_experts_per_tok);
-      if (cfg.layer_types[l] == LayerKind::kCSA) add("indexer." + L + ".selected", "indexer." + L + ".margin", cfg.index_topk);
-    }
+    DecisionLog clog(cfg), flog(cfg);
+    clog.append(ct);
+    flog.append(ft);
+    std::vector<StageResult> decisions = compare_decision_logs(flog, clog, decision_band);
+    for (const auto& d : decisions) score_drift = std::max(score_drift, d.score_drift_to_band);
     const InBandCut cut = first_in_band_flip(decisions);
     const int64_t rows = cut.position >= 0 ? std::min<int64_t>(cut.position, P) : P;
     if (cut.position >= 0) {
@@ -355,10 +351,13 @@ void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::
       for (auto& d : decisions) restrict_decisions(d, cut);
     }
     for (const auto& d : decisions)
-      if (d.flips_out_of_band > 0) {
-        flips_out += d.flips_out_of_band;
-        if (out_text.empty()) out_text = " first out-of-band decision flip in " + d.name;
-      }
+      for (const Flip& fl : d.flips)
+        if (!fl.in_band) {
+          ++flips_out;
+          if (out_text.empty())
+            out_text = " first out-of-band decision flip in " + d.name + " at " + std::to_string(fl.position) + " (margin " +
+                       fmt("%.3g", fl.margin) + ", engine " + fmt("%.3g", fl.engine_margin) + ", band " + fmt("%.3g", fl.band) + ")";
+        }
     for (int64_t r = 0; r < P; ++r) {
       const float* x = c.data() + r * V;  // reference row (cpu)
       const float* y = f.data() + r * V;
@@ -385,7 +384,8 @@ void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::
   rep.add("cuda-fast vs cpu within the band, decisions compared" + tag + (P != 100 ? " " + std::to_string(P) + " rows" : ""), ok,
           "rows judged " + std::to_string(judged) + "/" + std::to_string(4 * P) + " (floor " + std::to_string(floor_rows) +
               "; in-band decision flips cut " + std::to_string(cuts) + "/4 prompts" + (cut_text.empty() ? "" : " at " + cut_text) +
-              "), out-of-band decision flips " + std::to_string(flips_out) + out_text + ", max |diff| " + fmt("%.3g", max_abs) +
+              "), out-of-band decision flips " + std::to_string(flips_out) + out_text + ", decision-score drift/band " +
+              fmt("%.3f", score_drift) + ", max |diff| " + fmt("%.3g", max_abs) +
               ", worst diff/band " + fmt("%.3f", worst_ratio) + " (band " + fmt("%.3g", band_at_worst) + ", c=" +
               fmt("%.3g", drift_coefficient(ra)) + "+" + fmt("%.3g", drift_coefficient(rb)) + "), rows over " +
               std::to_string(rows_over) + ", argmax flips in-band " + std::to_string(in_band) + " out-of-band " +
