@@ -19,7 +19,10 @@
 #              quantised fixtures (tiny-fp8, tiny-fp4) also the packed device weight bytes
 #   gates      memra gate all --backend cuda (restore, chunk, semantics, parity, fused-moe) on
 #              models/tiny, tiny-bf16, tiny-fp8 and tiny-fp4, one GPU and --devices 0,1 when two are present
-#   fresh      two fresh random checkpoints made by the oracle here: parity --backend cuda, backend
+#   speculative  gate speculative and memra draft (trained tiny drafters) on cuda, one GPU and two;
+#              drafter-restore of the released-style drafter
+#   fresh      GPU_CHECK_FRESH (3) fresh random checkpoints made by the oracle here: parity with cuda
+#              and cuda-fast, chunk semantics at 66 and 160 tokens, backend --quick
 #   bandwidth  snapshot/restore of a ≥ 1 GiB state of V4-Flash's layout vs pinned-copy bandwidth
 #   sanitizer  compute-sanitizer memcheck and racecheck (ops, backend), --quick / --race inputs
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0): memra does not use NCCL, the variable guards anyway.
@@ -164,13 +167,34 @@ for model in models/tiny models/tiny-bf16 models/tiny-fp8 models/tiny-fp4; do
   fi
 done
 (( gpus >= 2 )) || note "gates --devices 0,1" SKIP "$gpus GPU visible"
+# speculative decoding on the GPU (issue 12): lossless against plain greedy on the exact
+# realization, rejected drafts rolled back in the device state; both trained tiny drafters, one
+# GPU and two; the drafter-restore gate through a state file
+for d in tiny-dspark-trained tiny-dflash-trained; do
+  run "speculative $d cuda" gates.txt 60 "$memra" -q gate speculative models/tiny --drafter "models/drafters/$d" \
+    --tokens models/prompt.txt --backend cuda
+  run "draft $d cuda (stats)" gates.txt 60 "$memra" draft models/tiny --drafter "models/drafters/$d" \
+    --tokens models/prompt.txt --steps 96 --runs 3 --backend cuda
+done
+run "drafter-restore tiny-dspark-released cuda" gates.txt 60 "$memra" -q gate drafter-restore models/tiny-dspark-released \
+  --drafter models/tiny-dspark-released --backend cuda
+if (( gpus >= 2 )); then
+  run "speculative tiny-dspark-trained cuda 0,1" gates.txt 60 "$memra" -q gate speculative models/tiny \
+    --drafter models/drafters/tiny-dspark-trained --tokens models/prompt.txt --backend cuda --devices 0,1
+fi
 # fresh oracle checkpoints, made here by the oracle (this machine has torch and transformers): the
-# exact CUDA realization against transformers on geometry memra has never seen
+# exact CUDA realization against transformers on geometry memra has never seen; cuda-fast against
+# transformers under parity's decision rules (-v: every flip with its margin and band); the
+# chunk-semantics gate (cuda-fast monolithic vs cuda chunk-1) at 66 and 160 tokens
 if python3 -c 'import torch, transformers, safetensors' 2>/dev/null; then
-  for k in 1 2; do
+  for k in $(seq 1 "${GPU_CHECK_FRESH:-3}"); do
     fs=$(( seed % 1000000 + k )); fdir=${TMPDIR:-/tmp}/memra-fresh-$fs
     if run "fresh case $fs (oracle)" gates.txt 90 env MEMRA_PYTHON="$(command -v python3)" tools/oracle/fresh_case.sh "$fs" "$fdir"; then
       run "parity fresh $fs --backend cuda" gates.txt 60 "$memra" parity "$fdir/model" "$fdir/dump" --backend cuda
+      run "parity fresh $fs --backend cuda-fast" gates.txt 60 "$memra" parity "$fdir/model" "$fdir/dump" --backend cuda-fast -v
+      for p in 66 160; do
+        run "semantics fresh $fs prompt $p" gates.txt 60 "$memra" gate semantics "$fdir/model" --backend cuda --prompt-len "$p"
+      done
       run "backend fresh $fs --quick" backend.txt 90 "$ctest_bin" backend "$fdir/model" --quick
     fi
   done
