@@ -83,27 +83,35 @@ TEST_CASE("a flip at an exact tie is OUT-OF-BAND unless the engine's values are 
   CHECK(near.to_json()["flips"][0]["engine_margin"].get<double>() == Approx(2e-6));
 }
 
-TEST_CASE("a decision's near-tie band is relative to its scale, as rel_to_max is to a stage's largest value",
+TEST_CASE("a decision's near-tie band is relative to its stage's scale, as rel_to_max is to a stage's largest value",
           "[parity][decisions]") {
-  CHECK(decision_band_at(0.02, 5.0, 4.0) == Approx(0.1));    // the larger side's largest |score|
-  CHECK(decision_band_at(0.02, -1.0, 3.0) == Approx(0.06));  // one side recorded none
-  CHECK(decision_band_at(0.02, -1.0, -1.0) == Approx(0.02)); // neither: scale 1 (older dumps)
-  CHECK(decision_band_at(0.02, 0.0, 0.0) == 0.0);            // all scores 0: only an exact tie is near
+  CHECK(decision_band_at(0.02, {5.0f, 1.0f}, {4.0f, 0.5f}) == Approx(0.1));  // the largest |score| of either side
+  CHECK(decision_band_at(0.02, {}, {3.0f}) == Approx(0.06));                 // one side recorded none
+  CHECK(decision_band_at(0.02, {}, {}) == Approx(0.02));                     // neither: scale 1 (older dumps)
+  CHECK(decision_band_at(0.02, {0.0f}, {0.0f}) == 0.0);                      // all scores 0: only an exact tie is near
 
-  // Row 1 flips with a reference margin of 0.05: out of an absolute band of 0.02, inside the band
-  // of scores of magnitude 10 (0.2); the same flip on scores of magnitude 1 stays out.
+  // Row 3 flips with a reference margin of 0.05: out of an absolute band of 0.02, inside the band
+  // of a stage whose scores reach 10 (0.2), also where that row's own scores are small (the band is
+  // the stage's); the same flip in a stage of scores of magnitude 1 stays out.
   const std::vector<float> reference = {0, 1, 2, 3}, engine = {0, 1, 2, 4};  // rows of k = 1
   auto run = [&](std::vector<float> scale) {
     return compare_decisions("indexer.3.selected", {engine, {1, 1, 1, 0.04f}, scale}, {reference, {1, 1, 1, 0.05f}, scale}, 1, 0.02);
   };
-  CHECK(run({10, 10, 10, 10}).pass);
-  CHECK(run({10, 10, 10, 10}).flips[0].band == Approx(0.2));
+  CHECK(run({10, 10, 10, 0.1f}).pass);
+  CHECK(run({10, 10, 10, 0.1f}).flips[0].band == Approx(0.2));
   CHECK_FALSE(run({1, 1, 1, 1}).pass);
   CHECK_FALSE(run({}).pass);
-  // The drift of the scales on agreeing rows is measured against each row's band.
-  StageResult drift = compare_decisions("router.0.experts", {reference, {}, {10, 10.1f, 10, 10}}, {reference, {}, {10, 10, 10, 10}}, 1, 0.02);
-  CHECK(drift.score_drift_to_band == Approx(0.1 / 0.202).epsilon(1e-3));
+  // The drift of the scales on agreeing rows is measured against the band, per row; a flipped row
+  // has none, and the rows after an in-band cut are left out once the stage is restricted.
+  StageResult drift = compare_decisions("router.0.experts", {engine, {}, {10, 10.1f, 10, 10}},
+                                        {reference, {1, 1, 1, 1e-3f}, {10, 10, 10, 12}}, 1, 0.02);
+  CHECK(drift.score_drift[1] == Approx(0.1 / 0.24).epsilon(1e-3));
+  CHECK(drift.score_drift[3] == -1);
+  CHECK(drift.score_drift_to_band() == Approx(0.1 / 0.24).epsilon(1e-3));
+  CHECK(drift.score_drift_to_band(2) == 0);
   CHECK(drift.line().find("score drift/band") != std::string::npos);
+  restrict_decisions(drift, {1, causal_rank("indexer.0.selected")});  // a flip before this router at row 1
+  CHECK(drift.score_drift_to_band() == 0);  // row 0 only
 }
 
 TEST_CASE("a top-1 disagreement on a near-tie within the tolerance is reported, not failed", "[parity]") {

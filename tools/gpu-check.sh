@@ -84,6 +84,8 @@ run() {
     0) note "$name" PASS "${dt}s ${why}" ;;
     77) note "$name" SKIP "${dt}s ${why}" ;;
     124|137) note "$name" TIMEOUT "after ${secs}s" ;;
+    # parity found nothing wrong but compared too few rows (an early in-band flip): no verdict
+    1) if [[ "$why" == *"INCONCLUSIVE"* ]]; then note "$name" INCONCLUSIVE "${dt}s ${why}"; else note "$name" FAIL "rc=$rc ${dt}s ${why}"; fi ;;
     *) note "$name" FAIL "rc=$rc ${dt}s ${why}" ;;
   esac
   echo "=== $name: rc=$rc in ${dt}s" >> "$OUT/$log"

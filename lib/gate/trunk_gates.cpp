@@ -276,7 +276,8 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
     const int64_t q = P - 1 + step;
     const auto decisions = compare_decision_logs(chunk_log, mono_log, decision_band);
     const FlipScan flips = scan_flips(decisions, done);
-    for (const auto& d : decisions) score_drift = std::max(score_drift, d.score_drift_to_band);
+    for (const auto& d : decisions)  // the rows judged now, up to the flip (after it scores may part)
+      score_drift = std::max(score_drift, d.score_drift_to_band(done, flips.cut ? flips.cut->position : INT64_MAX));
     done = q - seg0 + 1;
     for (const auto& [stage, f] : flips.out_of_band) {
       ++flips_out;

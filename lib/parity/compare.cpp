@@ -25,10 +25,23 @@ Tolerance tolerance_for(const RealizationInfo& engine, const std::string& dump_d
   return {cls, std::max(bf16, engine.parity_rel_to_max), std::max(bf16, engine.parity_rel_to_max)};
 }
 
-double decision_band_at(double relative, double reference_scale, double engine_scale) {
-  const bool ref = std::isfinite(reference_scale) && reference_scale >= 0, eng = std::isfinite(engine_scale) && engine_scale >= 0;
-  if (!ref && !eng) return relative;
-  return relative * std::max(ref ? reference_scale : 0.0, eng ? engine_scale : 0.0);
+double decision_band_at(double relative, const std::vector<float>& reference_scale, const std::vector<float>& engine_scale) {
+  bool any = false;
+  double scale = 0;
+  for (const auto* v : {&reference_scale, &engine_scale})
+    for (float x : *v)
+      if (std::isfinite(x) && x >= 0) {
+        any = true;
+        scale = std::max(scale, static_cast<double>(x));
+      }
+  return relative * (any ? scale : 1.0);
+}
+
+double StageResult::score_drift_to_band(int64_t from, int64_t to) const {
+  double m = -1;
+  to = std::min<int64_t>({to, rows, static_cast<int64_t>(score_drift.size())});
+  for (int64_t t = std::max<int64_t>(from, 0); t < to; ++t) m = std::max(m, score_drift[t]);
+  return m;
 }
 
 bool flip_in_band(double reference_margin, double engine_margin, double band) {
@@ -61,7 +74,7 @@ std::string StageResult::line() const {
   } else {
     s += "  flips " + std::to_string(flips.size()) + " (" +
          std::to_string(flips_out_of_band) + " out of band)";
-    if (score_drift_to_band >= 0) s += "  score drift/band " + num(score_drift_to_band);
+    if (score_drift_to_band() >= 0) s += "  score drift/band " + num(score_drift_to_band());
     for (const Flip& f : flips) {
       if (&f - flips.data() >= 3) {
         s += " ...";
@@ -97,7 +110,7 @@ nlohmann::json StageResult::to_json() const {
       fl.push_back({{"position", f.position}, {"reference", f.reference}, {"engine", f.engine}, {"margin", f.margin},
                     {"engine_margin", f.engine_margin}, {"band", f.band}, {"class", f.in_band ? "IN-BAND" : "OUT-OF-BAND"}});
     j["flips"] = fl;
-    if (score_drift_to_band >= 0) j["score_drift_to_band"] = score_drift_to_band;
+    if (score_drift_to_band() >= 0) j["score_drift_to_band"] = score_drift_to_band();
   }
   return j;
 }
@@ -159,6 +172,8 @@ StageResult compare_decisions(const std::string& name, const DecisionRows& engin
   r.name = name;
   r.kind = "decisions";
   r.rows = r.rows_total = static_cast<int64_t>(reference.selected.size()) / k;
+  const double band = decision_band_at(relative_band, reference.scale, engine.scale);
+  r.score_drift.assign(r.rows, -1);
   auto at = [](const std::vector<float>& v, int64_t t, double missing) {
     return t < static_cast<int64_t>(v.size()) ? static_cast<double>(v[t]) : missing;
   };
@@ -171,11 +186,8 @@ StageResult compare_decisions(const std::string& name, const DecisionRows& engin
     std::sort(a.begin(), a.end());
     std::sort(b.begin(), b.end());
     const double rs = at(reference.scale, t, -1), es = at(engine.scale, t, -1);
-    const double band = decision_band_at(relative_band, rs, es);
-    if (a == b) {
-      if (rs >= 0 && es >= 0 && band > 0) r.score_drift_to_band = std::max(r.score_drift_to_band, std::fabs(es - rs) / band);
-      continue;
-    }
+    r.score_drift[t] = a == b && rs >= 0 && es >= 0 && band > 0 ? std::fabs(es - rs) / band : -1;
+    if (a == b) continue;
     const double m = at(reference.margin, t, INFINITY), em = at(engine.margin, t, INFINITY);
     Flip f{t, b, a, m, em, band, flip_in_band(m, em, band)};
     if (!f.in_band) ++r.flips_out_of_band;

@@ -15,18 +15,21 @@
 namespace memra {
 
 // Tolerances per precision class (docs/parity.md): relative-to-max for numeric stages, and the
-// band within which a reference decision margin counts as a near-tie, relative to the decision's
-// scale (its largest |score|, see decision_band_at) as rel_to_max is relative to a stage's largest value.
+// band within which a reference decision margin counts as a near-tie, relative to the decision
+// stage's scale (its largest |score|, see decision_band_at) as rel_to_max is relative to a value
+// stage's largest value.
 struct Tolerance {
   std::string precision_class;  // e.g. "cpu-f32-exact vs float32"
   double rel_to_max;
   double decision_band;
 };
 
-// The near-tie band of one decision row: `relative` × its scale, the larger of both sides' largest
-// |score| in that row (a side that recorded none does not count; neither: scale 1, an absolute
-// band, as for dumps written before scales were traced).
-double decision_band_at(double relative, double reference_scale, double engine_scale);
+// The near-tie band of a decision stage: `relative` × its scale, the largest |score| either side
+// recorded in any row (per-row scales: the rows' largest |score|). Not per row: a dot product's
+// rounding error follows the size of its terms, not of its result, and a row whose scores cancel
+// (the indexer's ReLU zeroes them all) would get a band of nothing. Neither side recorded a scale:
+// scale 1, an absolute band, as for dumps written before scales were traced.
+double decision_band_at(double relative, const std::vector<float>& reference_scale, const std::vector<float>& engine_scale);
 Tolerance tolerance_for(const RealizationInfo& engine, const std::string& dump_compute_dtype);
 
 struct Flip {
@@ -34,7 +37,7 @@ struct Flip {
   std::vector<int64_t> reference, engine;  // the two sets
   double margin;                            // the reference's selection margin at that position
   double engine_margin;                     // the engine's (inf when it has none, e.g. hash routing)
-  double band;                              // the near-tie band of that row (decision_band_at)
+  double band;                              // the stage's near-tie band (decision_band_at)
   bool in_band;
 };
 
@@ -66,10 +69,12 @@ struct StageResult {
   // decisions
   std::vector<Flip> flips;
   int64_t flips_out_of_band = 0;
-  // the measured drift of the decision scores: max over agreeing rows with both scales of
-  // |engine scale − reference scale| / that row's band (-1: no such row). Near 1 or above, in-band
-  // flips are not rare accidents but the band is too tight for this pair of realizations.
-  double score_drift_to_band = -1;
+  // the measured drift of the decision scores, per row: |engine scale − reference scale| / band
+  // (-1: a row that flipped, or a side without scales). Near 1 or above, in-band flips are not rare
+  // accidents: the band is too tight for this pair of realizations.
+  std::vector<double> score_drift;
+  // The largest score drift over rows [from, to) ∩ the rows compared (-1: none).
+  double score_drift_to_band(int64_t from = 0, int64_t to = INT64_MAX) const;
 
   std::string verdict() const;  // "FAIL" when !pass, else "INCONCLUSIVE" below the floor, else "PASS"
   std::string line() const;     // one human line: "logits  PASS  rows 160/160  max_abs ... "

@@ -342,7 +342,6 @@ void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::
     clog.append(ct);
     flog.append(ft);
     std::vector<StageResult> decisions = compare_decision_logs(flog, clog, decision_band);
-    for (const auto& d : decisions) score_drift = std::max(score_drift, d.score_drift_to_band);
     const InBandCut cut = first_in_band_flip(decisions);
     const int64_t rows = cut.position >= 0 ? std::min<int64_t>(cut.position, P) : P;
     if (cut.position >= 0) {
@@ -350,6 +349,7 @@ void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::
       cut_text += (cut_text.empty() ? "" : ",") + std::to_string(cut.position);
       for (auto& d : decisions) restrict_decisions(d, cut);
     }
+    for (const auto& d : decisions) score_drift = std::max(score_drift, d.score_drift_to_band());  // rows before the cut
     for (const auto& d : decisions)
       for (const Flip& fl : d.flips)
         if (!fl.in_band) {

@@ -109,7 +109,7 @@ PY
 # A near-tie at position 150: IN-BAND, values compared on positions 0..149, every stage above its floor.
 flip "$work/inband" 1e-7
 expect 0 "in-band decision flip at position 150" -- "$bin" -q parity "$model" "$work/inband"
-expect 0 "router.1.experts  PASS  rows 151/160  flips 1 (0 out of band)  .pos 150 margin 1e-07 (engine [0-9.e-]*) IN-BAND" \
+expect 0 "router.1.experts  PASS  rows 151/160  flips 1 (0 out of band)  .pos 150 margin 1e-07 (engine [0-9.e-]*) band [0-9.e-]* IN-BAND" \
   -- "$bin" -q parity "$model" "$work/inband"
 expect 0 "logits_incremental  PASS  rows 84/94 " -- "$bin" -q parity "$model" "$work/inband"
 flip "$work/outband" 0.25
@@ -118,7 +118,7 @@ expect 1 "FAIL (first failing stage in causal order: router.1.experts)" -- "$bin
 # An exact tie in the reference (margin 0) decided differently: the tie rule differs, OUT-OF-BAND;
 # the report shows the engine's own margin, which is no near-tie.
 flip "$work/tie" 0
-expect 1 "router.1.experts  FAIL  rows 160/160  flips 1 (1 out of band)  .pos 150 margin 0 (engine [0-9.e-]*) OUT-OF-BAND" \
+expect 1 "router.1.experts  FAIL  rows 160/160  flips 1 (1 out of band)  .pos 150 margin 0 (engine [0-9.e-]*) band [0-9.e-]* OUT-OF-BAND" \
   -- "$bin" -q parity "$model" "$work/tie"
 # A near-tie at position 0: nothing before it to compare; INCONCLUSIVE, exit 1, never PASS.
 flip "$work/early" 1e-7 0
