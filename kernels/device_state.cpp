@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <queue>
 
 #include "core/error.h"
 #include "cuda_check.h"
@@ -413,22 +412,7 @@ void CudaTrunkComponent::export_stream(int64_t pos, uint8_t* dst, size_t size, c
   };
   const size_t step = std::max<size_t>(plan_.chunk, 4096);
   std::vector<Chunk> chunks;
-  if (plan_.order == StreamOrder::kLongestRemainingFirst) {
-    std::vector<size_t> next(begin.begin(), begin.end() - 1);  // class k's next byte
-    auto remaining = [&](size_t k) { return begin[k + 1] - next[k]; };
-    auto later = [&](size_t a, size_t b) { return remaining(a) != remaining(b) ? remaining(a) < remaining(b) : a > b; };
-    std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
-    for (size_t k = 0; k < specs.size(); ++k)
-      if (remaining(k) > 0) heap.push(k);
-    while (!heap.empty()) {
-      const size_t k = heap.top();
-      heap.pop();
-      const size_t n = std::min(step, remaining(k));
-      chunks.push_back({next[k], n});
-      next[k] += n;
-      if (remaining(k) > 0) heap.push(k);
-    }
-  } else if (plan_.order == StreamOrder::kInterleaved) {
+  if (plan_.interleave) {
     for (size_t round = 0, more = 1; more; ++round) {
       more = 0;
       for (size_t k : order) {

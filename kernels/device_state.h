@@ -106,17 +106,12 @@ class CudaTrunkComponent final : public StateComponent {
   // chunk lands, each class's chunks in order (StreamHasher hashes classes in parallel while later
   // chunks copy); the order across classes is the StreamPlan's.
   void export_stream(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk) const override;
-  // How export_stream orders and cuts its copies (bench/NOTES.md: each measured). Interleaved:
-  // round-robin over the classes (largest first) in chunks of `chunk` bytes, so every hashing thread
-  // has a class whose newest bytes just landed (still in the host's last-level cache) instead of one
-  // thread trailing a 38 MiB class it reads back from DRAM. Longest remaining first: the next chunk
-  // always comes from the class with the most bytes still to copy (ties: the lower class index), so
-  // the large classes are fed from the start and the copy ends with many classes' last chunks at
-  // once: the hashing tail is one chunk per thread, not a large class's backlog. Class by class:
-  // largest first, one after the other.
-  enum class StreamOrder { kClassByClass, kInterleaved, kLongestRemainingFirst };
+  // How export_stream orders and cuts its copies. Interleaved: round-robin over the classes (largest
+  // first) in chunks of `chunk` bytes, so every hashing thread has a class whose newest bytes just
+  // landed (still in the host's last-level cache) instead of one thread trailing a 38 MiB class it
+  // reads back from DRAM. Not interleaved: class after class, largest first.
   struct StreamPlan {
-    StreamOrder order = StreamOrder::kInterleaved;
+    bool interleave = true;
     size_t chunk = size_t(4) << 20;
   };
   void set_stream_plan(StreamPlan plan) { plan_ = plan; }

@@ -138,18 +138,13 @@ int run_bandwidth(const std::string& model, double gib) {
       double gbps = 0;
     };
     std::vector<Variant> variants;
-    using Order = CudaTrunkComponent::StreamOrder;
-    const std::pair<Order, const char*> orders[] = {
-        {Order::kClassByClass, "class by class "}, {Order::kInterleaved, "interleaved "}, {Order::kLongestRemainingFirst, "longest first "}};
-    for (const auto& [order, label] : orders)
-      for (const size_t mib : {size_t(1), size_t(2), size_t(4), size_t(16)})
+    for (const bool inter : {false, true})
+      for (const size_t mib : {size_t(1), size_t(4), size_t(16), size_t(32)})
         for (const int threads : {0, hw}) {
-          if (order == Order::kClassByClass && mib < 4) continue;
-          if (order != Order::kLongestRemainingFirst && mib == 2) continue;
-          if (threads == hw && mib != 4) continue;  // more threads never helped (bench/NOTES.md)
-          const std::string name = std::string(label) + std::to_string(mib) + " MiB, " +
-                                   (threads == 0 ? std::string("default") : std::to_string(threads)) + " thr";
-          variants.push_back({name, {order, mib << 20}, threads});
+          if (!inter && mib < 4) continue;
+          const std::string name = std::string(inter ? "interleaved " : "class by class ") + std::to_string(mib) +
+                                   " MiB, " + (threads == 0 ? std::string("default") : std::to_string(threads)) + " thr";
+          variants.push_back({name, {inter, mib << 20}, threads});
         }
     const CudaTrunkComponent::StreamPlan product_plan{};
     for (Variant& v : variants) {
