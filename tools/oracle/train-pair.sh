@@ -6,6 +6,9 @@
 #
 #   tools/oracle/train-pair.sh OUT_DIR
 #
+# TRUNK=DIR trains against another trunk folder (default models/tiny; models/tiny-trained is the
+# bundled trunk fine-tuned on a learnable language by tools/oracle/train_trunk.py).
+#
 # Writes OUT_DIR/{tiny-dspark-trained,tiny-dflash-trained}/ (config.json, model.safetensors,
 # oracle.json with the oracle's tau, the held-out accuracy per row and this command; drop-in for
 # models/drafters/) and OUT_DIR/logs/*.log; the random inits and the generated data live in a
@@ -38,6 +41,7 @@ eval_prompts="${EVAL_PROMPTS:-16}"
 eval_new="${EVAL_NEW:-128}"
 lr="${LR:-3e-3}"
 gamma="${GAMMA:-4}"
+trunk="${TRUNK:-models/tiny}"
 batch="${BATCH:-8}"
 holdout="${HOLDOUT:-64}"
 [[ -d "$root/build/pydeps" ]] && export PYTHONPATH="$root/build/pydeps${PYTHONPATH:+:$PYTHONPATH}"
@@ -52,20 +56,20 @@ print("python", __import__("sys").version.split()[0], "torch", torch.__version__
       transformers.__version__, "dflash", d.__file__)' >&2 \
   || { echo "train-pair: error: $py lacks torch/transformers/safetensors/dflash.model" >&2
        echo "train-pair: hint: PYTHON=path/to/python, or run tools/oracle/stage-pydeps.sh first for dflash" >&2; exit 1; }
-log "$threads threads ($half per family), budget $minutes min, $sequences sequences of $length, git $(git rev-parse --short=12 HEAD 2>/dev/null || echo '?')"
+log "trunk $trunk, $threads threads ($half per family), budget $minutes min, $sequences sequences of $length, git $(git rev-parse --short=12 HEAD 2>/dev/null || echo '?')"
 
 # The inits (geometry and seed: see bench/NOTES.md).
-"$py" tools/oracle/make_drafter.py --family dspark --trunk models/tiny --out "$work/init-dspark" --seed 1 \
+"$py" tools/oracle/make_drafter.py --family dspark --trunk "$trunk" --out "$work/init-dspark" --seed 1 \
   > /dev/null 2> "$out/logs/init-dspark.log" &
 i1=$!
-"$py" tools/oracle/make_drafter.py --family dflash --trunk models/tiny --out "$work/init-dflash" --seed 12 \
+"$py" tools/oracle/make_drafter.py --family dflash --trunk "$trunk" --out "$work/init-dflash" --seed 12 \
   --sliding '' --rank 64 --confidence 0 --inter 256 > /dev/null 2> "$out/logs/init-dflash.log" &
 i2=$!
 wait $i1 && wait $i2 || { log "error: make_drafter failed: $(tail -n 2 "$out"/logs/init-*.log)"; exit 1; }
 log "inits made"
 
 # The data once, with every thread: prompts + the trunk's greedy continuations.
-common=(--trunk models/tiny --sequences "$sequences" --length "$length" --seed 7 --data-cache "$work/data.pt")
+common=(--trunk "$trunk" --sequences "$sequences" --length "$length" --seed 7 --data-cache "$work/data.pt")
 # Both families tap the inputs of trunk layers 1, 2, 3: the taps and logits are computed here once too.
 "$py" tools/oracle/train_drafter.py "$work/init-dspark" --out "$work/unused" "${common[@]}" --data-workers "$threads" \
   --data-only 2> "$out/logs/data.log" > /dev/null || { log "error: the data failed: $(tail -n 3 "$out/logs/data.log")"; exit 1; }
@@ -101,7 +105,7 @@ wait $p2 || { rc=1; log "dflash failed: $(tail -n 3 "$out/logs/dflash.log")"; }
 for f in dspark dflash; do
   j="$out/tiny-$f-trained/oracle.json"
   [[ -f "$j" ]] || continue
-  "$py" - "$j" "THREADS=$threads RANKS=$ranks MINUTES=$minutes SEQUENCES=$sequences LENGTH=$length HOLDOUT=$holdout LR=$lr GAMMA=$gamma BATCH=$batch EVAL_PROMPTS=$eval_prompts EVAL_NEW=$eval_new" <<'PY' || rc=1
+  "$py" - "$j" "TRUNK=$trunk THREADS=$threads RANKS=$ranks MINUTES=$minutes SEQUENCES=$sequences LENGTH=$length HOLDOUT=$holdout LR=$lr GAMMA=$gamma BATCH=$batch EVAL_PROMPTS=$eval_prompts EVAL_NEW=$eval_new" <<'PY' || rc=1
 import json, os, platform, sys
 path, env = sys.argv[1:]
 j = json.load(open(path))
