@@ -170,14 +170,18 @@ for model in models/tiny models/tiny-bf16 models/tiny-fp8 models/tiny-fp4; do
 done
 (( gpus >= 2 )) || note "gates --devices 0,1" SKIP "$gpus GPU visible"
 # speculative decoding on the GPU (issue 12): lossless against plain greedy on the exact
-# realization, rejected drafts rolled back in the device state; both trained tiny drafters, one
-# GPU and two; the drafter-restore gate through a state file
-for d in tiny-dspark-trained tiny-dflash-trained; do
-  run "speculative $d cuda" gates.txt 60 "$memra" -q gate speculative models/tiny --drafter "models/drafters/$d" \
+# realization, rejected drafts rolled back in the device state; the trained pairs on their trunks
+# (models/tiny: random, tau < 2; models/tiny-trained: learnable), one GPU and two; the
+# drafter-restore gate through a state file; bench/speculative.sh on cuda (4 prompts, blocks 2-16)
+for pair in tiny:tiny-dspark-trained tiny-trained:tiny-trained-dspark tiny-trained:tiny-trained-dflash; do
+  t=${pair%%:*} d=${pair#*:}
+  [[ -d "models/drafters/$d" ]] || continue
+  run "speculative $t+$d cuda" gates.txt 60 "$memra" -q gate speculative "models/$t" --drafter "models/drafters/$d" \
     --tokens models/prompt.txt --backend cuda
-  run "draft $d cuda (stats)" gates.txt 60 "$memra" draft models/tiny --drafter "models/drafters/$d" \
-    --tokens models/prompt.txt --steps 96 --runs 3 --backend cuda
+  run "draft $t+$d cuda (stats)" gates.txt 60 "$memra" draft "models/$t" --drafter "models/drafters/$d" \
+    --tokens models/prompt.txt --steps 96 --runs 3 --ignore-eos --backend cuda
 done
+run "bench speculative cuda" gates.txt 150 env OUT="${TMPDIR:-/tmp}" bench/speculative.sh "$(dirname "$memra")" 2 96 3 cuda
 run "drafter-restore tiny-dspark-released cuda" gates.txt 60 "$memra" -q gate drafter-restore models/tiny-dspark-released \
   --drafter models/tiny-dspark-released --backend cuda
 if (( gpus >= 2 )); then

@@ -23,8 +23,7 @@ trap 'rm -rf "$work"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-venv="${MEMRA_VENV:-$HOME/.cache/memra/venv}"
-[[ -x "$venv/bin/python" ]] || { echo "FAIL: no oracle venv at $venv; run $src/tools/oracle/setup-venv.sh"; exit 1; }
+source "$src/test/shell/lib/oracle.sh"
 
 # The fresh checkpoint: few Sinkhorn iterations, so one iteration less is far above the tolerance.
 if ! "$venv/bin/python" "$src/tools/oracle/make_checkpoint.py" --preset tiny --seed 11 --sinkhorn-iters 3 \

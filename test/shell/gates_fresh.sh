@@ -5,8 +5,7 @@
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
-venv="${MEMRA_VENV:-$HOME/.cache/memra/venv}"
-[[ -x "$venv/bin/python" ]] || { echo "FAIL: no oracle venv at $venv; run $src/tools/oracle/setup-venv.sh"; exit 1; }
+source "$src/test/shell/lib/oracle.sh"
 seed="${MEMRA_GATE_SEED:-$(( $(date +%s%N) / 1000 % 1000000007 ))}"
 w="$(mktemp -d "${MEMRA_BUILD:-/tmp}/gates_fresh.XXXXXX")"
 echo "seed $seed (replay: MEMRA_GATE_SEED=$seed)"

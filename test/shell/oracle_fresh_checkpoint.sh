@@ -8,13 +8,7 @@ set -uo pipefail
 
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
-venv="${MEMRA_VENV:-$HOME/.cache/memra/venv}"
-py="$venv/bin/python"
-if [[ ! -x "$py" ]]; then
-  echo "FAIL: no oracle venv at $venv (python $py missing)"
-  echo "hint: run $src/tools/oracle/setup-venv.sh (or set MEMRA_VENV to an existing one)"
-  exit 1
-fi
+source "$src/test/shell/lib/oracle.sh"
 
 seed="${MEMRA_ORACLE_SEED:-$(( $(date +%s) % 1000000007 ))}"
 work="$(mktemp -d "${MEMRA_BUILD:-${TMPDIR:-/tmp}}/oracle_fresh.XXXXXX")"

@@ -11,9 +11,7 @@
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
-venv="${MEMRA_VENV:-$HOME/.cache/memra/venv}"
-py="$venv/bin/python"
-[[ -x "$py" ]] || { echo "FAIL: no oracle venv at $venv; run $src/tools/oracle/setup-venv.sh"; exit 1; }
+source "$src/test/shell/lib/oracle.sh"
 seed="${MEMRA_ORACLE_SEED:-$(( $(date +%s) % 1000003 ))}"
 work="$(mktemp -d "${MEMRA_BUILD:-${TMPDIR:-/tmp}}/oracle_real_geometry.XXXXXX")"
 echo "seed $seed (rerun with MEMRA_ORACLE_SEED=$seed), work dir $work"

@@ -7,11 +7,7 @@
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
-venv="${MEMRA_VENV:-$HOME/.cache/memra/venv}"
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "FAIL: no oracle venv at $venv; run $src/tools/oracle/setup-venv.sh"
-  exit 1
-fi
+source "$src/test/shell/lib/oracle.sh"
 base=$(( $(date +%s%N) / 1000 % 1000000007 ))
 seeds="${MEMRA_PARITY_SEEDS:-$base $(( base + 7919 )) $(( base + 104729 ))}"
 echo "seeds: $seeds (replay: MEMRA_PARITY_SEEDS=\"$seeds\")"

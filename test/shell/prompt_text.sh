@@ -9,11 +9,7 @@
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
-venv="${MEMRA_VENV:-$HOME/.cache/memra/venv}"
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "FAIL: no oracle venv at $venv; run $src/tools/oracle/setup-venv.sh"
-  exit 1
-fi
+source "$src/test/shell/lib/oracle.sh"
 py="$venv/bin/python"
 work="$(mktemp -d "${TMPDIR:-/tmp}/memra-prompt.XXXXXX")"
 trap 'rm -rf "$work"' EXIT

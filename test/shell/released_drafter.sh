@@ -13,12 +13,8 @@
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
-venv="${MEMRA_VENV:-$HOME/.cache/memra/venv}"
 source "$src/test/shell/lib/expect.sh"
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "FAIL: no oracle venv at $venv; run $src/tools/oracle/setup-venv.sh"
-  exit 1
-fi
+source "$src/test/shell/lib/oracle.sh"
 work="$(mktemp -d "${TMPDIR:-/tmp}/memra-released.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 fail=0

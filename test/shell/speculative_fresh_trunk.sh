@@ -10,11 +10,7 @@
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
-venv="${MEMRA_VENV:-$HOME/.cache/memra/venv}"
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "FAIL: no oracle venv at $venv; run $src/tools/oracle/setup-venv.sh"
-  exit 1
-fi
+source "$src/test/shell/lib/oracle.sh"
 seed="${MEMRA_TRUNK_SEED:-$(( $(date +%s%N) / 1000 % 1000000007 ))}"
 echo "seed: $seed (replay: MEMRA_TRUNK_SEED=$seed)"
 work="$(mktemp -d "${MEMRA_BUILD:-/tmp}/spec_fresh.XXXXXX")"
