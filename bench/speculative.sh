@@ -16,7 +16,8 @@ tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 {
   echo "# memra speculative decoding ($backend, exact): speculative vs plain greedy, same realization"
   echo "date: $(date -u +%FT%TZ)"
-  echo "commit: $(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || "$bin" --version 2>/dev/null | head -1)"
+  echo "binary: $("$bin" --version 2>&1 | head -1)"  # what ran (a copied tree's git metadata can lag)
+  echo "tree commit: $(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
   echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/Mem:/{print $2}') GiB"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "prompts: $prompts x 16 ids (python random.Random(1000+i) in [2, 512)), $steps steps, $runs interleaved runs"
