@@ -29,15 +29,24 @@ const Model& tiny() {
   return m;
 }
 
-// A realization with a planted bug: `perturb` decides, per call, whether to nudge the logits.
-class BrokenBackend final : public Backend {
+// The exact CPU backend with a forward of the test's own: the planted bugs below derive from it.
+class WrappedCpuBackend : public Backend {
  public:
-  using Rule = std::function<float(const State&, int64_t tokens)>;  // added to logit argmax-neighbour
-  BrokenBackend(const Model& m, Rule rule) : inner_(make_cpu_backend(m)), rule_(std::move(rule)) {}
+  explicit WrappedCpuBackend(const Model& m) : inner_(make_cpu_backend(m)) {}
   const RealizationInfo& realization() const override { return inner_->realization(); }
   const ModelConfig& config() const override { return inner_->config(); }
   std::unique_ptr<State> new_state(int64_t capacity) const override { return inner_->new_state(capacity); }
   std::vector<float> last_logits(const State& st) const override { return inner_->last_logits(st); }
+
+ protected:
+  std::unique_ptr<Backend> inner_;
+};
+
+// A realization with a planted bug: `perturb` decides, per call, whether to nudge the logits.
+class BrokenBackend final : public WrappedCpuBackend {
+ public:
+  using Rule = std::function<float(const State&, int64_t tokens)>;  // added to logit argmax-neighbour
+  BrokenBackend(const Model& m, Rule rule) : WrappedCpuBackend(m), rule_(std::move(rule)) {}
   void forward(std::span<const SequenceStep> batch) const override {
     for (const SequenceStep& step : batch) {
       const float delta = rule_(*step.state, static_cast<int64_t>(step.tokens.size()));
@@ -58,7 +67,6 @@ class BrokenBackend final : public Backend {
   }
 
  private:
-  std::unique_ptr<Backend> inner_;
   Rule rule_;
 };
 
@@ -131,13 +139,9 @@ TEST_CASE("chunk semantics classifies disagreements against the band", "[cpu][ga
 // A realization whose router of layer 1 picks another expert at one decode position, with a
 // selection margin of `margin` at that row, and whose logits there lead with a runner-up 0.5 above
 // the top (the flip's consequence, far outside any band).
-class DecisionFlipBackend final : public Backend {
+class DecisionFlipBackend final : public WrappedCpuBackend {
  public:
-  DecisionFlipBackend(const Model& m, int64_t at, float margin) : inner_(make_cpu_backend(m)), at_(at), margin_(margin) {}
-  const RealizationInfo& realization() const override { return inner_->realization(); }
-  const ModelConfig& config() const override { return inner_->config(); }
-  std::unique_ptr<State> new_state(int64_t capacity) const override { return inner_->new_state(capacity); }
-  std::vector<float> last_logits(const State& st) const override { return inner_->last_logits(st); }
+  DecisionFlipBackend(const Model& m, int64_t at, float margin) : WrappedCpuBackend(m), at_(at), margin_(margin) {}
   void forward(std::span<const SequenceStep> batch) const override {
     for (const SequenceStep& step : batch) {
       const bool here = step.state->position() == at_ && step.tokens.size() == 1;
@@ -160,7 +164,6 @@ class DecisionFlipBackend final : public Backend {
   }
 
  private:
-  std::unique_ptr<Backend> inner_;
   int64_t at_;
   float margin_;
 };

@@ -101,6 +101,12 @@ TEST_CASE("a decision's near-tie band is relative to its stage's scale, as rel_t
   CHECK(run({10, 10, 10, 0.1f}).flips[0].band == Approx(0.2));
   CHECK_FALSE(run({1, 1, 1, 1}).pass);
   CHECK_FALSE(run({}).pass);
+  // A caller that judged rows 0..3 already compares from row 4 on: nothing left; from row 3 on the
+  // flip is found with the band of the whole stage's scale.
+  const DecisionRows e{engine, {1, 1, 1, 0.04f}, {10, 10, 10, 0.1f}}, r{reference, {1, 1, 1, 0.05f}, {10, 10, 10, 0.1f}};
+  CHECK(compare_decisions("indexer.3.selected", e, r, 1, 0.02, 4).flips.empty());
+  REQUIRE(compare_decisions("indexer.3.selected", e, r, 1, 0.02, 3).flips.size() == 1);
+  CHECK(compare_decisions("indexer.3.selected", e, r, 1, 0.02, 3).flips[0].band == Approx(0.2));
   // The drift of the scales on agreeing rows is measured against the band, per row; a flipped row
   // has none, and the rows after an in-band cut are left out once the stage is restricted.
   StageResult drift = compare_decisions("router.0.experts", {engine, {}, {10, 10.1f, 10, 10}},

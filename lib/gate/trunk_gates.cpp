@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include "core/checked.h"
@@ -207,29 +208,26 @@ static double pair_decision_band(const Backend& a, const Backend& b) {
   return std::max(tolerance_for(a.realization(), "float32").decision_band, tolerance_for(b.realization(), "float32").decision_band);
 }
 
-// The earliest in-band decision flip at positions >= `from` (null when none), and the out-of-band
-// flips before it (or all from `from` on when there is none), which fail the gate.
+// The earliest in-band decision flip (parity's first_in_band_flip; none: no cut), and the
+// out-of-band flips causally before it (all of them when there is none), which fail the gate.
 struct FlipScan {
-  const Flip* cut = nullptr;
+  std::optional<Flip> cut;
   std::string cut_stage;
-  std::vector<std::pair<std::string, const Flip*>> out_of_band;
+  std::vector<std::pair<std::string, Flip>> out_of_band;
 };
-static FlipScan scan_flips(const std::vector<StageResult>& decisions, int64_t from) {
+static FlipScan scan_flips(std::vector<StageResult> decisions) {
   FlipScan f;
-  int64_t cut_rank = -1;
-  for (const auto& d : decisions)
+  const InBandCut cut = first_in_band_flip(decisions);
+  for (StageResult& d : decisions) {
+    if (cut.position >= 0) {
+      if (causal_rank(d.name) == cut.rank)
+        for (const Flip& x : d.flips)
+          if (x.in_band && x.position == cut.position) f.cut = x, f.cut_stage = d.name;
+      restrict_decisions(d, cut);
+    }
     for (const Flip& x : d.flips)
-      if (x.in_band && x.position >= from &&
-          (!f.cut || x.position < f.cut->position || (x.position == f.cut->position && causal_rank(d.name) < cut_rank))) {
-        f.cut = &x;
-        f.cut_stage = d.name;
-        cut_rank = causal_rank(d.name);
-      }
-  for (const auto& d : decisions)
-    for (const Flip& x : d.flips)
-      if (!x.in_band && x.position >= from &&
-          (!f.cut || x.position < f.cut->position || (x.position == f.cut->position && causal_rank(d.name) < cut_rank)))
-        f.out_of_band.emplace_back(d.name, &x);
+      if (!x.in_band) f.out_of_band.emplace_back(d.name, x);
+  }
   return f;
 }
 
@@ -274,15 +272,15 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
     // (a near-tie the two broke differently) explains what follows it, and the monolithic state then
     // continues from a bit copy of the chunked one, so that later steps are judged from a common state.
     const int64_t q = P - 1 + step;
-    const auto decisions = compare_decision_logs(chunk_log, mono_log, decision_band);
-    const FlipScan flips = scan_flips(decisions, done);
+    const auto decisions = compare_decision_logs(chunk_log, mono_log, decision_band, done);  // the new rows
+    const FlipScan flips = scan_flips(decisions);
     for (const auto& d : decisions)  // the rows judged now, up to the flip (after it scores may part)
       score_drift = std::max(score_drift, d.score_drift_to_band(done, flips.cut ? flips.cut->position : INT64_MAX));
     done = q - seg0 + 1;
     for (const auto& [stage, f] : flips.out_of_band) {
       ++flips_out;
-      g.fail("decision flip in " + stage + " at position " + std::to_string(seg0 + f->position) + ": margin " + fmt_g(f->margin) +
-             " (engine " + fmt_g(f->engine_margin) + ") exceeds the band " + fmt_g(f->band) + ": OUT-OF-BAND");
+      g.fail("decision flip in " + stage + " at position " + std::to_string(seg0 + f.position) + ": margin " + fmt_g(f.margin) +
+             " (engine " + fmt_g(f.engine_margin) + ") exceeds the band " + fmt_g(f.band) + ": OUT-OF-BAND");
     }
     const double d = max_abs_diff(mrow, crow);
     stream = std::max(stream, d);

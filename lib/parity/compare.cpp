@@ -164,7 +164,7 @@ StageResult compare_values(const std::string& name, const std::vector<float>& go
 }
 
 StageResult compare_decisions(const std::string& name, const DecisionRows& engine, const DecisionRows& reference, int64_t k,
-                              double relative_band) {
+                              double relative_band, int64_t first_row) {
   if (engine.selected.size() != reference.selected.size() || k <= 0)
     throw Error("stage " + name + ": engine has " + std::to_string(engine.selected.size()) + " decisions, the reference " +
                 std::to_string(reference.selected.size()));
@@ -177,7 +177,7 @@ StageResult compare_decisions(const std::string& name, const DecisionRows& engin
   auto at = [](const std::vector<float>& v, int64_t t, double missing) {
     return t < static_cast<int64_t>(v.size()) ? static_cast<double>(v[t]) : missing;
   };
-  for (int64_t t = 0; t < r.rows; ++t) {
+  for (int64_t t = std::max<int64_t>(first_row, 0); t < r.rows; ++t) {
     std::vector<int64_t> a, b;
     for (int64_t i = 0; i < k; ++i) {
       if (engine.selected[t * k + i] >= 0) a.push_back(static_cast<int64_t>(engine.selected[t * k + i]));

@@ -95,9 +95,11 @@ struct DecisionRows {
   std::vector<float> scale;
 };
 
-// rows = rows_total = the row count; `relative_band` is Tolerance::decision_band.
+// rows = rows_total = the row count; `relative_band` is Tolerance::decision_band. Rows before
+// `first_row` are not compared (a caller that judged them already); the band still takes the
+// whole stage's scale.
 StageResult compare_decisions(const std::string& name, const DecisionRows& engine, const DecisionRows& reference, int64_t k,
-                              double relative_band);
+                              double relative_band, int64_t first_row = 0);
 
 // Causal order of stages within a position: per layer L the indexer (inside attention), then the
 // router (after attention), then the layer's streams; then logits, logits_incremental.

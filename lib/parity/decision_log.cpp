@@ -27,7 +27,8 @@ void DecisionLog::append(const ForwardTrace& trace) {
   }
 }
 
-std::vector<StageResult> compare_decision_logs(const DecisionLog& engine, const DecisionLog& reference, double relative_band) {
+std::vector<StageResult> compare_decision_logs(const DecisionLog& engine, const DecisionLog& reference, double relative_band,
+                                               int64_t first_row) {
   if (engine.stages().size() != reference.stages().size())
     throw Error("decision logs of different models (" + std::to_string(engine.stages().size()) + " and " +
                 std::to_string(reference.stages().size()) + " stages)");
@@ -36,7 +37,7 @@ std::vector<StageResult> compare_decision_logs(const DecisionLog& engine, const 
     const DecisionStage& e = engine.stages()[i];
     const DecisionStage& r = reference.stages()[i];
     if (r.rows.selected.empty() && e.rows.selected.empty()) continue;  // neither side traced it
-    out.push_back(compare_decisions(e.name, e.rows, r.rows, e.k, relative_band));
+    out.push_back(compare_decisions(e.name, e.rows, r.rows, e.k, relative_band, first_row));
   }
   return out;
 }

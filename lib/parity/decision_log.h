@@ -30,7 +30,9 @@ class DecisionLog {
   std::vector<DecisionStage> stages_;
 };
 
-// Stage by stage (both logs of the same config), reference margins first (compare_decisions).
-std::vector<StageResult> compare_decision_logs(const DecisionLog& engine, const DecisionLog& reference, double relative_band);
+// Stage by stage (both logs of the same config), reference margins first (compare_decisions); rows
+// before `first_row` are not compared again (a gate that judges each step's new rows).
+std::vector<StageResult> compare_decision_logs(const DecisionLog& engine, const DecisionLog& reference, double relative_band,
+                                               int64_t first_row = 0);
 
 }  // namespace memra
