@@ -926,6 +926,33 @@ void test_attention_site(Rng& rng, Report& rep, bool bf16) {
           std::to_string(equal) + "/" + std::to_string(runs) + " variants (alone; rounds of 64, 5, 1) bit-equal to the batch");
 }
 
+// The MoE outputs of the rows whose device expert set (lt) equals the CPU's (the trace's
+// router.L.experts), device and CPU side by side; a row whose sets differ is a near-tie (CPU margin
+// below 1e-5) or a routing difference, counted and left out of the value comparison.
+struct SameRouteRows {
+  std::vector<float> got, want;
+  int route_diff = 0, near = 0;
+};
+SameRouteRows same_route_rows(ForwardTrace& tr, int l, const LayerTrace& lt, int T, int k, int D, const std::vector<float>& got,
+                              const std::vector<float>& want) {
+  const std::string L = std::to_string(l);
+  const std::vector<float>& want_e = tr.arrays["router." + L + ".experts"];
+  const std::vector<float> margin = tr.arrays.count("router." + L + ".margin") ? tr.arrays["router." + L + ".margin"]
+                                                                                : std::vector<float>(T, INFINITY);
+  SameRouteRows r;
+  for (int t = 0; t < T; ++t) {
+    bool same = true;
+    for (int i = 0; i < k; ++i) same = same && static_cast<int32_t>(want_e[t * k + i]) == lt.experts[t * k + i];
+    if (!same) {
+      (std::fabs(margin[t]) < 1e-5f ? r.near : r.route_diff)++;
+      continue;
+    }
+    r.got.insert(r.got.end(), got.begin() + t * D, got.begin() + (t + 1) * D);
+    r.want.insert(r.want.end(), want.begin() + t * D, want.begin() + (t + 1) * D);
+  }
+  return r;
+}
+
 void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16) {
   SiteModel sm = make_site_model(4, scoring, bf16, rng);
   const ModelConfig& c = sm.c;
@@ -956,23 +983,9 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
     const std::vector<float> per = dy2.download();
     shard.set_moe_path(MoePath::kFused);
     // routing equal (rows with a near-tie margin excluded from the value comparison)
-    const std::vector<float>& want_e = tr.arrays["router." + std::to_string(l) + ".experts"];
-    std::vector<float> margin = tr.arrays.count("router." + std::to_string(l) + ".margin")
-                                    ? tr.arrays["router." + std::to_string(l) + ".margin"]
-                                    : std::vector<float>(T, INFINITY);
-    int route_diff = 0, near = 0;
-    std::vector<float> got_rows, want_rows;
-    for (int t = 0; t < T; ++t) {
-      bool same = true;
-      for (int i = 0; i < k; ++i) same = same && static_cast<int32_t>(want_e[t * k + i]) == lt.experts[t * k + i];
-      if (!same) {
-        (std::fabs(margin[t]) < 1e-5f ? near : route_diff)++;
-        continue;
-      }
-      got_rows.insert(got_rows.end(), fused.begin() + t * D, fused.begin() + (t + 1) * D);
-      want_rows.insert(want_rows.end(), out.begin() + t * D, out.begin() + (t + 1) * D);
-    }
-    const Diff d = compare(got_rows, want_rows);
+    const SameRouteRows rows_cmp = same_route_rows(tr, l, lt, T, k, D, fused, out);
+    const int route_diff = rows_cmp.route_diff, near = rows_cmp.near;
+    const Diff d = compare(rows_cmp.got, rows_cmp.want);
     // rows 1..64: each prefix of the rows alone gives the 64-row bits (fused grouping changes with the rows)
     int invariant = 0;
     for (int rows : {1, 2, 3, 8, 9, 17, 63}) {
@@ -994,14 +1007,8 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
       shard.upload_plan(p, {g->trunk().table(0)});
       dy2.poison();
       shard.moe_site(shifted, dx.get(), dy2.get(), nullptr);
-      const std::vector<float> planted = dy2.download();
-      std::vector<float> planted_rows;
-      for (int t = 0; t < T; ++t) {
-        bool same = true;
-        for (int i = 0; i < k; ++i) same = same && static_cast<int32_t>(want_e[t * k + i]) == lt.experts[t * k + i];
-        if (same) planted_rows.insert(planted_rows.end(), planted.begin() + t * D, planted.begin() + (t + 1) * D);
-      }
-      const Diff pd = compare(planted_rows, want_rows);
+      const SameRouteRows planted = same_route_rows(tr, l, lt, T, k, D, dy2.download(), out);
+      const Diff pd = compare(planted.got, planted.want);
       const bool caught = pd.nonfinite > 0 || pd.rel_to_max() >= 1e-5;
       rep.add("moe site planted w1 misread is caught" + std::string(l == 0 ? " hash" : " learned ") + (bf16 ? " bf16" : " f32"),
               caught, "planted rel " + fmt("%.2e", pd.rel_to_max()) + " non-finite " + std::to_string(pd.nonfinite));
@@ -1309,21 +1316,10 @@ void test_packed_sites(Rng& rng, Report& rep, WType experts) {
       std::vector<float> out;
       ForwardTrace tr;
       cpu::moe(cpu::exact_arithmetic(), c, sm.cpu[l], l, tokens, x, out, &tr);
-      const std::vector<float>& want_e = tr.arrays["router." + std::to_string(l) + ".experts"];
-      const std::string mkey = "router." + std::to_string(l) + ".margin";
-      const std::vector<float> margin = tr.arrays.count(mkey) ? tr.arrays[mkey] : std::vector<float>(T, INFINITY);
-      std::vector<float> got_rows, want_rows;
-      for (int t = 0; t < T; ++t) {
-        bool same = true;
-        for (int i = 0; i < k; ++i) same = same && static_cast<int32_t>(want_e[t * k + i]) == lt.experts[t * k + i];
-        if (!same) {
-          (std::fabs(margin[t]) < 1e-5f ? near : route_diff)++;
-          continue;
-        }
-        got_rows.insert(got_rows.end(), fused.begin() + t * D, fused.begin() + (t + 1) * D);
-        want_rows.insert(want_rows.end(), out.begin() + t * D, out.begin() + (t + 1) * D);
-      }
-      const Diff d = compare(got_rows, want_rows);
+      const SameRouteRows rows_cmp = same_route_rows(tr, l, lt, T, k, D, fused, out);
+      route_diff += rows_cmp.route_diff;
+      near += rows_cmp.near;
+      const Diff d = compare(rows_cmp.got, rows_cmp.want);
       bad += d.unwritten + d.nonfinite;
       worst = std::max(worst, d.rel_to_max());
     }
