@@ -19,8 +19,8 @@
 #              quantised fixtures (tiny-fp8, tiny-fp4) also the packed device weight bytes
 #   gates      memra gate all --backend cuda (restore, chunk, semantics, parity, fused-moe) on
 #              models/tiny, tiny-bf16, tiny-fp8 and tiny-fp4, one GPU and --devices 0,1 when two are present
-#   speculative  gate speculative and memra draft (trained tiny drafters) on cuda, one GPU and two;
-#              drafter-restore of the released-style drafter
+#   speculative  gate speculative (trained tiny drafters) on cuda, one GPU and two; bench/speculative.sh
+#              on cuda (tau, speed-up); drafter-restore of the released-style drafter
 #   fresh      GPU_CHECK_FRESH (3) fresh random checkpoints made by the oracle here: parity with cuda
 #              and cuda-fast, chunk semantics at 66 and 160 tokens, backend --quick
 #   bandwidth  snapshot/restore of a ≥ 1 GiB state of V4-Flash's layout vs pinned-copy bandwidth
@@ -76,10 +76,11 @@ run() {
   if (( rem < 20 )); then note "$name" SKIP "out of time budget"; return 0; fi
   (( secs > rem - 10 )) && secs=$(( rem - 10 ))
   echo "=== $name: $* (timeout ${secs}s, t=$(elapsed)s)" >> "$OUT/$log"
-  local t0 rc; t0=$(date +%s)
+  local t0 rc from; t0=$(date +%s); from=$(( $(wc -l < "$OUT/$log") + 1 ))
   timeout --kill-after=5 "$secs" "$@" >> "$OUT/$log" 2>&1; rc=$?
   local dt=$(( $(date +%s) - t0 ))
-  local why; why=$(grep -E '^(== |\[|FAIL|SKIPPED|memra: error|memra_cuda_test: error|========= ERROR SUMMARY)' "$OUT/$log" | tail -1 | cut -c1-90)
+  # why: from this step's own output only (the log is shared with the steps before it)
+  local why; why=$(tail -n "+$from" "$OUT/$log" | grep -E '^(== |\[|FAIL|SKIPPED|memra: error|memra_cuda_test: error|========= ERROR SUMMARY)' | tail -1 | cut -c1-90)
   case $rc in
     0) note "$name" PASS "${dt}s ${why}" ;;
     77) note "$name" SKIP "${dt}s ${why}" ;;
@@ -172,14 +173,13 @@ done
 # speculative decoding on the GPU (issue 12): lossless against plain greedy on the exact
 # realization, rejected drafts rolled back in the device state; the trained pairs on their trunks
 # (models/tiny: random, tau < 2; models/tiny-trained: learnable), one GPU and two; the
-# drafter-restore gate through a state file; bench/speculative.sh on cuda (4 prompts, blocks 2-16)
+# drafter-restore gate through a state file; bench/speculative.sh on cuda (tau, tokens/s and the
+# speed-up of every pair at blocks 2-16, each run checked lossless: the statistics, once)
 for pair in tiny:tiny-dspark-trained tiny-trained:tiny-trained-dspark tiny-trained:tiny-trained-dflash; do
   t=${pair%%:*} d=${pair#*:}
   [[ -d "models/drafters/$d" ]] || continue
   run "speculative $t+$d cuda" gates.txt 60 "$memra" -q gate speculative "models/$t" --drafter "models/drafters/$d" \
     --tokens models/prompt.txt --backend cuda
-  run "draft $t+$d cuda (stats)" gates.txt 60 "$memra" draft "models/$t" --drafter "models/drafters/$d" \
-    --tokens models/prompt.txt --steps 96 --runs 3 --ignore-eos --backend cuda
 done
 run "bench speculative cuda" gates.txt 150 env OUT="${TMPDIR:-/tmp}" bench/speculative.sh "$(dirname "$memra")" 2 96 3 cuda
 run "drafter-restore tiny-dspark-released cuda" gates.txt 60 "$memra" -q gate drafter-restore models/tiny-dspark-released \
