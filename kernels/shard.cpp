@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "cuda_check.h"
+#include "engine/cpu_layer.h"
 #include "linear_fast.h"
 
 namespace memra::cuda {
@@ -34,13 +35,6 @@ Scoring scoring_of(const std::string& s) {
   if (s == "sigmoid") return Scoring::kSigmoid;
   if (s == "softmax") return Scoring::kSoftmax;
   return Scoring::kSqrtSoftplus;
-}
-
-// k-th largest minus (k+1)-th largest (inf when there is none): the CPU's selection_margin.
-float margin_of(std::vector<float> v, int64_t k) {
-  if (static_cast<int64_t>(v.size()) <= k || k <= 0) return std::numeric_limits<float>::infinity();
-  std::sort(v.begin(), v.end(), std::greater<float>());
-  return v[k - 1] - v[k];
 }
 
 }  // namespace
@@ -434,10 +428,8 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
         const int64_t visible = (static_cast<int64_t>(plan_.row_pos[r]) + 1) / w.m;
         std::vector<float> row(sc.begin() + static_cast<int64_t>(r) * ia.score_stride,
                                sc.begin() + static_cast<int64_t>(r) * ia.score_stride + visible);
-        float scale = 0.0f;
-        for (float v : row) scale = std::max(scale, std::fabs(v));
-        trace->indexer_scale[r] = scale;
-        trace->indexer_margin[r] = margin_of(std::move(row), K);
+        trace->indexer_scale[r] = cpu::selection_scale(row);  // the CPU twin's own definitions
+        trace->indexer_margin[r] = cpu::selection_margin(std::move(row), K);
       }
     }
     aa.selected = selected_.get();
@@ -551,8 +543,8 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
   ra.route_scale = static_cast<float>(cfg_.routed_scaling_factor);
   ra.eid = eid_.get();
   ra.ew = ew_.get();
-  ra.margin = margin_.get();
-  ra.scale = rscale_.get();
+  ra.margin = trace ? margin_.get() : nullptr;  // only traces read them: no per-token cost otherwise
+  ra.scale = trace ? rscale_.get() : nullptr;
   check_launch(route(ra, stream_), "route");
   // cuda-fast on a large round (a prefill): one cuBLAS GEMM per touched expert on the gathered
   // rows (tensor cores); the fused kernels' f32 dots are for decode-sized rounds and the exact path.
