@@ -69,18 +69,26 @@ def save_drafter(model, out, meta):
         with open(os.path.join(stage, "oracle.json"), "w") as f:
             json.dump(meta, f, indent=1)
             f.write("\n")
-        if os.path.lexists(out):
-            if not os.path.isdir(out) or os.path.islink(out):
-                raise SystemExit(f"error: {out} exists and is not a folder")
-            if os.listdir(out) and not os.path.exists(os.path.join(out, "config.json")):
-                raise SystemExit(f"error: {out} exists and is not a drafter folder; not replacing it")
-            shutil.rmtree(out)
-        os.chmod(stage, 0o755)
-        for name in os.listdir(stage):
-            os.chmod(os.path.join(stage, name), 0o644)
-        os.replace(stage, out)
+        replace_folder(stage, out, "save_drafter")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def replace_folder(stage, out, tool):
+    """Makes the finished folder `stage` world-readable and moves it to `out` (same file system),
+    replacing a previous model or drafter folder there; refuses anything else at `out` (a file, a
+    link, a non-empty folder without config.json), so a mistyped --out never deletes user data."""
+    for root, _, files in os.walk(stage):
+        os.chmod(root, 0o755)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o644)
+    if os.path.lexists(out):
+        if not os.path.isdir(out) or os.path.islink(out):
+            raise SystemExit(f"{tool}: error: {out} exists and is not a folder")
+        if os.listdir(out) and not os.path.exists(os.path.join(out, "config.json")):
+            raise SystemExit(f"{tool}: error: {out} exists and is not a model or drafter folder; not replacing it")
+        shutil.rmtree(out)
+    os.replace(stage, out)
 
 
 def load_trunk(folder):

@@ -22,9 +22,12 @@ import sys
 import tempfile
 
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 from safetensors import safe_open  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
+
+import drafter_io  # noqa: E402
 
 E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
 E2M1_DECODE = torch.tensor(E2M1 + [-v for v in E2M1], dtype=torch.float32)
@@ -111,9 +114,7 @@ def main(argv=None):
             json.dump(cfg, f, indent=1)
             f.write("\n")
         save_file(dict(sorted(out.items())), os.path.join(stage_dir, "model.safetensors"), metadata={"format": "pt"})
-        if os.path.lexists(out_dir):
-            shutil.rmtree(out_dir)
-        os.replace(stage_dir, out_dir)
+        drafter_io.replace_folder(stage_dir, out_dir, "extract_drafter")
     finally:
         shutil.rmtree(stage_dir, ignore_errors=True)
     print(f"extract_drafter: {out_dir}: {len(out)} tensors, {cfg['num_hidden_layers']} stages", file=sys.stderr)

@@ -40,6 +40,7 @@ import torch  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 
 import drafter_config  # noqa: E402
+import drafter_io  # noqa: E402
 import make_quantized  # noqa: E402
 
 # The stage fields that default to the trunk's (released_drafter.h) and always-written ones.
@@ -149,15 +150,7 @@ def main(argv=None):
                        "scale": "ue8m0 = 2^ceil(log2(amax/qmax)), amax >= 1e-4", "rounding": "nearest, ties to even",
                        "torch": torch.__version__, "regenerate": regen}, f, indent=1)
             f.write("\n")
-        for root, _, files in os.walk(stage):
-            os.chmod(root, 0o755)
-            for f in files:
-                os.chmod(os.path.join(root, f), 0o644)
-        if os.path.lexists(out):
-            if not os.path.exists(os.path.join(out, "config.json")):
-                raise SystemExit(f"make_released_dspark: error: {out} exists and is not a model folder; not replacing it")
-            shutil.rmtree(out)
-        os.replace(stage, out)
+        drafter_io.replace_folder(stage, out, "make_released_dspark")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     size = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))

@@ -24,11 +24,15 @@ import os
 import shlex
 import shutil
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+import drafter_io  # noqa: E402
 
 
 def language(V, seed):
@@ -105,19 +109,22 @@ def main(argv=None):
     model.eval()
     agree = rule_agreement(model, S, torch.Generator().manual_seed(a.seed + 2))
     print(f"greedy continuation follows the rule: {agree:.3f}", flush=True)
-    out = a.out
-    stage = out + ".tmp"
-    shutil.rmtree(stage, ignore_errors=True)
-    model.to(dtype).save_pretrained(stage)
-    for f in ("config.json", "generation_config.json", "tokenizer.json"):
-        if os.path.exists(os.path.join(a.model_dir, f)):
-            shutil.copy(os.path.join(a.model_dir, f), os.path.join(stage, f))
-    with open(os.path.join(stage, "oracle.json"), "w") as f:
-        json.dump({"command": "tools/oracle/train_trunk.py " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:])),
-                   "steps": step, "seconds": round(time.time() - start), "final_loss": sum(losses[-20:]) / max(1, len(losses[-20:])),
-                   "greedy_rule_agreement": agree, "torch": torch.__version__}, f, indent=1)
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(stage, out)
+    out = os.path.abspath(a.out)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=".train_trunk.", dir=os.path.dirname(out))
+    try:
+        model.to(dtype).save_pretrained(stage)
+        for f in ("config.json", "generation_config.json", "tokenizer.json"):
+            if os.path.exists(os.path.join(a.model_dir, f)):
+                shutil.copy(os.path.join(a.model_dir, f), os.path.join(stage, f))
+        with open(os.path.join(stage, "oracle.json"), "w") as f:
+            json.dump({"command": "tools/oracle/train_trunk.py " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:])),
+                       "steps": step, "seconds": round(time.time() - start),
+                       "final_loss": sum(losses[-20:]) / max(1, len(losses[-20:])), "greedy_rule_agreement": agree,
+                       "torch": torch.__version__}, f, indent=1)
+        drafter_io.replace_folder(stage, out, "train_trunk")
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 if __name__ == "__main__":
