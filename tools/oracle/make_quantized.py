@@ -183,6 +183,30 @@ def mtp_block(canon, gen):
     return out
 
 
+def store(name, t, r):
+    """(stored tensors {name: tensor}, dequantised f32 or None) of one tensor with role r, as the
+    release stores it: i64 / f32 / bf16 as they are, fp8 and fp4 as codes + an e8m0 `.scale`."""
+    if r == "i64":
+        return {name: t.to(torch.int64)}, None
+    t = t.float()
+    if r == "f32":
+        return {name: t}, t
+    if r == "bf16":
+        b = t.to(torch.bfloat16)
+        return {name: b}, b.float()
+    q, s, d = quant_fp8(t, 128, 128) if r == "fp8" else quant_fp4(t)
+    return {name: q, name[: -len(".weight")] + ".scale": s.view(torch.float8_e8m0fnu)}, d
+
+
+def write_dequant_json(path, roles, deq):
+    """dequant.json: every dequantised tensor's format and XXH3-128 of its f32 bytes."""
+    with open(path, "w") as f:
+        json.dump({"format": "memra.dequant-hashes", "hash": "xxh3-128 of the f32 little-endian bytes",
+                   "tensors": {n: {"format": roles[n], "xxh3": xxh3_f32(d)} for n, d in sorted(deq.items())}},
+                  f, indent=1)
+        f.write("\n")
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     # No abbreviations: the geometry options pass through to make_checkpoint (--experts N would
@@ -216,22 +240,9 @@ def main(argv=None):
         for name, t in list(canon.items()) + list(mtp_block(canon, gen).items()):
             r = role(name, args.experts)
             roles[name] = r
-            if r == "i64":
-                stored[name] = t.to(torch.int64)
-                continue
-            t = t.float()
-            if r == "f32":
-                stored[name], d = t, t
-            elif r == "bf16":
-                stored[name] = t.to(torch.bfloat16)
-                d = stored[name].float()
-            elif r == "fp8":
-                q, s, d = quant_fp8(t, 128, 128)
-                stored[name], stored[name[: -len(".weight")] + ".scale"] = q, s.view(torch.float8_e8m0fnu)
-            else:
-                q, s, d = quant_fp4(t)
-                stored[name], stored[name[: -len(".weight")] + ".scale"] = q, s.view(torch.float8_e8m0fnu)
-            if not name.startswith("mtp."):
+            s, d = store(name, t, r)
+            stored.update(s)
+            if d is not None and not name.startswith("mtp."):
                 deq[name] = d
 
         # The f32 model the oracle runs: the transformers save with its weights replaced by the dequantised ones.
@@ -272,11 +283,7 @@ def main(argv=None):
                 json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
                 f.write("\n")
         shutil.copy(os.path.join(hf_dir, "generation_config.json"), model_dir)
-        with open(os.path.join(model_dir, "dequant.json"), "w") as f:
-            json.dump({"format": "memra.dequant-hashes", "hash": "xxh3-128 of the f32 little-endian bytes",
-                       "tensors": {n: {"format": roles[n], "xxh3": xxh3_f32(d)} for n, d in sorted(deq.items())}},
-                      f, indent=1)
-            f.write("\n")
+        write_dequant_json(os.path.join(model_dir, "dequant.json"), roles, deq)
         oracle = json.load(open(os.path.join(hf_dir, "oracle.json")))
         oracle["regenerate"] = regen
         oracle["quantized"] = {"experts": args.experts, "fp8_block": [128, 128], "fp4_block": [1, 32],

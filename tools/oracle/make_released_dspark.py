@@ -59,20 +59,6 @@ def drafter_role(name, experts):
     return make_quantized.role(name, experts)
 
 
-def store(name, t, r):
-    """(stored tensors {name: tensor}, dequantised f32) of one tensor with role r."""
-    if r == "i64":
-        return {name: t.to(torch.int64)}, None
-    t = t.float()
-    if r == "f32":
-        return {name: t}, t
-    if r == "bf16":
-        b = t.to(torch.bfloat16)
-        return {name: b}, b.float()
-    q, s, d = make_quantized.quant_fp8(t, 128, 128) if r == "fp8" else make_quantized.quant_fp4(t)
-    return {name: q, name[: -len(".weight")] + ".scale": s.view(torch.float8_e8m0fnu)}, d
-
-
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -123,7 +109,7 @@ def main(argv=None):
     for name, t in list(canon.items()) + sorted(drafter.items()):
         r = drafter_role(name, args.experts) if name.startswith("mtp.") else make_quantized.role(name, args.experts)
         roles[name] = r
-        s, d = store(name, t, r)
+        s, d = make_quantized.store(name, t, r)
         stored.update(s)
         if d is not None:
             deq[name] = d
@@ -138,11 +124,7 @@ def main(argv=None):
         for f in ("generation_config.json", "tokenizer.json"):
             if os.path.exists(os.path.join(args.trunk, f)):
                 shutil.copy(os.path.join(args.trunk, f), stage)
-        with open(os.path.join(stage, "dequant.json"), "w") as f:
-            json.dump({"format": "memra.dequant-hashes", "hash": "xxh3-128 of the f32 little-endian bytes",
-                       "tensors": {n: {"format": roles[n], "xxh3": make_quantized.xxh3_f32(d)}
-                                   for n, d in sorted(deq.items())}}, f, indent=1)
-            f.write("\n")
+        make_quantized.write_dequant_json(os.path.join(stage, "dequant.json"), roles, deq)
         regen = "\"$(tools/oracle/setup-venv.sh)\" " + shlex.join(["tools/oracle/make_released_dspark.py"] + argv)
         with open(os.path.join(stage, "oracle.json"), "w") as f:
             json.dump({"made_by": "tools/oracle/make_released_dspark.py", "trunk": args.trunk, "drafter": args.drafter,
