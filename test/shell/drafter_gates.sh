@@ -7,7 +7,7 @@
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
-venv="${MEMRA_VENV:-$HOME/.cache/memra/venv}"
+source "$src/test/shell/lib/oracle.sh"
 m="$src/models/tiny"
 d="$src/models/drafters"
 work="$(mktemp -d)"
@@ -24,11 +24,7 @@ expect 0 "\[drafter-restore\] PASS family=dflash block=3" -- "$bin" -q gate draf
 expect 0 "speculative drafter-restore PASS" -- python3 -c "
 import json; j=json.load(open('$work/all.json')); n=[g['name'] for g in j['gates']]
 print(' '.join(n[-2:]), j['result'])"
-if [[ -x "$venv/bin/python" ]]; then
-  expect 0 "valid" -- "$venv/bin/python" "$src/tools/validate_report.py" "$work/all.json"
-else
-  echo "FAIL: no oracle venv at $venv for tools/validate_report.py"; fail=1
-fi
+expect 0 "valid" -- "$py" "$src/tools/validate_report.py" "$work/all.json"
 expect 2 "too small; give an integer in \[96" -- "$bin" -q gate speculative "$m" --drafter "$d/tiny-dspark" --steps 50
 expect 2 "exact realization" -- "$bin" -q gate drafter-restore "$m" --drafter "$d/tiny-dspark" --backend cpu-fast
 expect 2 "drafter is required" -- "$bin" -q gate speculative "$m"

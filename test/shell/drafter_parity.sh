@@ -7,7 +7,7 @@
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
-venv="${MEMRA_VENV:-$HOME/.cache/memra/venv}"
+source "$src/test/shell/lib/oracle.sh"
 d="$src/models/drafters"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -24,12 +24,8 @@ for f in tiny-dspark tiny-dflash; do
   done
 done
 expect 0 "harvest dspark (from the dump (the config names none))" -- "$bin" -q parity --drafter "$d/tiny-dflash" "$d/tiny-dflash/dump-synthetic"
-if [[ -x "$venv/bin/python" ]]; then
-  "$bin" -q parity "$src/models/tiny" --drafter "$d/tiny-dspark" "$d/tiny-dspark/dump-trunk" --json > "$work/report.json"
-  expect 0 "valid" -- "$venv/bin/python" "$src/tools/validate_report.py" "$work/report.json"
-else
-  echo "FAIL: no oracle venv at $venv for tools/validate_report.py"; fail=1
-fi
+"$bin" -q parity "$src/models/tiny" --drafter "$d/tiny-dspark" "$d/tiny-dspark/dump-trunk" --json > "$work/report.json"
+expect 0 "valid" -- "$py" "$src/tools/validate_report.py" "$work/report.json"
 mutate "$d/tiny-dspark/dump-synthetic" noharvest "del m['geometry']['harvest']"
 expect 1 "REFUSED the dump manifest has no 'harvest'" -- "$bin" -q parity --drafter "$d/tiny-dspark" "$work/noharvest"
 expect 1 "regenerate: .*dump_drafter.py" -- "$bin" -q parity --drafter "$d/tiny-dspark" "$work/noharvest"

@@ -16,6 +16,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail=0
 source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
+source "$src/test/shell/lib/oracle.sh"
 mutate() {  # mutate NAME PYTHON-EXPR-ON-m
   rm -rf "$work/$1"; cp -r "$model/dump" "$work/$1"
   python3 -c "import json,sys; p='$work/$1/manifest.json'; m=json.load(open(p)); $2; json.dump(m, open(p,'w'))"
@@ -65,7 +66,7 @@ expect 0 "ALL PASS" -- "$bin" -q parity "$model" "$work/noinc" --stages hidden,r
 # consistent manifest is a FAIL (exit 1) naming the stage.
 perturb() {  # perturb DIR REHASH(0/1)
   rm -rf "$1"; cp -r "$model/dump" "$1"
-  "${MEMRA_VENV:-$HOME/.cache/memra/venv}/bin/python" - "$1" "$2" <<'PY'
+  "$py" - "$1" "$2" <<'PY'
 import json, struct, sys, xxhash
 d, rehash = sys.argv[1], sys.argv[2] == "1"
 m = json.load(open(f"{d}/manifest.json"))
@@ -87,7 +88,7 @@ expect 1 "logits  FAIL  rows 160/160  max_abs 0.05.* at 1000" -- "$bin" -q parit
 # a near-tie (values are then compared only before that position), OUT-OF-BAND (FAIL) otherwise.
 flip() {  # flip DIR MARGIN [POSITION]
   rm -rf "$1"; cp -r "$model/dump" "$1"
-  "${MEMRA_VENV:-$HOME/.cache/memra/venv}/bin/python" - "$1" "$2" "${3:-150}" <<'PY'
+  "$py" - "$1" "$2" "${3:-150}" <<'PY'
 import json, struct, sys, xxhash
 d, margin, t = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 m = json.load(open(f"{d}/manifest.json"))
@@ -126,7 +127,6 @@ expect 1 "INCONCLUSIVE: a stage compared fewer rows than its floor" -- "$bin" -q
 expect 1 "logits  INCONCLUSIVE  rows 0/160 (floor 80)" -- "$bin" -q parity "$model" "$work/early"
 expect 1 '^\[parity\] REFUSED .*evidence="INCONCLUSIVE ' -- "$bin" -q gate parity "$model" "$work/early"
 # Reports of every verdict validate against the schema.
-py="${MEMRA_VENV:-$HOME/.cache/memra/venv}/bin/python"
 for case in early:INCONCLUSIVE tie:FAIL nodtype:REFUSED inband:PASS; do
   "$bin" -q parity "$model" "$work/${case%%:*}" --json > "$work/r.json"
   if grep -q "\"result\": \"${case#*:}\"" "$work/r.json" && "$py" "$src/tools/validate_report.py" "$work/r.json" > /dev/null; then

@@ -10,7 +10,6 @@ set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
 source "$src/test/shell/lib/oracle.sh"
-py="$venv/bin/python"
 work="$(mktemp -d "${TMPDIR:-/tmp}/memra-prompt.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 fail=0; pass=0

@@ -12,7 +12,7 @@ set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
 build="${MEMRA_BUILD:-$(dirname "$bin")}"
-py="${MEMRA_VENV:-$HOME/.cache/memra/venv}/bin/python"
+source "$src/test/shell/lib/oracle.sh"
 model="$src/models/tiny"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
