@@ -67,7 +67,7 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
   Model model = Model::load(opt.model_dir);
   // Without --drafter: the model's own DSpark drafter (its mtp.* tensors), refused when it has none.
   const std::string drafter_dir = opt.drafter_dir.empty() ? opt.model_dir : opt.drafter_dir;
-  DrafterWeights weights = DrafterWeights::load(drafter_dir);
+  DrafterWeights weights = DrafterWeights::load(drafter_dir, &model);
   Drafter drafter(weights, model);
   const DraftShape shape = drafter.shape(opt.block_size, harvest);
   std::vector<int32_t> tokens;

@@ -144,7 +144,7 @@ static int run_gate(GateOptions opt, const Context& ctx) {
   std::unique_ptr<DrafterWeights> drafter_weights;
   std::unique_ptr<Drafter> drafter;
   if (!opt.drafter_dir.empty()) {
-    drafter_weights = std::make_unique<DrafterWeights>(DrafterWeights::load(opt.drafter_dir));
+    drafter_weights = std::make_unique<DrafterWeights>(DrafterWeights::load(opt.drafter_dir, &model));
     drafter = std::make_unique<Drafter>(*drafter_weights, model);
     if (!opt.harvest.empty()) opt.drafter.harvest = parse_harvest(opt.harvest);
   }

@@ -94,7 +94,7 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
   std::unique_ptr<DrafterWeights> drafter_weights;
   std::unique_ptr<Drafter> drafter;
   if (!opt.drafter_dir.empty()) {
-    drafter_weights = std::make_unique<DrafterWeights>(DrafterWeights::load(opt.drafter_dir));
+    drafter_weights = std::make_unique<DrafterWeights>(DrafterWeights::load(opt.drafter_dir, &model));
     drafter = std::make_unique<Drafter>(*drafter_weights, model);
   }
   auto t0 = std::chrono::steady_clock::now();

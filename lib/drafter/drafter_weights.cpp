@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "drafter/released_drafter.h"
 #include "format/json_guard.h"
+#include "model/model.h"
 
 namespace memra {
 
@@ -102,9 +103,13 @@ std::vector<DrafterTensorSpec> expected_drafter_tensors(const DrafterConfig& c, 
   return t;
 }
 
-DrafterWeights DrafterWeights::load(const std::string& drafter_dir) {
+DrafterWeights DrafterWeights::load(const std::string& drafter_dir, const Model* trunk) {
   namespace fs = std::filesystem;
-  if (is_trunk_folder(drafter_dir)) return load_released_drafter(drafter_dir);
+  if (is_trunk_folder(drafter_dir)) {
+    std::error_code ec;
+    if (trunk && fs::equivalent(fs::path(trunk->dir()), fs::path(drafter_dir), ec)) return load_released_drafter(*trunk);
+    return load_released_drafter(drafter_dir);
+  }
   DrafterConfig cfg = DrafterConfig::load(drafter_dir);
   const fs::path file = fs::path(drafter_dir) / "model.safetensors";
   std::error_code ec;

@@ -31,6 +31,8 @@
 
 namespace memra {
 
+class Model;
+
 struct DrafterTensorSpec {
   std::string name;
   std::vector<int64_t> shape;
@@ -48,7 +50,9 @@ class DrafterWeights {
   // The confidence bias is optional when the config does not say; when it does, the checkpoint must
   // agree. A model folder (config.json of a DeepSeek-V4 trunk) instead yields the checkpoint's own
   // DSpark drafter (drafter/released_drafter.h), or an Error when it carries none.
-  static DrafterWeights load(const std::string& dir);
+  // `trunk`, when given and loaded from DIR itself, is the model whose drafter that is: it is not
+  // loaded a second time.
+  static DrafterWeights load(const std::string& dir, const Model* trunk = nullptr);
 
   const DrafterConfig& config() const { return config_; }
   const std::string& dir() const { return dir_; }

@@ -147,12 +147,23 @@ DrafterConfig released_drafter_config(const json& j, const ModelConfig& tc, bool
   }
 }
 
-DrafterWeights load_released_drafter(const std::string& model_dir) {
-  const json j = read_json_file((std::filesystem::path(model_dir) / "config.json").string(), 16u << 20);
+// DIR/config.json, when it declares a DSpark drafter (checked before any tensor is read).
+static json released_config(const std::string& model_dir) {
+  json j = read_json_file((std::filesystem::path(model_dir) / "config.json").string(), 16u << 20);
   if (!declares_dspark_drafter(j))
     throw Error(model_dir + "/config.json declares no DSpark drafter (no dspark_block_size)",
                 "this checkpoint carries no drafter of its own; give --drafter DIR (a drafter folder)");
-  const Model model = Model::load(model_dir);
+  return j;
+}
+
+DrafterWeights load_released_drafter(const std::string& model_dir) {
+  released_config(model_dir);
+  return load_released_drafter(Model::load(model_dir));
+}
+
+DrafterWeights load_released_drafter(const Model& model) {
+  const std::string& model_dir = model.dir();
+  const json j = released_config(model_dir);
   const ModelConfig& tc = model.config();
   std::unordered_map<std::string, const UnusedTensor*> stored;  // canonical name → tensor
   for (const auto& u : model.unused_tensors()) stored.emplace(u.canonical, &u);

@@ -31,6 +31,8 @@
 
 namespace memra {
 
+class Model;
+
 // True when DIR/config.json describes a DeepSeek-V4 trunk (model_type deepseek_v4 or architectures
 // [DeepseekV4ForCausalLM]) rather than a drafter. False when it is absent or another kind.
 bool is_trunk_folder(const std::string& dir);
@@ -47,5 +49,8 @@ DrafterConfig released_drafter_config(const nlohmann::json& trunk_config, const 
 // folder declares no drafter, a field is missing or bad, or a drafter tensor is missing, extra,
 // mis-shaped or not a float weight (naming it).
 DrafterWeights load_released_drafter(const std::string& model_dir);
+// The same from a trunk already loaded (its mtp.* tensors are its unused tensors): no second load
+// of a checkpoint that may span many shards.
+DrafterWeights load_released_drafter(const Model& trunk);
 
 }  // namespace memra
