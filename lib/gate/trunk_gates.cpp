@@ -196,12 +196,6 @@ GateResult gate_chunk_invariance(const Model& model, const Backend& backend, con
   return g;
 }
 
-static std::string fmt_g(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
-}
-
 // The near-tie band of a decision between two realizations: the looser of their parity classes
 // (relative to the decision's scale, docs/parity.md).
 static double pair_decision_band(const Backend& a, const Backend& b) {
@@ -279,8 +273,8 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
     done = q - seg0 + 1;
     for (const auto& [stage, f] : flips.out_of_band) {
       ++flips_out;
-      g.fail("decision flip in " + stage + " at position " + std::to_string(seg0 + f.position) + ": margin " + fmt_g(f.margin) +
-             " (engine " + fmt_g(f.engine_margin) + ") exceeds the band " + fmt_g(f.band) + ": OUT-OF-BAND");
+      g.fail("decision flip in " + stage + " at position " + std::to_string(seg0 + f.position) + ": margin " + format_g(f.margin) +
+             " (engine " + format_g(f.engine_margin) + ") exceeds the band " + format_g(f.band) + ": OUT-OF-BAND");
     }
     const double d = max_abs_diff(mrow, crow);
     stream = std::max(stream, d);
@@ -294,23 +288,18 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
     } else {
       const double margin = static_cast<double>(mrow[mt]) - mrow[ct];
       const bool ok = margin <= band;
+      (flips.cut ? after_flip : ok ? in_band : out_band)++;
       char buf[240];
-      if (flips.cut) {
-        ++after_flip;
-        std::snprintf(buf, sizeof buf, "disagreement step=%lld mono=%d chunk=%d margin=%.6g band=%.6g class=AFTER-DECISION-FLIP",
-                      static_cast<long long>(step), mt, ct, margin, band);
-      } else {
-        (ok ? in_band : out_band)++;
-        std::snprintf(buf, sizeof buf, "disagreement step=%lld mono=%d chunk=%d margin=%.6g band=%.6g class=%s",
-                      static_cast<long long>(step), mt, ct, margin, band, ok ? "IN-BAND" : "OUT-OF-BAND");
-      }
+      std::snprintf(buf, sizeof buf, "disagreement step=%lld mono=%d chunk=%d margin=%.6g band=%.6g class=%s",
+                    static_cast<long long>(step), mt, ct, margin, band,
+                    flips.cut ? "AFTER-DECISION-FLIP" : ok ? "IN-BAND" : "OUT-OF-BAND");
       g.notes.push_back(buf);
       if (!flips.cut && !ok) g.fail(buf);
     }
     if (flips.cut) {
       ++flips_in;
       g.notes.push_back("in-band decision flip in " + flips.cut_stage + " at position " + std::to_string(seg0 + flips.cut->position) +
-                        " (margin " + fmt_g(flips.cut->margin) + ", band " + fmt_g(flips.cut->band) + ")" +
+                        " (margin " + format_g(flips.cut->margin) + ", band " + format_g(flips.cut->band) + ")" +
                         (step + 1 < opt.steps ? ": the monolithic state continues from a copy of the chunked one" : ""));
     }
     if (step + 1 < opt.steps) {  // teacher-force the monolithic pick into both states
@@ -349,7 +338,7 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
   g.figure("drift_coeff", drift_coefficient(ra));
   g.figure("depth", ra.depth);
   g.details["band_rule"] = "band = S*sqrt(2)*(c_a + c_b)*|top1|, S = 2, c = sqrt(depth of one reduction)*unit_roundoff (docs/bands.md)";
-  g.details["decision_band_rule"] = "near-tie band of a decision row = " + fmt_g(decision_band) +
+  g.details["decision_band_rule"] = "near-tie band of a decision row = " + format_g(decision_band) +
                                     " x its largest |score| (the looser parity class of the two, docs/parity.md)";
   return g;
 }

@@ -51,7 +51,7 @@ bool flip_in_band(double reference_margin, double engine_margin, double band) {
 
 int64_t min_rows_compared(int64_t rows_total) { return rows_total <= 0 ? 0 : (rows_total + 1) / 2; }
 
-static std::string num(double v) {
+std::string format_g(double v) {
   char b[64];
   std::snprintf(b, sizeof b, "%.6g", v);
   return b;
@@ -66,22 +66,22 @@ std::string StageResult::line() const {
   std::string s = name + "  " + verdict() + "  rows " + std::to_string(rows) + "/" + std::to_string(rows_total);
   if (rows < min_rows) s += " (floor " + std::to_string(min_rows) + ")";
   if (kind == "values") {
-    s += "  max_abs " + num(max_abs) + " at " + std::to_string(index) + " (got " + num(got) + ", want " + num(want) +
-         ")  rel_to_max " + num(rel_to_max) + " (tolerance " + num(tolerance) + ")";
+    s += "  max_abs " + format_g(max_abs) + " at " + std::to_string(index) + " (got " + format_g(got) + ", want " + format_g(want) +
+         ")  rel_to_max " + format_g(rel_to_max) + " (tolerance " + format_g(tolerance) + ")";
     if (top1_total >= 0)
       s += "  top1 " + std::to_string(top1_agree) + "/" + std::to_string(top1_total) +
            (top1_near_ties > 0 ? " (+" + std::to_string(top1_near_ties) + " near-tie)" : "");
   } else {
     s += "  flips " + std::to_string(flips.size()) + " (" +
          std::to_string(flips_out_of_band) + " out of band)";
-    if (score_drift_to_band() >= 0) s += "  score drift/band " + num(score_drift_to_band());
+    if (score_drift_to_band() >= 0) s += "  score drift/band " + format_g(score_drift_to_band());
     for (const Flip& f : flips) {
       if (&f - flips.data() >= 3) {
         s += " ...";
         break;
       }
-      s += "  [pos " + std::to_string(f.position) + " margin " + num(f.margin) + " (engine " + num(f.engine_margin) +
-           ") band " + num(f.band) +
+      s += "  [pos " + std::to_string(f.position) + " margin " + format_g(f.margin) + " (engine " + format_g(f.engine_margin) +
+           ") band " + format_g(f.band) +
            (f.in_band ? " IN-BAND" : " OUT-OF-BAND") + "]";
     }
   }

@@ -32,6 +32,9 @@ struct Tolerance {
 double decision_band_at(double relative, const std::vector<float>& reference_scale, const std::vector<float>& engine_scale);
 Tolerance tolerance_for(const RealizationInfo& engine, const std::string& dump_compute_dtype);
 
+// A number as reports print it: %.6g.
+std::string format_g(double v);
+
 struct Flip {
   int64_t position;
   std::vector<int64_t> reference, engine;  // the two sets
