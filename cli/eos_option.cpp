@@ -23,4 +23,11 @@ std::string finish_reason(const std::vector<int32_t>& generated, const std::vect
   return eos ? "eos" : "length";
 }
 
+std::string eos_stop_note(const std::vector<int32_t>& generated, int64_t requested, const char* unit) {
+  if (generated.empty() || static_cast<int64_t>(generated.size()) >= requested) return "";
+  return "generation stopped at end-of-sequence token " + std::to_string(generated.back()) + " after " +
+         std::to_string(generated.size()) + " of " + std::to_string(requested) + " " + unit +
+         " (--ignore-eos generates them all)";
+}
+
 }  // namespace memra::cli

@@ -18,4 +18,8 @@ std::vector<int32_t> eos_stop_tokens(bool ignore_eos, const std::string& model_d
 // The JSON reports' finish_reason: "eos" when the last generated token is a stop id, else "length".
 std::string finish_reason(const std::vector<int32_t>& generated, const std::vector<int32_t>& stop);
 
+// The note when generation ended early at an EOS: "generation stopped at end-of-sequence token T
+// after N of M UNIT (--ignore-eos generates them all)"; empty when all `requested` were generated.
+std::string eos_stop_note(const std::vector<int32_t>& generated, int64_t requested, const char* unit);
+
 }  // namespace memra::cli

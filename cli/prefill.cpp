@@ -102,10 +102,7 @@ static int run_prefill(const PrefillOptions& opt, const Context& ctx) {
       opt.generate > 0 ? eos_stop_tokens(opt.ignore_eos, opt.model_dir, V) : std::vector<int32_t>{};
   if (opt.generate > 0) generated = generate_greedy(*backend, *state, opt.generate, nullptr, text.on_token(), stop);
   text.finish();
-  if (opt.generate > 0 && static_cast<int64_t>(generated.size()) < opt.generate)
-    note(ctx, "generation stopped at end-of-sequence token " + std::to_string(generated.back()) + " after " +
-                  std::to_string(generated.size()) + " of " + std::to_string(opt.generate) +
-                  " tokens (--ignore-eos generates them all)");
+  if (const std::string eos = eos_stop_note(generated, opt.generate, "tokens"); !eos.empty()) note(ctx, eos);
   if (!opt.state_out.empty()) write_state_for_cli(opt.state_out, model, *backend, *state, key);
   if (opt.json) {
     nlohmann::json j = {{"model", opt.model_dir},

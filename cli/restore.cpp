@@ -126,10 +126,7 @@ int run_restore(const RestoreOptions& opt, Context& ctx) {
                         : generate_greedy(*backend, *state, opt.steps, want_logits ? &step_logits : nullptr, text.on_token(), stop);
     text.finish();
     logits.insert(logits.end(), step_logits.begin(), step_logits.end());
-    if (static_cast<int64_t>(generated.size()) < opt.steps)
-      note(ctx, "generation stopped at end-of-sequence token " + std::to_string(generated.back()) + " after " +
-                    std::to_string(generated.size()) + " of " + std::to_string(opt.steps) +
-                    " steps (--ignore-eos generates them all)");
+    if (const std::string eos = eos_stop_note(generated, opt.steps, "steps"); !eos.empty()) note(ctx, eos);
   }
   if (want_logits) write_logits(opt.logits_out, logits, T + static_cast<int64_t>(generated.size()), V);
   if (!opt.state_out.empty()) {
