@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/shape_text.h"
 #include "cuda_check.h"
 #include "engine/decode_state.h"
 
@@ -21,12 +22,6 @@ constexpr size_t kChunk = size_t(32) << 20;  // transfer chunk: large enough for
 size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 int64_t ratio_of(const ModelConfig& c, int64_t l) { return c.compress_ratio(l); }
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 // Pieces of the flat range [begin, end) over `segs`, in order.
 template <typename F>

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/shape_text.h"
 
 namespace memra {
 
@@ -12,12 +13,6 @@ namespace {
 std::string stage_ring(int64_t s) { return std::string(kDrafterClassPrefix) + "stage." + std::to_string(s) + ".ring"; }
 std::string layer_kv(int64_t l, const char* kv) {
   return std::string(kDrafterClassPrefix) + "layer." + std::to_string(l) + "." + kv;
-}
-
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 }  // namespace
@@ -79,8 +74,8 @@ void DrafterComponent::import_classes(int64_t pos, const std::vector<CacheClass>
       throw negative("drafter class " + cls.name + " found where " + lay[i].name + " belongs");
     if (cls.dtype != lay[i].dtype || cls.shape != lay[i].shape)
       throw negative("drafter class " + cls.name + " has dtype/shape " + dtype_name(cls.dtype) + " " +
-                         shape_string(cls.shape) + ", expected " + dtype_name(lay[i].dtype) + " " +
-                         shape_string(lay[i].shape),
+                         shape_text(cls.shape) + ", expected " + dtype_name(lay[i].dtype) + " " +
+                         shape_text(lay[i].shape),
                      "restore with the drafter the state was written with (--drafter)");
   }
   if (config_.family == DrafterFamily::kDspark) {

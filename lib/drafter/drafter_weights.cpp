@@ -8,21 +8,12 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/shape_text.h"
 #include "drafter/released_drafter.h"
 #include "format/json_guard.h"
 #include "model/model.h"
 
 namespace memra {
-
-namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-}  // namespace
 
 std::string drafter_head_prefix(const DrafterConfig& c) {
   return c.family == DrafterFamily::kDspark ? "mtp." + std::to_string(c.num_layers - 1) + "." : "";

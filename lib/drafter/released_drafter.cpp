@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/shape_text.h"
 #include "engine/memory_plan.h"
 #include "format/json_guard.h"
 #include "model/model.h"
@@ -37,12 +38,6 @@ const char* const kStageFields[] = {
     "hc_sinkhorn_iters",   "hc_eps",         "rope_theta"};
 
 const char* kHint = "the checkpoint's own DSpark drafter is incomplete or altered; give --drafter DIR for a separate drafter";
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 // The spellings a drafter tensor of ours may have in a release (ours first).
 std::vector<std::string> spellings(const std::string& ours) {

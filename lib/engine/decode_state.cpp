@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/checked.h"
+#include "core/shape_text.h"
 #include "core/error.h"
 
 namespace memra {
@@ -139,12 +140,6 @@ void transfer(const ModelConfig& config, const ClassSpec& spec, DecodeState& sta
     case Part::kPrevScore: copy_rows(values, s.prev_score.data(), rows, width, width, 0, to_class); break;
     default: break;
   }
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 }  // namespace

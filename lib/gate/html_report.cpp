@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "core/file_io.h"
+#include "core/shape_text.h"
 
 namespace memra {
 namespace {
@@ -259,12 +260,6 @@ std::string cell_colour(const ClassDiff& c) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "#%02x%02x%02x", r, g, g);
   return buf;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 std::string render_class_map(const std::vector<ClassDiff>& diffs) {

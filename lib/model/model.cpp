@@ -25,18 +25,13 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/shape_text.h"
 #include "format/json_guard.h"
 #include "model/tensor_names.h"
 
 namespace memra {
 
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool ends_with(std::string_view s, std::string_view p) {

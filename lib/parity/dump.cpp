@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/shape_text.h"
 #include "core/hash.h"
 #include "format/json_guard.h"
 
@@ -33,12 +34,6 @@ bool values_agree(const json& a, const json& b) {
     return x == y || std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
   }
   return a == b;
-}
-
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/checked.h"
+#include "core/shape_text.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "format/json_guard.h"
@@ -87,12 +88,6 @@ bool parse_version(const std::string& text, int* major, int* minor) {
   *major = static_cast<int>(a);
   *minor = static_cast<int>(b);
   return true;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 struct Prepared {
