@@ -50,26 +50,6 @@ std::vector<std::string> spellings(const std::string& ours) {
   return out;
 }
 
-json trunk_value(const ModelConfig& tc, const std::string& field) {
-  if (field == "num_attention_heads") return tc.num_attention_heads;
-  if (field == "head_dim") return tc.head_dim;
-  if (field == "qk_rope_head_dim") return tc.qk_rope_head_dim;
-  if (field == "q_lora_rank") return tc.q_lora_rank;
-  if (field == "o_lora_rank") return tc.o_lora_rank;
-  if (field == "o_groups") return tc.o_groups;
-  if (field == "sliding_window") return tc.sliding_window;
-  if (field == "n_routed_experts") return tc.n_routed_experts;
-  if (field == "num_experts_per_tok") return tc.num_experts_per_tok;
-  if (field == "moe_intermediate_size") return tc.moe_intermediate_size;
-  if (field == "scoring_func") return tc.scoring_func;
-  if (field == "routed_scaling_factor") return tc.routed_scaling_factor;
-  if (field == "swiglu_limit") return tc.swiglu_limit;
-  if (field == "hc_mult") return tc.hc_mult;
-  if (field == "hc_sinkhorn_iters") return tc.hc_sinkhorn_iters;
-  if (field == "hc_eps") return tc.hc_eps;
-  return tc.rope_main.theta;  // rope_theta: the sliding layers' base (the stages use no YaRN)
-}
-
 bool present(const json& j, const char* field) { return j.contains(field) && !j[field].is_null(); }
 
 }  // namespace
@@ -123,9 +103,10 @@ DrafterConfig released_drafter_config(const json& j, const ModelConfig& tc, bool
             {"harvest", "dspark"},
             {"enable_confidence_head", confidence},
             {"confidence_input", "prenorm"}};
+  const json trunk = tc.geometry_json();  // a stage field is the trunk's unless dspark_<field> sets it
   for (const char* f : kStageFields) {
     const std::string over = std::string("dspark_") + f;
-    d[f] = present(j, over.c_str()) ? j[over] : trunk_value(tc, f);
+    d[f] = present(j, over.c_str()) ? j[over] : trunk.at(f);
   }
   for (const char* f : {"dspark_block_size", "dspark_target_layer_ids", "dspark_noise_token_id", "dspark_markov_rank"})
     if (present(j, f)) d[f] = j[f];
