@@ -1426,20 +1426,9 @@ void test_packed_sites(Rng& rng, Report& rep, WType experts) {
     std::vector<float> out;
     ForwardTrace tr;
     cpu::moe(cpu::exact_arithmetic(), c, sm.cpu[l], l, tokens, x, out, &tr);
-    const std::vector<float>& want_e = tr.arrays["router." + std::to_string(l) + ".experts"];
-    std::vector<float> got_rows, want_rows;
-    int route_diff = 0;
-    for (int t = 0; t < T; ++t) {
-      bool same = true;
-      for (int i = 0; i < k; ++i) same = same && static_cast<int32_t>(want_e[t * k + i]) == lt.experts[t * k + i];
-      if (!same) {
-        ++route_diff;
-        continue;
-      }
-      got_rows.insert(got_rows.end(), y.begin() + t * D, y.begin() + (t + 1) * D);
-      want_rows.insert(want_rows.end(), out.begin() + t * D, out.begin() + (t + 1) * D);
-    }
-    const Diff d = compare(got_rows, want_rows);
+    const SameRouteRows rows_cmp = same_route_rows(tr, l, lt, T, k, D, y, out);
+    const int route_diff = rows_cmp.route_diff + rows_cmp.near;  // every differing row counts here
+    const Diff d = compare(rows_cmp.got, rows_cmp.want);
     rep.add("moe site cuda-fast 256 rows (dequant + cuBLAS) vs cpu" + tag,
             d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 2e-2 && route_diff <= T / 8,
             "rel " + fmt("%.2e", d.rel_to_max()) + " routing diffs " + std::to_string(route_diff) + "/" + std::to_string(T) +
