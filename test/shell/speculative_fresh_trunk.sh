@@ -27,12 +27,11 @@ for attempt in 0 1 2 3; do
   if ! MEMRA_PYTHON="$venv/bin/python" "$src/tools/oracle/fresh_drafter_case.sh" "$tseed" "$work/$attempt/case" "$work/$attempt/trunk" > "$work/$attempt/case.out" 2>&1; then
     cat "$work/$attempt/case.out"; echo "FAIL: the oracle could not make the drafters"; exit 1
   fi
-  geometry=$(python3 -c "
-import json; c = json.load(open('$work/$attempt/trunk/config.json'))
-print(f\"layers={c.get('num_hidden_layers')} window={c.get('sliding_window')} vocab={c.get('vocab_size')}\")")
-  echo "trunk (seed $tseed): $geometry"
-  vocab=$(python3 -c "import json; print(json.load(open('$work/$attempt/trunk/config.json'))['vocab_size'])")
-  python3 -c "import random; r=random.Random($tseed); print(' '.join(str(r.randrange(2,$vocab)) for _ in range(12)))" > "$work/$attempt/prompt"
+  # the trunk's geometry, and a prompt of 12 ids from its vocabulary
+  python3 -c "
+import json, random; c = json.load(open('$work/$attempt/trunk/config.json')); r = random.Random($tseed)
+print(f\"trunk (seed $tseed): layers={c.get('num_hidden_layers')} window={c.get('sliding_window')} vocab={c['vocab_size']}\")
+open('$work/$attempt/prompt', 'w').write(' '.join(str(r.randrange(2, c['vocab_size'])) for _ in range(12)) + '\\n')"
   while read -r family drafter dump; do
     for harvest in dflash dspark; do
       for block in 2 7 16; do
@@ -40,9 +39,9 @@ print(f\"layers={c.get('num_hidden_layers')} window={c.get('sliding_window')} vo
           --block-size "$block" --harvest "$harvest" --json > "$work/$attempt/$family.$harvest.$block.json" 2> "$work/$attempt/$family.$harvest.$block.err"
         rc=$?
         runs=$((runs + 1))
-        tau=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('tau', j.get('speculative', {}).get('tau', '?')))" "$work/$attempt/$family.$harvest.$block.json" 2>/dev/null || echo '?')
+        tau=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['tau'])" "$work/$attempt/$family.$harvest.$block.json" 2>/dev/null || echo '?')
         echo "$family harvest=$harvest block=$block: rc=$rc tau=$tau"
-        python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 1 else 1)" "$tau" 2>/dev/null && accepted_runs=$((accepted_runs + 1))
+        [[ "$tau" != "?" ]] && awk -v t="$tau" 'BEGIN { exit !(t > 1) }' && accepted_runs=$((accepted_runs + 1))
         if [[ $rc -ne 0 ]]; then
           cat "$work/$attempt/$family.$harvest.$block.err"
           echo "FAIL: $family harvest=$harvest block=$block (trunk seed $tseed, files kept in $work)"
