@@ -796,6 +796,58 @@ SiteModel make_site_model(int hc, const std::string& scoring, bool bf16, Rng& rn
   return s;
 }
 
+// Outputs of the rows whose device decision equals the CPU's, device and CPU side by side; a row
+// whose decision differs is a near-tie (CPU margin below the given one) or a real difference,
+// counted and left out of the value comparison: its outputs legitimately differ.
+struct AgreeingRows {
+  std::vector<float> got, want;
+  int differ = 0, near = 0;
+};
+
+// Attention rows r0.. of one sequence (T rows) whose indexer selection (CSA layers; others: all
+// rows) equals the CPU's; near-tie below a margin of 1e-4.
+AgreeingRows same_selection_rows(const ModelConfig& c, ForwardTrace& tr, int l, const LayerTrace& lt, int64_t r0, int64_t T,
+                                 int D, const std::vector<float>& got, const std::vector<float>& want) {
+  AgreeingRows r;
+  const int64_t K = c.index_topk;
+  const bool csa = c.layer_types[l] == LayerKind::kCSA;
+  const std::vector<float>* sel = csa ? &tr.arrays["indexer." + std::to_string(l) + ".selected"] : nullptr;
+  const std::vector<float>* margin = csa ? &tr.arrays["indexer." + std::to_string(l) + ".margin"] : nullptr;
+  for (int64_t t = 0; t < T; ++t) {
+    bool same = true;
+    if (csa) {
+      for (int64_t i = 0; i < K; ++i) same = same && static_cast<int32_t>((*sel)[t * K + i]) == lt.selected[(r0 + t) * K + i];
+      if (!same) (std::fabs((*margin)[t]) < 1e-4f ? r.near : r.differ)++;
+    }
+    if (!same) continue;
+    r.got.insert(r.got.end(), got.begin() + (r0 + t) * D, got.begin() + (r0 + t + 1) * D);
+    r.want.insert(r.want.end(), want.begin() + t * D, want.begin() + (t + 1) * D);
+  }
+  return r;
+}
+
+// MoE rows whose device expert set (lt) equals the CPU's (the trace's router.L.experts); near-tie
+// below a margin of 1e-5.
+AgreeingRows same_route_rows(ForwardTrace& tr, int l, const LayerTrace& lt, int T, int k, int D, const std::vector<float>& got,
+                              const std::vector<float>& want) {
+  const std::string L = std::to_string(l);
+  const std::vector<float>& want_e = tr.arrays["router." + L + ".experts"];
+  const std::vector<float> margin = tr.arrays.count("router." + L + ".margin") ? tr.arrays["router." + L + ".margin"]
+                                                                                : std::vector<float>(T, INFINITY);
+  AgreeingRows r;
+  for (int t = 0; t < T; ++t) {
+    bool same = true;
+    for (int i = 0; i < k; ++i) same = same && static_cast<int32_t>(want_e[t * k + i]) == lt.experts[t * k + i];
+    if (!same) {
+      (std::fabs(margin[t]) < 1e-5f ? r.near : r.differ)++;
+      continue;
+    }
+    r.got.insert(r.got.end(), got.begin() + t * D, got.begin() + (t + 1) * D);
+    r.want.insert(r.want.end(), want.begin() + t * D, want.begin() + (t + 1) * D);
+  }
+  return r;
+}
+
 void test_attention_site(Rng& rng, Report& rep, bool bf16) {
   SiteModel sm = make_site_model(4, "sqrtsoftplus", bf16, rng);
   const ModelConfig& c = sm.c;
@@ -837,24 +889,12 @@ void test_attention_site(Rng& rng, Report& rep, bool bf16) {
       ForwardTrace tr;
       cpu::attention(cpu::exact_arithmetic(), c, sm.cpu[l], l, cpu_states[s].layers[l], seqs[s].pos0, seqs[s].T, xs[s], out,
                      &tr);
-      const int64_t r0 = plan.seqs[s].row0;
       // Rows whose indexer selection differs (a near-tie the two accumulations break apart) are
-      // counted, and left out of the value comparison: their outputs legitimately differ.
-      std::vector<float> got, want_rows;
-      for (int64_t t = 0; t < seqs[s].T; ++t) {
-        bool same = true;
-        if (c.layer_types[l] == LayerKind::kCSA) {
-          const std::vector<float>& want = tr.arrays["indexer." + std::to_string(l) + ".selected"];
-          const std::vector<float>& margin = tr.arrays["indexer." + std::to_string(l) + ".margin"];
-          const int64_t K = c.index_topk;
-          for (int64_t i = 0; i < K; ++i) same = same && static_cast<int32_t>(want[t * K + i]) == lt.selected[(r0 + t) * K + i];
-          if (!same) (std::fabs(margin[t]) < 1e-4f ? sel_near_tie : sel_diff)++;
-        }
-        if (!same) continue;
-        got.insert(got.end(), gpu_out[l].begin() + (r0 + t) * D, gpu_out[l].begin() + (r0 + t + 1) * D);
-        want_rows.insert(want_rows.end(), out.begin() + t * D, out.begin() + (t + 1) * D);
-      }
-      const Diff d = compare(got, want_rows);
+      // counted, and left out of the value comparison.
+      const AgreeingRows rows = same_selection_rows(c, tr, l, lt, plan.seqs[s].row0, seqs[s].T, D, gpu_out[l], out);
+      sel_diff += rows.differ;
+      sel_near_tie += rows.near;
+      const Diff d = compare(rows.got, rows.want);
       bad += d.unwritten + d.nonfinite > 0;
       worst_out = std::max(worst_out, d.rel_to_max());
     }
@@ -926,32 +966,6 @@ void test_attention_site(Rng& rng, Report& rep, bool bf16) {
           std::to_string(equal) + "/" + std::to_string(runs) + " variants (alone; rounds of 64, 5, 1) bit-equal to the batch");
 }
 
-// The MoE outputs of the rows whose device expert set (lt) equals the CPU's (the trace's
-// router.L.experts), device and CPU side by side; a row whose sets differ is a near-tie (CPU margin
-// below 1e-5) or a routing difference, counted and left out of the value comparison.
-struct SameRouteRows {
-  std::vector<float> got, want;
-  int route_diff = 0, near = 0;
-};
-SameRouteRows same_route_rows(ForwardTrace& tr, int l, const LayerTrace& lt, int T, int k, int D, const std::vector<float>& got,
-                              const std::vector<float>& want) {
-  const std::string L = std::to_string(l);
-  const std::vector<float>& want_e = tr.arrays["router." + L + ".experts"];
-  const std::vector<float> margin = tr.arrays.count("router." + L + ".margin") ? tr.arrays["router." + L + ".margin"]
-                                                                                : std::vector<float>(T, INFINITY);
-  SameRouteRows r;
-  for (int t = 0; t < T; ++t) {
-    bool same = true;
-    for (int i = 0; i < k; ++i) same = same && static_cast<int32_t>(want_e[t * k + i]) == lt.experts[t * k + i];
-    if (!same) {
-      (std::fabs(margin[t]) < 1e-5f ? r.near : r.route_diff)++;
-      continue;
-    }
-    r.got.insert(r.got.end(), got.begin() + t * D, got.begin() + (t + 1) * D);
-    r.want.insert(r.want.end(), want.begin() + t * D, want.begin() + (t + 1) * D);
-  }
-  return r;
-}
 
 void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16) {
   SiteModel sm = make_site_model(4, scoring, bf16, rng);
@@ -983,8 +997,8 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
     const std::vector<float> per = dy2.download();
     shard.set_moe_path(MoePath::kFused);
     // routing equal (rows with a near-tie margin excluded from the value comparison)
-    const SameRouteRows rows_cmp = same_route_rows(tr, l, lt, T, k, D, fused, out);
-    const int route_diff = rows_cmp.route_diff, near = rows_cmp.near;
+    const AgreeingRows rows_cmp = same_route_rows(tr, l, lt, T, k, D, fused, out);
+    const int route_diff = rows_cmp.differ, near = rows_cmp.near;
     const Diff d = compare(rows_cmp.got, rows_cmp.want);
     // rows 1..64: each prefix of the rows alone gives the 64-row bits (fused grouping changes with the rows)
     int invariant = 0;
@@ -1007,7 +1021,7 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
       shard.upload_plan(p, {g->trunk().table(0)});
       dy2.poison();
       shard.moe_site(shifted, dx.get(), dy2.get(), nullptr);
-      const SameRouteRows planted = same_route_rows(tr, l, lt, T, k, D, dy2.download(), out);
+      const AgreeingRows planted = same_route_rows(tr, l, lt, T, k, D, dy2.download(), out);
       const Diff pd = compare(planted.got, planted.want);
       const bool caught = pd.nonfinite > 0 || pd.rel_to_max() >= 1e-5;
       rep.add("moe site planted w1 misread is caught" + std::string(l == 0 ? " hash" : " learned ") + (bf16 ? " bf16" : " f32"),
@@ -1316,8 +1330,8 @@ void test_packed_sites(Rng& rng, Report& rep, WType experts) {
       std::vector<float> out;
       ForwardTrace tr;
       cpu::moe(cpu::exact_arithmetic(), c, sm.cpu[l], l, tokens, x, out, &tr);
-      const SameRouteRows rows_cmp = same_route_rows(tr, l, lt, T, k, D, fused, out);
-      route_diff += rows_cmp.route_diff;
+      const AgreeingRows rows_cmp = same_route_rows(tr, l, lt, T, k, D, fused, out);
+      route_diff += rows_cmp.differ;
       near += rows_cmp.near;
       const Diff d = compare(rows_cmp.got, rows_cmp.want);
       bad += d.unwritten + d.nonfinite;
@@ -1374,22 +1388,10 @@ void test_packed_sites(Rng& rng, Report& rep, WType experts) {
         ForwardTrace tr;
         cpu::attention(cpu::exact_arithmetic(), c, sm.cpu[l], l, cpu_states[s].layers[l], seqs[s].pos0, seqs[s].T, xs[s], out,
                        &tr);
-        const int64_t r0 = plan.seqs[s].row0;
-        std::vector<float> got, want_rows;  // rows whose indexer selection differs (a near-tie) left out, as above
-        for (int64_t t = 0; t < seqs[s].T; ++t) {
-          bool same = true;
-          if (c.layer_types[l] == LayerKind::kCSA) {
-            const std::vector<float>& want = tr.arrays["indexer." + std::to_string(l) + ".selected"];
-            const std::vector<float>& margin = tr.arrays["indexer." + std::to_string(l) + ".margin"];
-            const int64_t K = c.index_topk;
-            for (int64_t i = 0; i < K; ++i) same = same && static_cast<int32_t>(want[t * K + i]) == lt.selected[(r0 + t) * K + i];
-            if (!same) (std::fabs(margin[t]) < 1e-4f ? sel_near : sel_diff)++;
-          }
-          if (!same) continue;
-          got.insert(got.end(), yp.begin() + (r0 + t) * D, yp.begin() + (r0 + t + 1) * D);
-          want_rows.insert(want_rows.end(), out.begin() + t * D, out.begin() + (t + 1) * D);
-        }
-        const Diff d = compare(got, want_rows);
+        const AgreeingRows rows = same_selection_rows(c, tr, l, lt, plan.seqs[s].row0, seqs[s].T, D, yp, out);
+        sel_diff += rows.differ;
+        sel_near += rows.near;
+        const Diff d = compare(rows.got, rows.want);
         bad += d.unwritten + d.nonfinite;
         worst = std::max(worst, d.rel_to_max());
       }
@@ -1426,8 +1428,8 @@ void test_packed_sites(Rng& rng, Report& rep, WType experts) {
     std::vector<float> out;
     ForwardTrace tr;
     cpu::moe(cpu::exact_arithmetic(), c, sm.cpu[l], l, tokens, x, out, &tr);
-    const SameRouteRows rows_cmp = same_route_rows(tr, l, lt, T, k, D, y, out);
-    const int route_diff = rows_cmp.route_diff + rows_cmp.near;  // every differing row counts here
+    const AgreeingRows rows_cmp = same_route_rows(tr, l, lt, T, k, D, y, out);
+    const int route_diff = rows_cmp.differ + rows_cmp.near;  // every differing row counts here
     const Diff d = compare(rows_cmp.got, rows_cmp.want);
     rep.add("moe site cuda-fast 256 rows (dequant + cuBLAS) vs cpu" + tag,
             d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 2e-2 && route_diff <= T / 8,
