@@ -65,6 +65,7 @@ struct BenchOptions {
   double snapshot_gib = 1.0;
   std::string config_out;
   bool json = false;
+  bool timeline = false;
 };
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -95,6 +96,52 @@ double timed_forward(const Backend& b, std::span<const SequenceStep> batch) {
   const auto t0 = Clock::now();
   b.forward(batch);
   return seconds_since(t0);
+}
+
+// One more forward with MEMRA_CUDA_TIMELINE=1: every launch's device time by site (the kernels run
+// back to back behind a spin, kernels/timeline.h), largest first, beside the step's measured time.
+nlohmann::json timeline_of(const Backend& b, std::span<const SequenceStep> batch, double measured_ms) {
+  b.device_report();  // forget earlier timings
+  setenv("MEMRA_CUDA_TIMELINE", "1", 1);
+  try {
+    b.forward(batch);
+  } catch (...) {
+    unsetenv("MEMRA_CUDA_TIMELINE");
+    throw;
+  }
+  unsetenv("MEMRA_CUDA_TIMELINE");
+  const auto rep = b.device_report();
+  const std::string prefix = "timeline_ms:";
+  std::vector<std::pair<double, std::string>> sites;
+  double sum = 0;
+  for (const auto& [key, ms] : rep)
+    if (key.rfind(prefix, 0) == 0) sites.emplace_back(ms, key.substr(prefix.size())), sum += ms;
+  std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [ms, name] : sites)
+    list.push_back({{"site", name}, {"ms", ms}, {"launches", rep.at("timeline_launches:" + name)}});
+  return {{"device_ms_sum", sum}, {"measured_ms", measured_ms}, {"sites", list}};
+}
+
+// Text form: each timed forward's sites, largest first (the JSON has them all).
+void print_timelines(const nlohmann::json& out) {
+  auto show = [](const std::string& label, const nlohmann::json& t) {
+    std::printf("\ntimeline %s: device time %.3f ms over the sites (measured step %.3f ms)\n", label.c_str(),
+                t["device_ms_sum"].get<double>(), t["measured_ms"].get<double>());
+    int shown = 0;
+    for (const auto& site : t["sites"]) {
+      if (++shown > 12) break;
+      std::printf("  %-44s %9.3f ms %5.0f launches\n", site["site"].get<std::string>().c_str(), site["ms"].get<double>(),
+                  site["launches"].get<double>());
+    }
+  };
+  if (out["prefill"].contains("timeline")) show("prefill (cuda-fast)", out["prefill"]["timeline"]);
+  for (const auto& d : out["decode"])
+    if (d.contains("timeline")) show("decode @" + std::to_string(d["context"].get<int64_t>()), d["timeline"]);
+  for (const auto& v : out["verify"])
+    if (v.contains("timeline")) show("verify " + std::to_string(v["block"].get<int64_t>()), v["timeline"]);
+  for (const auto& b : out["batch"])
+    if (b.contains("timeline")) show("batch " + std::to_string(b["batch"].get<int64_t>()), b["timeline"]);
 }
 
 // ---- the floor: bytes a step must read ------------------------------------------------------
@@ -254,6 +301,12 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
     auto st = exact->new_state(opt.prefill);
     SequenceStep step{st.get(), prompt, nullptr, nullptr};
     const double exact_s = timed_forward(*exact, std::span<const SequenceStep>(&step, 1));
+    nlohmann::json timeline;
+    if (opt.timeline) {
+      auto tst = fast->new_state(opt.prefill);
+      SequenceStep tstep{tst.get(), prompt, nullptr, nullptr};
+      timeline = timeline_of(*fast, std::span<const SequenceStep>(&tstep, 1), t * 1e3);
+    }
     out["prefill"] = {{"tokens", opt.prefill},
                       {"seconds", t},
                       {"tokens_per_s", opt.prefill / t},
@@ -263,6 +316,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                       {"whole_prefill_linear_TFLOPs", lin_flop / t / 1e12},
                       {"exact_seconds", exact_s},
                       {"exact_tokens_per_s", opt.prefill / exact_s}};
+    if (opt.timeline) out["prefill"]["timeline"] = timeline;
   }
 
   // ---- decode, batch, verify
@@ -298,6 +352,12 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
     }
     unsetenv("MEMRA_CUDA_GRAPHS");
     es->rewind(mark);
+    nlohmann::json timeline;
+    if (opt.timeline) {
+      SequenceStep st{es.get(), std::span<const int32_t>(&next[0], 1), nullptr, nullptr};
+      timeline = timeline_of(*exact, std::span<const SequenceStep>(&st, 1), steps_s[1] * 1e3);
+      es->rewind(mark);
+    }
     const bool graph_bits = std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)) == 0;
     if (!graph_bits) out["failures"].push_back("decode at " + std::to_string(ctx_len) + ": CUDA graphs change the logits");
     const double step_s = steps_s[1];
@@ -313,6 +373,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                              {"floor_ms", f.ms},
                              {"floor_ms_per_layer", f.layer_ms},
                              {"ratio_to_floor", step_s * 1e3 / f.ms}});
+    if (opt.timeline) out["decode"].back()["timeline"] = timeline;
     note(ctx, "decode at " + std::to_string(ctx_len) + ": " + fmt("%.3f", step_s * 1e3 / L) + " ms/layer/token, floor " +
                   fmt("%.3f", f.layer_ms));
     if (ci == 0) first_ctx = std::move(es);
@@ -337,6 +398,12 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
         else s.push_back(t);
       }
       first_ctx->rewind(mark);
+      nlohmann::json timeline;
+      if (opt.timeline) {
+        SequenceStep st{first_ctx.get(), block, nullptr, nullptr};
+        timeline = timeline_of(*exact, std::span<const SequenceStep>(&st, 1), median(s) * 1e3);
+        first_ctx->rewind(mark);
+      }
       std::vector<int64_t> pos;
       for (int64_t i = 0; i < b; ++i) pos.push_back(ctx0 + i);
       const Floor f = floor_for(cfg, pos, touched, copy_gbs);
@@ -352,6 +419,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                                {"distinct_experts_per_layer", ex},
                                {"floor_ms", f.ms},
                                {"ratio_to_floor", ms / f.ms}});
+      if (opt.timeline) out["verify"].back()["timeline"] = timeline;
     }
   }
 
@@ -383,6 +451,13 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
         if (step == 0) touched = distinct_experts(cfg, traces);
         if (step >= 3) s.push_back(t);
       }
+      nlohmann::json timeline;
+      if (opt.timeline) {
+        std::vector<SequenceStep> batch(B);
+        for (int64_t i = 0; i < B; ++i)
+          batch[i] = SequenceStep{states[i].get(), std::span<const int32_t>(&toks[i][opt.steps + 2], 1), nullptr, nullptr};
+        timeline = timeline_of(*exact, batch, median(s) * 1e3);
+      }
       // the last sequence alone, from the same start: the bits it got inside the batch
       auto alone = exact->new_state(ctx0 + extra);
       alone->import_classes(ctx0, classes);
@@ -404,6 +479,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                               {"floor_tokens_per_s", B / (f.ms * 1e-3)},
                               {"ratio_to_floor", t * 1e3 / f.ms},
                               {"last_sequence_bits_equal_alone", same}});
+      if (opt.timeline) out["batch"].back()["timeline"] = timeline;
       note(ctx, "batch " + std::to_string(B) + ": " + fmt("%.0f", B / t) + " tokens/s, floor " + fmt("%.0f", B / (f.ms * 1e-3)) +
                     (same ? "" : ", NOT bit-identical to running alone"));
       if (!same) out["failures"].push_back("batch " + std::to_string(B) + ": a sequence differs from running alone");
@@ -508,6 +584,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                 m["weights_bytes"].get<double>() / 1e9, m["weights_bytes_per_layer"].get<double>() / 1e9,
                 m["scratch_bytes"].get<double>() / 1e6, m["state_bytes_per_token"].get<double>(),
                 m["v4_flash_state_bytes_per_token"].get<double>(), m["v4_flash_over_note"].get<double>(), 6880);
+    if (opt.timeline) print_timelines(out);
   }
   return out.contains("failures") ? kExitNegative : kExitOk;
 }
@@ -537,6 +614,8 @@ void setup_bench(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   sub->add_option("--config-out", opt->config_out, "Also write the model's config.json here (for transformers)");
   sub->add_flag("--json", opt->json, "Print one JSON document");
+  sub->add_flag("--timeline", opt->timeline,
+                "Also time every kernel launch of one prefill, decode, verify and batch step (device time by site)");
   sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_bench(*opt, ctx); }; });
 }
 

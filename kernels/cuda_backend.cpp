@@ -160,17 +160,20 @@ std::map<std::string, double> CudaBackend::device_report() const {
     fp8_bytes += static_cast<double>(w->up.fp8().bytes), fp8_values += static_cast<double>(w->up.fp8().values);
     fp4_bytes += static_cast<double>(w->up.fp4().bytes), fp4_values += static_cast<double>(w->up.fp4().values);
   }
+  std::map<std::string, SiteTime> sites;
   for (const auto& s : shards_) {
     scratch += static_cast<double>(s->scratch_bytes());
     double m = 0, f = 0;
     s->collect_linear_timing(&m, &f);
     ms += m, flop += f;
+    s->collect_timeline(sites);
   }
   std::map<std::string, double> out = {{"weights_bytes", weights}, {"scratch_bytes", scratch}};
   // Packed matrices (codes + scales as stored) and their logical values, when the model has any.
   if (fp8_values > 0) out["weights_fp8_bytes"] = fp8_bytes, out["weights_fp8_values"] = fp8_values;
   if (fp4_values > 0) out["weights_fp4_bytes"] = fp4_bytes, out["weights_fp4_values"] = fp4_values;
   if (flop > 0) out["linear_ms"] = ms, out["linear_flop"] = flop;
+  for (const auto& [name, t] : sites) out["timeline_ms:" + name] = t.ms, out["timeline_launches:" + name] = t.launches;
   return out;
 }
 
@@ -302,7 +305,7 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   // (Shard::upload_plan). MEMRA_CUDA_GRAPHS=0 launches each kernel instead.
   Shard& first_shard = *shards_[0];
   const bool graphs = graphs_enabled() && S == 1 && realization_.exact && !tracing &&
-                      first_shard.moe_path() == MoePath::kFused && !sync_each_launch();
+                      first_shard.moe_path() == MoePath::kFused && !sync_each_launch() && !first_shard.timeline_on();
   if (graphs) {
     DeviceGuard guard(first_shard.device());
     const std::vector<uint64_t> sig = first_shard.launch_signature();

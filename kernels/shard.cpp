@@ -77,6 +77,24 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   hc_split_ = !(h && std::string(h) == "0");
 }
 
+namespace {
+
+// Long enough for the host to enqueue a whole decode round (or one layer of per-expert launches)
+// behind it: the timeline then sees the device's own time per launch.
+constexpr double kTimelineSpinMs = 40.0;
+
+}  // namespace
+
+void Shard::launched(cudaError_t err, const char* what) {
+  check_launch(err, what);
+  if (timeline_on_) timeline_->mark(site_prefix_ + what);
+}
+
+void Shard::collect_timeline(std::map<std::string, SiteTime>& into) {
+  DeviceGuard guard(device_);
+  if (timeline_) timeline_->collect(into);
+}
+
 void Shard::time_begin() {
   const size_t i = 2 * timing_flop_.size();
   while (timing_events_.size() < i + 2) {
@@ -236,6 +254,13 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
     const size_t max_in = std::max({D, ql, H * d, GR, I, static_cast<size_t>(cfg_.index_head_dim) * 2});
     conv_.ensure(dv, R * max_in * 2, "bf16 activations");
   }
+  const char* tl = std::getenv("MEMRA_CUDA_TIMELINE");
+  timeline_on_ = tl && std::string(tl) == "1";
+  site_prefix_.clear();
+  if (timeline_on_) {
+    if (!timeline_) timeline_ = std::make_unique<Timeline>(stream_);
+    timeline_->spin(kTimelineSpinMs);
+  }
 }
 
 void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
@@ -264,7 +289,7 @@ void Shard::run_linear(LinearArgs a, const char* what) {
     if (packed) {
       const int64_t wrows = static_cast<int64_t>(a.groups - 1) * (a.w_gstride / a.in) + a.out;  // the whole matrix
       void* dq = dq_.ensure(device_, static_cast<size_t>(wrows) * a.in * 2, "dequantised weights (cuda-fast)");
-      check_launch(dequant_bf16(a.w, a.wtype, a.ws, wrows, a.in, dq, stream_), "dequant_bf16");
+      launched(dequant_bf16(a.w, a.wtype, a.ws, wrows, a.in, dq, stream_), "dequant_bf16");
       a.w = dq;
       a.wtype = WType::kBF16;
       a.ws = WScale{};
@@ -273,8 +298,9 @@ void Shard::run_linear(LinearArgs a, const char* what) {
     void* conv = need ? conv_.ensure(device_, need, "bf16 activations") : nullptr;
     check_text(linear_fast(cublas_, a, conv, need, stream_), what);
     if (sync_each_launch()) check(cudaDeviceSynchronize(), what);
+    if (timeline_on_) timeline_->mark(site_prefix_ + what);
   } else {
-    check_launch(linear_exact(a, stream_), what);
+    launched(linear_exact(a, stream_), what);
   }
   if (time_linears_) time_end(2.0 * a.rows * static_cast<double>(a.in) * a.out * a.groups);
 }
@@ -293,18 +319,19 @@ void Shard::norm(float* x, int64_t stride, int rows, int segs, int width, const 
   a.inv_freq = inv_freq;
   a.half = inv_freq ? static_cast<int>(cfg_.qk_rope_head_dim / 2) : 0;
   a.pos = d_row_pos_;
-  check_launch(norm_rope(a, stream_), what);
+  launched(norm_rope(a, stream_), what);
 }
 
 void Shard::embed(const DevEnds& ends) {
   DeviceGuard guard(device_);
-  check_launch(embed_rows(ends.embed.ptr, ends.embed.type, d_tokens_, rows(), static_cast<int>(cfg_.hc_mult),
+  launched(embed_rows(ends.embed.ptr, ends.embed.type, d_tokens_, rows(), static_cast<int>(cfg_.hc_mult),
                           static_cast<int>(cfg_.hidden_size), X_.get(), stream_),
                "embed_rows");
 }
 
 void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   DeviceGuard guard(device_);
+  site_prefix_ = w.kind == LayerKind::kCSA ? "C:" : w.kind == LayerKind::kHCA ? "H:" : "S:";
   const int R = rows(), n = static_cast<int>(cfg_.hc_mult), D = static_cast<int>(cfg_.hidden_size);
   HcPreArgs hp;
   hp.X = X_.get();
@@ -320,16 +347,16 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   hp.partial = hc_split_ ? hc_partial_.get() : nullptr;
 
   hp.fn = w.hc_attn_fn, hp.base = w.hc_attn_base, hp.scale = w.hc_attn_scale;
-  check_launch(hc_pre(hp, stream_), "hc_pre (attention)");
+  launched(hc_pre(hp, stream_), "hc_pre (attention)");
   norm(x_.get(), D, R, 1, D, w.attn_norm, nullptr, "norm_rope (attn_norm)");
   attention_site(w, l, x_.get(), y_.get(), trace);
-  check_launch(hc_post(X_.get(), y_.get(), post_.get(), comb_.get(), R, n, D, stream_), "hc_post (attention)");
+  launched(hc_post(X_.get(), y_.get(), post_.get(), comb_.get(), R, n, D, stream_), "hc_post (attention)");
 
   hp.fn = w.hc_ffn_fn, hp.base = w.hc_ffn_base, hp.scale = w.hc_ffn_scale;
-  check_launch(hc_pre(hp, stream_), "hc_pre (ffn)");
+  launched(hc_pre(hp, stream_), "hc_pre (ffn)");
   norm(x_.get(), D, R, 1, D, w.ffn_norm, nullptr, "norm_rope (ffn_norm)");
   moe_site(w, x_.get(), y_.get(), trace);
-  check_launch(hc_post(X_.get(), y_.get(), post_.get(), comb_.get(), R, n, D, stream_), "hc_post (ffn)");
+  launched(hc_post(X_.get(), y_.get(), post_.get(), comb_.get(), R, n, D, stream_), "hc_post (ffn)");
 
   if (trace) {
     trace->hidden.resize(static_cast<size_t>(R) * n * D);
@@ -372,8 +399,8 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     ca.eps = eps;
     const bool csa = w.kind == LayerKind::kCSA;
     const std::vector<Closing>& cl = csa ? plan_.closings_csa : plan_.closings_hca;
-    check_launch(compressor_close(ca, csa ? d_csa_ : d_hca_, static_cast<int>(cl.size()), stream_), "compressor_close");
-    check_launch(compressor_update(ca, plan_.seq_count(), stream_), "compressor_update");
+    launched(compressor_close(ca, csa ? d_csa_ : d_hca_, static_cast<int>(cl.size()), stream_), "compressor_close");
+    launched(compressor_update(ca, plan_.seq_count(), stream_), "compressor_update");
   };
   if (w.kind != LayerKind::kSliding)
     compress(w.cmp, false, w.kind == LayerKind::kCSA ? 2 : 1, d, ckv_.get(), csc_.get());
@@ -393,7 +420,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     ra.inv_freq = w.inv_freq;
     ra.half = half;
     ra.pos = d_row_pos_;
-    check_launch(rope_only(ra, stream_), "rope_only (indexer queries)");
+    launched(rope_only(ra, stream_), "rope_only (indexer queries)");
     linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)");
     IndexerArgs ia;
     ia.seqs = d_seqs_;
@@ -411,8 +438,8 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     ia.scores = scores_.get();
     ia.score_stride = std::max(csa_bucket_, 1);
     ia.max_visible = csa_bucket_;  // the grid; each row stops at its own (pos + 1)/m
-    check_launch(indexer_scores(ia, stream_), "indexer_scores");
-    check_launch(topk_rows(scores_.get(), ia.score_stride, R, 0, d_row_pos_, static_cast<int>(w.m), K, selected_.get(), stream_),
+    launched(indexer_scores(ia, stream_), "indexer_scores");
+    launched(topk_rows(scores_.get(), ia.score_stride, R, 0, d_row_pos_, static_cast<int>(w.m), K, selected_.get(), stream_),
                  "topk_rows (indexer)");
     if (trace) {
       trace->selected.resize(static_cast<size_t>(R) * K);
@@ -460,8 +487,8 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
                     " one CUDA attention block holds in shared memory",
                 "plan a smaller context for this model on the CUDA backend");
   aa.o = o_.get();
-  check_launch(attention(aa, stream_), "attention");
-  check_launch(window_update(d_seqs_, d_row_seq_, d_row_pos_, l, R, kv_.get(), d, W, stream_), "window_update");
+  launched(attention(aa, stream_), "attention");
+  launched(window_update(d_seqs_, d_row_seq_, d_row_pos_, l, R, kv_.get(), d, W, stream_), "window_update");
 
   // Grouped output projection: z[:, g·Ro:(g+1)·Ro] = o[:, g·Hd/G:(g+1)·Hd/G] · wo_a[g]ᵀ, then y = z · wo_bᵀ.
   const int G = static_cast<int>(cfg_.o_groups), Ro = static_cast<int>(cfg_.o_lora_rank), gin = Hd / G;
@@ -490,6 +517,7 @@ void Shard::per_expert(const DevLayer& w, const float* x) {
   std::vector<int32_t> eid(P);
   check(cudaMemcpyAsync(eid.data(), eid_.get(), P * 4, cudaMemcpyDeviceToHost, stream_), "routing copy (per-expert MoE)");
   check(cudaStreamSynchronize(stream_), "routing copy (per-expert MoE)");
+  if (timeline_on_) timeline_->spin(kTimelineSpinMs);  // the host waited: let it get ahead again
   // order: pairs grouped by expert (pair order within); rows_of: their rows.
   std::vector<int32_t> order, rows_of, first(E + 1, 0);
   for (int e = 0; e < E; ++e) {
@@ -515,13 +543,13 @@ void Shard::per_expert(const DevLayer& w, const float* x) {
   for (int e = 0; e < E; ++e) {
     const int ne = first[e + 1] - first[e];
     if (ne == 0) continue;
-    check_launch(gather_rows(x, D, d_rows + first[e], ne, D, xg, D, stream_), "gather_rows (per-expert)");
+    launched(gather_rows(x, D, d_rows + first[e], ne, D, xg, D, stream_), "gather_rows (per-expert)");
     const DevMatrix w1 = w.w1.at(e), w3 = w.w3.at(e), w2 = w.w2.at(e);
     linear(w1, xg, D, ne, g, I, "linear_exact (expert w1)");
     linear(w3, xg, D, ne, u, I, "linear_exact (expert w3)");
-    check_launch(swiglu(g, u, h, static_cast<int64_t>(ne) * I, limit, stream_), "swiglu (per-expert)");
+    launched(swiglu(g, u, h, static_cast<int64_t>(ne) * I, limit, stream_), "swiglu (per-expert)");
     linear(w2, h, I, ne, eo, D, "linear_exact (expert w2)");
-    check_launch(scatter_rows(eo, D, d_order + first[e], ne, D, eo_.get(), D, stream_), "scatter_rows (per-expert)");
+    launched(scatter_rows(eo, D, d_order + first[e], ne, D, eo_.get(), D, stream_), "scatter_rows (per-expert)");
   }
 }
 
@@ -545,7 +573,7 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
   ra.ew = ew_.get();
   ra.margin = trace ? margin_.get() : nullptr;  // only traces read them: no per-token cost otherwise
   ra.scale = trace ? rscale_.get() : nullptr;
-  check_launch(route(ra, stream_), "route");
+  launched(route(ra, stream_), "route");
   // cuda-fast on a large round (a prefill): one cuBLAS GEMM per touched expert on the gathered
   // rows (tensor cores); the fused kernels' f32 dots are for decode-sized rounds and the exact path.
   const bool fused = moe_path_ == MoePath::kFused && !(fast_ && R >= kFastPerExpertRows);
@@ -571,15 +599,15 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
     ea.n_groups = n_groups_.get();
     ea.h = h_.get();
     ea.eo = eo_.get();
-    check_launch(experts_fused(ea, stream_), "experts_fused");
+    launched(experts_fused(ea, stream_), "experts_fused");
   } else {
     per_expert(w, x);
   }
   linear(w.shared_w1, x, D, R, sg_.get(), I, "linear_exact (shared w1)");
   linear(w.shared_w3, x, D, R, su_.get(), I, "linear_exact (shared w3)");
-  check_launch(swiglu(sg_.get(), su_.get(), sh_.get(), static_cast<int64_t>(R) * I, limit, stream_), "swiglu (shared)");
+  launched(swiglu(sg_.get(), su_.get(), sh_.get(), static_cast<int64_t>(R) * I, limit, stream_), "swiglu (shared)");
   linear(w.shared_w2, sh_.get(), I, R, sy_.get(), D, "linear_exact (shared w2)");
-  check_launch(moe_combine(eo_.get(), ew_.get(), sy_.get(), R, k, D, y, stream_), "moe_combine");
+  launched(moe_combine(eo_.get(), ew_.get(), sy_.get(), R, k, D, y, stream_), "moe_combine");
   if (trace) {
     trace->experts.resize(static_cast<size_t>(R) * k);
     trace->router_margin.resize(R);
@@ -596,9 +624,10 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
 
 const float* Shard::head(const DevEnds& ends) {
   DeviceGuard guard(device_);
+  site_prefix_.clear();
   const int Tl = static_cast<int>(plan_.logit_rows.size()), D = static_cast<int>(cfg_.hidden_size);
   if (Tl == 0) return logits_.get();
-  check_launch(hc_head(X_.get(), d_logit_rows_, Tl, static_cast<int>(cfg_.hc_mult), D, ends.hc_head_fn, ends.hc_head_base,
+  launched(hc_head(X_.get(), d_logit_rows_, Tl, static_cast<int>(cfg_.hc_mult), D, ends.hc_head_fn, ends.hc_head_base,
                        ends.hc_head_scale, static_cast<float>(cfg_.rms_norm_eps), static_cast<float>(cfg_.hc_eps),
                        hh_.get(), hc_split_ ? hc_partial_.get() : nullptr, stream_),
                "hc_head");

@@ -9,6 +9,8 @@
 #include <cublas_v2.h>
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "device_buffer.h"
 #include "model/config.h"
 #include "ops.h"
+#include "timeline.h"
 #include "weights.h"
 
 namespace memra::cuda {
@@ -90,9 +93,15 @@ class Shard {
   // With MEMRA_CUDA_TIME_LINEARS=1 every linear is bracketed by events: the time and FLOPs
   // (2·rows·in·out) of the linears since the last call (synchronises the stream).
   void collect_linear_timing(double* ms, double* flop);
+  // With MEMRA_CUDA_TIMELINE=1 (read per round) every launch's device time (timeline.h), by site
+  // ("C:", "H:", "S:" for a layer's kind, none for the ends), added into `into` since the last call.
+  void collect_timeline(std::map<std::string, SiteTime>& into);
+  bool timeline_on() const { return timeline_on_; }
 
  private:
   void per_expert(const DevLayer& w, const float* x);
+  // check_launch, then the timeline's mark when it is on.
+  void launched(cudaError_t err, const char* what);
   void time_begin();
   void time_end(double flop);
   void norm(float* x, int64_t stride, int rows, int segs, int width, const float* weight, const float* inv_freq,
@@ -106,6 +115,9 @@ class Shard {
   cublasHandle_t cublas_ = nullptr;
   int max_keys_ = 0;
   bool time_linears_ = false;
+  bool timeline_on_ = false;
+  std::unique_ptr<Timeline> timeline_;
+  std::string site_prefix_;  // the running layer's kind for the timeline's site names
   int csa_bucket_ = 0, hca_bucket_ = 0;  // visible compressed entries, rounded up (upload_plan)
   bool hc_split_ = true;  // MEMRA_CUDA_HC_SPLIT=0: the mHC mix in one block per row (bench A/B)
   Scratch<float> hc_partial_;

@@ -197,7 +197,8 @@ class Backend {
   virtual HostBuffer host_buffer(size_t bytes) const;
   // Numbers for reports (memra bench): device bytes by purpose (weights_bytes, scratch_bytes) and,
   // when the backend times its linears (MEMRA_CUDA_TIME_LINEARS=1), linear_ms and linear_flop
-  // accumulated since the last call. Empty on the CPU.
+  // accumulated since the last call; with MEMRA_CUDA_TIMELINE=1, "timeline_ms:<site>" and
+  // "timeline_launches:<site>" of every launch since the last call (kernels/timeline.h). Empty on the CPU.
   virtual std::map<std::string, double> device_report() const { return {}; }
 };
 

@@ -298,6 +298,39 @@ void check_rounds(const Model& model, Report& rep, const Workload& W) {
   rep.add("rounds of 16 rows == one round", same && cls, std::string("logits ") + (same ? "equal" : "DIFFER") + ", classes " + (cls ? "equal" : "DIFFER"));
 }
 
+// The per-launch timeline (MEMRA_CUDA_TIMELINE=1, memra bench --timeline) only observes: a prompt
+// and a decode step under it give the bits of the same forwards without it, and every launch of a
+// layer is accounted for (at least the ~20 sites of any layer kind, each with device time > 0).
+void check_timeline(const Model& model, Report& rep, const Workload& W) {
+  const ModelConfig& cfg = model.config();
+  auto b = make_backend("cuda", model);
+  const auto prompt = prompt_ids(cfg.vocab_size, W.prompt, 11);
+  const std::vector<int32_t> next = {prompt[1]};
+  auto plain = b->new_state(W.prompt + 1), timed = b->new_state(W.prompt + 1);
+  const auto ref_p = run(*b, *plain, prompt), ref_d = run(*b, *plain, next);
+  b->device_report();
+  setenv("MEMRA_CUDA_TIMELINE", "1", 1);
+  std::vector<float> got_p, got_d;
+  try {
+    got_p = run(*b, *timed, prompt), got_d = run(*b, *timed, next);
+  } catch (...) {
+    unsetenv("MEMRA_CUDA_TIMELINE");
+    throw;
+  }
+  unsetenv("MEMRA_CUDA_TIMELINE");
+  const auto m = b->device_report();
+  double launches = 0, sites = 0, nonpositive = 0;
+  for (const auto& [k, v] : m) {
+    if (k.rfind("timeline_launches:", 0) == 0) launches += v;
+    if (k.rfind("timeline_ms:", 0) == 0) sites += 1, nonpositive += v <= 0;
+  }
+  const double want = 2.0 * 20 * static_cast<double>(cfg.num_hidden_layers);  // two forwards
+  const bool same = bits_equal(ref_p, got_p) && bits_equal(ref_d, got_d);
+  rep.add("timeline observes only (bits, launches)", same && launches >= want && nonpositive == 0,
+          std::string("logits ") + (same ? "equal" : "DIFFER") + "; " + fmt("%.0f", launches) + " launches over " +
+              fmt("%.0f", sites) + " sites (>= " + fmt("%.0f", want) + "), " + fmt("%.0f", nonpositive) + " without time");
+}
+
 // cuda-fast is judged the way parity judges a fast realization (docs/parity.md, docs/bands.md):
 // the router and indexer decisions of both sides are compared with their selection margins. A
 // decision flip within the band is a legitimate near-tie, and everything causally after the first
@@ -452,6 +485,7 @@ int run_backend(const std::vector<std::string>& models, int device_count, bool q
         std::printf("skip two-GPU checks%s: %d device visible\n", tag.c_str(), device_count);
       }
       check_rounds(model, rep, W);
+      check_timeline(model, rep, W);
       check_fast(model, *cpu, rep, tag, W.prompt);
       if (check_packed_weights(model, rep, tag)) check_fast(model, *cpu, rep, tag, 160);
     } catch (const std::exception& e) {
