@@ -24,6 +24,7 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / kWarp;
+constexpr int kKeysAtOnce = 8;  // keys whose loads are in flight together (logits per warp; o per thread)
 
 // The logits get kLogitPad floats of slack before o: the compiler's remainder loop of the output
 // sum loads logit[j], logit[j + 1] as one 64-bit access when one key is left, so logit[max_keys]
@@ -80,8 +81,31 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
   }
   __syncthreads();
 
+  // Logits: a warp takes kKeysAtOnce of its keys together (independent sums, each the lane-strided
+  // chain below), so that many loads are in flight per lane: one (row, head) block is bound by load
+  // latency. Each key's sequence is the one-key loop's.
   const float* q = a.q + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h) * d;
-  for (int j = warp; j < n_keys; j += kWarps) {
+  int j0 = warp;
+  for (; j0 + (kKeysAtOnce - 1) * kWarps < n_keys; j0 += kKeysAtOnce * kWarps) {
+    const float* k[kKeysAtOnce];
+    float acc[kKeysAtOnce];
+#pragma unroll
+    for (int u = 0; u < kKeysAtOnce; ++u) k[u] = keys[j0 + u * kWarps], acc[u] = 0.0f;
+    for (int i = lane; i < d; i += kWarp) {
+      const float qi = q[i];
+      float kv[kKeysAtOnce];
+#pragma unroll
+      for (int u = 0; u < kKeysAtOnce; ++u) kv[u] = k[u][i];
+#pragma unroll
+      for (int u = 0; u < kKeysAtOnce; ++u) acc[u] = __fmaf_rn(qi, kv[u], acc[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kKeysAtOnce; ++u) {
+      const float sum = warp_sum(acc[u]);
+      if (lane == 0) logit[j0 + u * kWarps] = sum * a.scale;
+    }
+  }
+  for (int j = j0; j < n_keys; j += kWarps) {
     const float* k = keys[j];
     float acc = 0.0f;
     for (int i = lane; i < d; i += kWarp) acc = __fmaf_rn(q[i], k[i], acc);
@@ -104,9 +128,18 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
   for (int j = threadIdx.x; j < n_keys; j += kBlock) logit[j] = logit[j] / denom;
   __syncthreads();
 
+  // o[i]: the j-ascending chain, its key loads issued kKeysAtOnce at a time (latency, as above).
   for (int i = threadIdx.x; i < d; i += kBlock) {
     float acc = 0.0f;
-    for (int j = 0; j < n_keys; ++j) acc = __fmaf_rn(logit[j], keys[j][i], acc);
+    int j = 0;
+    for (; j + kKeysAtOnce <= n_keys; j += kKeysAtOnce) {
+      float kv[kKeysAtOnce];
+#pragma unroll
+      for (int u = 0; u < kKeysAtOnce; ++u) kv[u] = keys[j + u][i];
+#pragma unroll
+      for (int u = 0; u < kKeysAtOnce; ++u) acc = __fmaf_rn(logit[j + u], kv[u], acc);
+    }
+    for (; j < n_keys; ++j) acc = __fmaf_rn(logit[j], keys[j][i], acc);
     o_s[i] = acc;
   }
   __syncthreads();

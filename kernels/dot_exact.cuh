@@ -140,7 +140,7 @@ __device__ __forceinline__ void dot_rows(const float* const (&xr)[RB], int nr, c
   if (vec) {
     // Unrolled so that several weight loads are in flight per lane before the first FMA (a
     // decode GEMV is bound by memory latency × loads in flight); the FMA order is unchanged.
-    constexpr int kUnroll = RB == 1 ? 4 : 2;
+    constexpr int kUnroll = RB <= 2 ? 4 : 2;
 #pragma unroll kUnroll
     for (int base = lane * V; base < in; base += kWarp * V) {
       float wf[V];
@@ -171,6 +171,37 @@ __device__ __forceinline__ void dot_rows(const float* const (&xr)[RB], int nr, c
   }
 #pragma unroll
   for (int r = 0; r < RB; ++r) acc[r] = warp_sum(acc[r]);
+}
+
+// acc_a = x·wa and acc_b = x·wb for one row and two weight rows of the same length, in one loop
+// (twice the loads in flight of two dot_rows calls); each sum is dot_rows<Row, 1>'s sequence.
+template <typename Row>
+__device__ __forceinline__ void dot_rows_pair(const float* x, const Row& wa, const Row& wb, int in, float& acc_a,
+                                              float& acc_b) {
+  constexpr int V = Row::kV;
+  const int lane = threadIdx.x % kWarp;
+  if (!(wa.vec_ok(in) && wb.vec_ok(in) && reinterpret_cast<uintptr_t>(x) % 16 == 0)) {
+    const float* const xr[1] = {x};
+    float a1[1], b1[1];
+    dot_rows<Row, 1>(xr, 1, wa, in, a1);
+    dot_rows<Row, 1>(xr, 1, wb, in, b1);
+    acc_a = a1[0], acc_b = b1[0];
+    return;
+  }
+  float sa = 0.0f, sb = 0.0f;
+#pragma unroll 4
+  for (int base = lane * V; base < in; base += kWarp * V) {
+    float wfa[V], wfb[V], xf[V];
+    wa.load(base, wfa);
+    wb.load(base, wfb);
+    load_x<V>(x + base, xf);
+#pragma unroll
+    for (int v = 0; v < V; ++v) sa = __fmaf_rn(xf[v], wfa[v], sa);
+#pragma unroll
+    for (int v = 0; v < V; ++v) sb = __fmaf_rn(xf[v], wfb[v], sb);
+  }
+  acc_a = warp_sum(sa);
+  acc_b = warp_sum(sb);
 }
 
 }  // namespace memra::cuda

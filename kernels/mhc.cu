@@ -7,7 +7,7 @@
 //    added s-ascending by one thread. The split is a constant, so the order is a function of nD
 //    only; it spreads a decode row's 1.5 MB of fn (V4-Flash: 24 × 16384 f32) over rows × slices
 //    blocks instead of one block per row, which one SM streamed at a fraction of HBM speed;
-//  - Sinkhorn: one thread, in the CPU's order (f32 sums instead of the CPU's double ones), in registers;
+//  - Sinkhorn: one thread per matrix element, each sum in the CPU's order (f32 instead of double);
 //  - the collapse / combine: per element, a fixed j-ascending fma chain.
 //
 //   hc_mix   grid (rows, slices)          block 256   partials [rows, M, slices]
@@ -27,8 +27,19 @@ constexpr int kMaxMix = (2 + kMaxHc) * kMaxHc;
 
 // rsqrt(mean(X²) + eps) of one row's n·D stream values.
 __device__ float stream_rms(const float* Xt, int nD, float eps, float* scratch) {
+  // The same thread-strided chain, its loads issued kBatch at a time: a lone block (a decode row)
+  // is bound by load latency, not bandwidth.
+  constexpr int kBatch = 8;
   float ss = 0.0f;
-  for (int i = threadIdx.x; i < nD; i += kBlock) ss = __fmaf_rn(Xt[i], Xt[i], ss);
+  int i = threadIdx.x;
+  for (; i + (kBatch - 1) * kBlock < nD; i += kBatch * kBlock) {
+    float v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) v[u] = Xt[i + u * kBlock];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) ss = __fmaf_rn(v[u], v[u], ss);
+  }
+  for (; i < nD; i += kBlock) ss = __fmaf_rn(Xt[i], Xt[i], ss);
   ss = block_sum<kBlock>(ss, scratch);
   return 1.0f / sqrtf(ss / static_cast<float>(nD) + eps);
 }
@@ -82,6 +93,7 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
   __shared__ float scratch[kWarps];
   __shared__ float mix[kMaxMix];
   __shared__ float pre[kMaxHc];
+  __shared__ float mat[kMaxHc * kMaxHc];
   const int t = blockIdx.x, n = a.n, D = a.D, nD = n * D, M = (2 + n) * n;
   const float* Xt = a.X + static_cast<int64_t>(t) * nD;
   if (partial) {
@@ -91,74 +103,59 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     stream_mix(Xt, nD, r, a.fn, M, mix);
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    // One thread, in the CPU's order; the matrix lives in registers (fully unrolled over kMaxHc
-    // with j, k < n guards, so no run-time index): the 20 Sinkhorn iterations are a chain of
-    // dependent divisions, which through shared memory took ~50 µs per call on an H200. The same
-    // operations in the same order (no contraction: --fmad=false), so the same bits.
-    const float eps = a.hc_eps;
-    for (int j = 0; j < n; ++j) {
-      pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + eps;
-      a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
-    }
-    float R[kMaxHc][kMaxHc];
-#pragma unroll
-    for (int j = 0; j < kMaxHc; ++j) {  // row softmax of the mixing logits, then + eps
-      if (j < n) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int k = 0; k < kMaxHc; ++k)
-          if (k < n) {
-            R[j][k] = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
-            mx = fmaxf(mx, R[j][k]);
-          }
-        float s = 0.0f;
-#pragma unroll
-        for (int k = 0; k < kMaxHc; ++k)
-          if (k < n) {
-            R[j][k] = expf(R[j][k] - mx);
-            s += R[j][k];
-          }
-#pragma unroll
-        for (int k = 0; k < kMaxHc; ++k)
-          if (k < n) R[j][k] = R[j][k] / s + eps;
-      }
-    }
-    for (int it = 0; it < a.iters; ++it) {  // column norm; then (rows, columns) iters-1 times
-      if (it > 0) {
-#pragma unroll
-        for (int j = 0; j < kMaxHc; ++j)
-          if (j < n) {
-            float s = 0.0f;
-#pragma unroll
-            for (int k = 0; k < kMaxHc; ++k)
-              if (k < n) s += R[j][k];
-            const float div = s + eps;
-#pragma unroll
-            for (int k = 0; k < kMaxHc; ++k)
-              if (k < n) R[j][k] /= div;
-          }
-      }
-#pragma unroll
-      for (int k = 0; k < kMaxHc; ++k)
-        if (k < n) {
-          float s = 0.0f;
-#pragma unroll
-          for (int j = 0; j < kMaxHc; ++j)
-            if (j < n) s += R[j][k];
-          const float div = s + eps;
-#pragma unroll
-          for (int j = 0; j < kMaxHc; ++j)
-            if (j < n) R[j][k] /= div;
-        }
-    }
-    float* comb = a.comb + static_cast<int64_t>(t) * n * n;
-#pragma unroll
-    for (int j = 0; j < kMaxHc; ++j)
-#pragma unroll
-      for (int k = 0; k < kMaxHc; ++k)
-        if (j < n && k < n) comb[j * n + k] = R[j][k];
+  // Sinkhorn on n·n threads, one matrix element each (the matrix in shared memory between passes):
+  // every row or column sum is taken by each of its elements' threads in the CPU's order (k or j
+  // ascending, from +0), so each element sees the same operations in the same order as the one
+  // thread that once ran the whole chain; that thread's dependent divisions took ~60 µs per call
+  // on an H200 (timeline of a decode step, bench/results/h200-20261201-11).
+  const float eps = a.hc_eps;
+  if (threadIdx.x < n) {
+    const int j = threadIdx.x;
+    pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + eps;
+    a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
   }
+  const bool mine = threadIdx.x < n * n;
+  const int j = mine ? threadIdx.x / n : 0, k = mine ? threadIdx.x % n : 0;
+  float v = 0.0f;
+  if (mine) {
+    v = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
+    mat[threadIdx.x] = v;
+  }
+  __syncthreads();
+  if (mine) {  // row softmax of the mixing logits, then + eps
+    float mx = -INFINITY;
+    for (int kk = 0; kk < n; ++kk) mx = fmaxf(mx, mat[j * n + kk]);
+    v = expf(v - mx);
+  }
+  __syncthreads();
+  if (mine) mat[threadIdx.x] = v;
+  __syncthreads();
+  if (mine) {
+    float s = 0.0f;
+    for (int kk = 0; kk < n; ++kk) s += mat[j * n + kk];
+    v = v / s + eps;
+  }
+  for (int it = 0; it < a.iters; ++it) {  // column norm; then (rows, columns) iters-1 times
+    if (it > 0) {
+      __syncthreads();
+      if (mine) mat[threadIdx.x] = v;
+      __syncthreads();
+      if (mine) {
+        float s = 0.0f;
+        for (int kk = 0; kk < n; ++kk) s += mat[j * n + kk];
+        v /= s + eps;
+      }
+    }
+    __syncthreads();
+    if (mine) mat[threadIdx.x] = v;
+    __syncthreads();
+    if (mine) {
+      float s = 0.0f;
+      for (int jj = 0; jj < n; ++jj) s += mat[jj * n + k];
+      v /= s + eps;
+    }
+  }
+  if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
   __syncthreads();
   float* xt = a.x + static_cast<int64_t>(t) * D;
   for (int i = threadIdx.x; i < D; i += kBlock) {

@@ -139,53 +139,78 @@ __global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int
   }
 }
 
-template <typename Row>
-__global__ void __launch_bounds__(kBlock) moe_up_kernel(ExpertsArgs a) {
-  const int g = blockIdx.x;
-  if (g >= *a.n_groups) return;
-  const int e = a.groups[3 * g], start = a.groups[3 * g + 1], nr = a.groups[3 * g + 2];
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int i = blockIdx.y * kWarps + warp;
-  if (i >= a.I) return;
-  const float* xr[kGroupRows];
-  int pair[kGroupRows];
+// A group's rows through dot_rows with the smallest row count RB ≥ nr that is instantiated, so a
+// lone pair (every pair of a decode step, most of a small batch's) runs the single-row loop with
+// four weight loads in flight per lane instead of the 8-row loop's two: the same FMA sequence per
+// row (dot_exact.cuh), so the same bits for any nr.
+template <typename Row, int RB>
+__device__ __forceinline__ void group_up(const ExpertsArgs& a, int e, int i, const int (&pair)[kGroupRows], int nr) {
+  const float* xr[RB];
 #pragma unroll
-  for (int r = 0; r < kGroupRows; ++r) {
-    pair[r] = a.pair_order[start + (r < nr ? r : 0)];
-    xr[r] = a.x + static_cast<int64_t>(pair[r] / a.k) * a.D;
+  for (int r = 0; r < RB; ++r) xr[r] = a.x + static_cast<int64_t>(pair[r] / a.k) * a.D;
+  float g_acc[RB], u_acc[RB];
+  if constexpr (RB == 1) {  // both weight rows in one loop: eight loads in flight
+    dot_rows_pair<Row>(xr[0], stack_row<Row>(a.w1, a.s1, e, a.I, a.D, i), stack_row<Row>(a.w3, a.s3, e, a.I, a.D, i),
+                       a.D, g_acc[0], u_acc[0]);
+  } else {
+    dot_rows<Row, RB>(xr, nr, stack_row<Row>(a.w1, a.s1, e, a.I, a.D, i), a.D, g_acc);
+    dot_rows<Row, RB>(xr, nr, stack_row<Row>(a.w3, a.s3, e, a.I, a.D, i), a.D, u_acc);
   }
-  float g_acc[kGroupRows], u_acc[kGroupRows];
-  dot_rows<Row, kGroupRows>(xr, nr, stack_row<Row>(a.w1, a.s1, e, a.I, a.D, i), a.D, g_acc);
-  dot_rows<Row, kGroupRows>(xr, nr, stack_row<Row>(a.w3, a.s3, e, a.I, a.D, i), a.D, u_acc);
-  if (lane == 0) {
+  if (threadIdx.x % kWarp == 0) {
 #pragma unroll
-    for (int r = 0; r < kGroupRows; ++r)
+    for (int r = 0; r < RB; ++r)
       if (r < nr) a.h[static_cast<int64_t>(pair[r]) * a.I + i] = swiglu_f(g_acc[r], u_acc[r], a.limit);
   }
 }
 
-template <typename Row>
-__global__ void __launch_bounds__(kBlock) moe_down_kernel(ExpertsArgs a) {
-  const int g = blockIdx.x;
-  if (g >= *a.n_groups) return;
-  const int e = a.groups[3 * g], start = a.groups[3 * g + 1], nr = a.groups[3 * g + 2];
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int o = blockIdx.y * kWarps + warp;
-  if (o >= a.D) return;
-  const float* hr[kGroupRows];
-  int pair[kGroupRows];
+template <typename Row, int RB>
+__device__ __forceinline__ void group_down(const ExpertsArgs& a, int e, int o, const int (&pair)[kGroupRows], int nr) {
+  const float* hr[RB];
 #pragma unroll
-  for (int r = 0; r < kGroupRows; ++r) {
-    pair[r] = a.pair_order[start + (r < nr ? r : 0)];
-    hr[r] = a.h + static_cast<int64_t>(pair[r]) * a.I;
-  }
-  float acc[kGroupRows];
-  dot_rows<Row, kGroupRows>(hr, nr, stack_row<Row>(a.w2, a.s2, e, a.D, a.I, o), a.I, acc);
-  if (lane == 0) {
+  for (int r = 0; r < RB; ++r) hr[r] = a.h + static_cast<int64_t>(pair[r]) * a.I;
+  float acc[RB];
+  dot_rows<Row, RB>(hr, nr, stack_row<Row>(a.w2, a.s2, e, a.D, a.I, o), a.I, acc);
+  if (threadIdx.x % kWarp == 0) {
 #pragma unroll
-    for (int r = 0; r < kGroupRows; ++r)
+    for (int r = 0; r < RB; ++r)
       if (r < nr) a.eo[static_cast<int64_t>(pair[r]) * a.D + o] = acc[r];
   }
+}
+
+// The group of blockIdx.x: its expert, and its pairs (padded with the first).
+__device__ __forceinline__ bool group_of(const ExpertsArgs& a, int& e, int (&pair)[kGroupRows], int& nr) {
+  const int g = blockIdx.x;
+  if (g >= *a.n_groups) return false;
+  e = a.groups[3 * g];
+  const int start = a.groups[3 * g + 1];
+  nr = a.groups[3 * g + 2];
+#pragma unroll
+  for (int r = 0; r < kGroupRows; ++r) pair[r] = a.pair_order[start + (r < nr ? r : 0)];
+  return true;
+}
+
+template <typename Row>
+__global__ void __launch_bounds__(kBlock) moe_up_kernel(ExpertsArgs a) {
+  int e, nr, pair[kGroupRows];
+  if (!group_of(a, e, pair, nr)) return;
+  const int i = blockIdx.y * kWarps + threadIdx.x / kWarp;
+  if (i >= a.I) return;
+  if (nr == 1) group_up<Row, 1>(a, e, i, pair, nr);
+  else if (nr == 2) group_up<Row, 2>(a, e, i, pair, nr);
+  else if (nr <= 4) group_up<Row, 4>(a, e, i, pair, nr);
+  else group_up<Row, kGroupRows>(a, e, i, pair, nr);
+}
+
+template <typename Row>
+__global__ void __launch_bounds__(kBlock) moe_down_kernel(ExpertsArgs a) {
+  int e, nr, pair[kGroupRows];
+  if (!group_of(a, e, pair, nr)) return;
+  const int o = blockIdx.y * kWarps + threadIdx.x / kWarp;
+  if (o >= a.D) return;
+  if (nr == 1) group_down<Row, 1>(a, e, o, pair, nr);
+  else if (nr == 2) group_down<Row, 2>(a, e, o, pair, nr);
+  else if (nr <= 4) group_down<Row, 4>(a, e, o, pair, nr);
+  else group_down<Row, kGroupRows>(a, e, o, pair, nr);
 }
 
 __global__ void swiglu_kernel(const float* g, const float* u, float* h, int64_t n, float limit) {
