@@ -54,15 +54,20 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
   const int n_win = static_cast<int>(pos + 1 < a.W ? pos + 1 : a.W);
   const int64_t first = pos - n_win + 1;
 
-  if (threadIdx.x == 0) {
-    int n = 0;
-    if (a.kind == AttnKind::kHCA) {
-      n = static_cast<int>((pos + 1) / a.m);
-    } else if (a.kind == AttnKind::kCSA) {
-      const int32_t* sel = a.selected + static_cast<int64_t>(row) * a.K;
-      while (n < a.K && sel[n] >= 0) ++n;
-    }
-    s_ncmp = n;
+  // Compressed keys: HCA every visible entry; CSA the selection up to its first −1 (the position
+  // of the first padding entry, found by every thread over its stride and an integer atomicMin:
+  // one thread walking the K = 512 entries was a chain of 512 dependent loads, ~90 µs per decode
+  // step on an H200, bench/results/h200-20261201-13).
+  if (threadIdx.x == 0)
+    s_ncmp = a.kind == AttnKind::kHCA ? static_cast<int>((pos + 1) / a.m) : a.kind == AttnKind::kCSA ? a.K : 0;
+  __syncthreads();
+  if (a.kind == AttnKind::kCSA) {
+    const int32_t* sel = a.selected + static_cast<int64_t>(row) * a.K;
+    for (int i = threadIdx.x; i < a.K; i += kBlock)
+      if (sel[i] < 0) {
+        atomicMin(&s_ncmp, i);
+        break;  // later entries of this thread's stride have larger indices
+      }
   }
   __syncthreads();
   const int n_keys = n_win + s_ncmp;
@@ -128,19 +133,30 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
   for (int j = threadIdx.x; j < n_keys; j += kBlock) logit[j] = logit[j] / denom;
   __syncthreads();
 
-  // o[i]: the j-ascending chain, its key loads issued kKeysAtOnce at a time (latency, as above).
-  for (int i = threadIdx.x; i < d; i += kBlock) {
-    float acc = 0.0f;
+  // o[i]: the j-ascending chain; a thread runs its two outputs i and i + kBlock side by side and
+  // issues their key loads kKeysAtOnce keys at a time (latency, as above).
+  for (int i0 = threadIdx.x; i0 < d; i0 += 2 * kBlock) {
+    const int i1 = i0 + kBlock;
+    const bool two = i1 < d;
+    const int i1r = two ? i1 : i0;  // a valid address when there is no second output
+    float acc0 = 0.0f, acc1 = 0.0f;
     int j = 0;
     for (; j + kKeysAtOnce <= n_keys; j += kKeysAtOnce) {
-      float kv[kKeysAtOnce];
+      float k0[kKeysAtOnce], k1[kKeysAtOnce];
 #pragma unroll
-      for (int u = 0; u < kKeysAtOnce; ++u) kv[u] = keys[j + u][i];
+      for (int u = 0; u < kKeysAtOnce; ++u) k0[u] = keys[j + u][i0], k1[u] = keys[j + u][i1r];
 #pragma unroll
-      for (int u = 0; u < kKeysAtOnce; ++u) acc = __fmaf_rn(logit[j + u], kv[u], acc);
+      for (int u = 0; u < kKeysAtOnce; ++u) {
+        acc0 = __fmaf_rn(logit[j + u], k0[u], acc0);
+        acc1 = __fmaf_rn(logit[j + u], k1[u], acc1);
+      }
     }
-    for (; j < n_keys; ++j) acc = __fmaf_rn(logit[j], keys[j][i], acc);
-    o_s[i] = acc;
+    for (; j < n_keys; ++j) {
+      acc0 = __fmaf_rn(logit[j], keys[j][i0], acc0);
+      acc1 = __fmaf_rn(logit[j], keys[j][i1r], acc1);
+    }
+    o_s[i0] = acc0;
+    if (two) o_s[i1] = acc1;
   }
   __syncthreads();
   float* tail = o_s + (d - 2 * a.half);

@@ -140,7 +140,7 @@ __device__ __forceinline__ void dot_rows(const float* const (&xr)[RB], int nr, c
   if (vec) {
     // Unrolled so that several weight loads are in flight per lane before the first FMA (a
     // decode GEMV is bound by memory latency × loads in flight); the FMA order is unchanged.
-    constexpr int kUnroll = RB <= 2 ? 4 : 2;
+    constexpr int kUnroll = RB == 1 ? 8 : RB == 2 ? 4 : 2;
 #pragma unroll kUnroll
     for (int base = lane * V; base < in; base += kWarp * V) {
       float wf[V];

@@ -14,6 +14,7 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / kWarp;
+constexpr int kHeadsAtOnce = 8;
 
 __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
   const int row = blockIdx.x;
@@ -24,8 +25,28 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
   const float* key = a.seqs[a.row_seq[row]].layers[a.layer].idx.entries + s * a.di;
   const float* q = a.qi + static_cast<int64_t>(row) * a.Hi * a.di;
   const float* wr = a.wi + static_cast<int64_t>(row) * a.Hi;
+  // kHeadsAtOnce heads' dot products side by side (their loads and butterflies overlap), then
+  // added into acc in h order: each value's operations are the one-head loop's.
   float acc = 0.0f;
-  for (int h = 0; h < a.Hi; ++h) {
+  int h0 = 0;
+  for (; h0 + kHeadsAtOnce <= a.Hi; h0 += kHeadsAtOnce) {
+    float d[kHeadsAtOnce];
+#pragma unroll
+    for (int u = 0; u < kHeadsAtOnce; ++u) d[u] = 0.0f;
+    for (int i = lane; i < a.di; i += kWarp) {
+      const float k = key[i];
+#pragma unroll
+      for (int u = 0; u < kHeadsAtOnce; ++u) d[u] = __fmaf_rn(q[static_cast<int64_t>(h0 + u) * a.di + i], k, d[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kHeadsAtOnce; ++u) d[u] = warp_sum(d[u]);
+#pragma unroll
+    for (int u = 0; u < kHeadsAtOnce; ++u) {
+      const float term = fmaxf(d[u], 0.0f) * a.softmax_scale;
+      acc = __fmaf_rn(term, wr[h0 + u] * a.weight_scale, acc);
+    }
+  }
+  for (int h = h0; h < a.Hi; ++h) {
     const float* qh = q + static_cast<int64_t>(h) * a.di;
     float d = 0.0f;
     for (int i = lane; i < a.di; i += kWarp) d = __fmaf_rn(qh[i], key[i], d);

@@ -81,10 +81,19 @@ __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const in
 
 // mix[i] from the slices' partials, s ascending (one thread per value).
 __device__ void gather_mix(const float* partial, int row, int M, int S, float* mix) {
+  constexpr int kBatch = 8;  // loads in flight per thread; the sum stays s-ascending
   for (int i = threadIdx.x; i < M; i += kBlock) {
     const float* p = partial + (static_cast<int64_t>(row) * M + i) * S;
     float acc = 0.0f;
-    for (int s = 0; s < S; ++s) acc = acc + p[s];
+    int s = 0;
+    for (; s + kBatch <= S; s += kBatch) {
+      float v[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) v[u] = p[s + u];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) acc = acc + v[u];
+    }
+    for (; s < S; ++s) acc = acc + p[s];
     mix[i] = acc;
   }
 }
@@ -103,7 +112,7 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     stream_mix(Xt, nD, r, a.fn, M, mix);
   }
   __syncthreads();
-  // Sinkhorn on n·n threads, one matrix element each (the matrix in shared memory between passes):
+  // Sinkhorn on n·n threads, one matrix element each (a warp's lanes, or shared memory for n > 5):
   // every row or column sum is taken by each of its elements' threads in the CPU's order (k or j
   // ascending, from +0), so each element sees the same operations in the same order as the one
   // thread that once ran the whole chain; that thread's dependent divisions took ~60 µs per call
@@ -114,48 +123,75 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + eps;
     a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
   }
-  const bool mine = threadIdx.x < n * n;
-  const int j = mine ? threadIdx.x / n : 0, k = mine ? threadIdx.x % n : 0;
-  float v = 0.0f;
-  if (mine) {
-    v = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
-    mat[threadIdx.x] = v;
-  }
-  __syncthreads();
-  if (mine) {  // row softmax of the mixing logits, then + eps
-    float mx = -INFINITY;
-    for (int kk = 0; kk < n; ++kk) mx = fmaxf(mx, mat[j * n + kk]);
-    v = expf(v - mx);
-  }
-  __syncthreads();
-  if (mine) mat[threadIdx.x] = v;
-  __syncthreads();
-  if (mine) {
-    float s = 0.0f;
-    for (int kk = 0; kk < n; ++kk) s += mat[j * n + kk];
-    v = v / s + eps;
-  }
-  for (int it = 0; it < a.iters; ++it) {  // column norm; then (rows, columns) iters-1 times
-    if (it > 0) {
-      __syncthreads();
-      if (mine) mat[threadIdx.x] = v;
-      __syncthreads();
-      if (mine) {
-        float s = 0.0f;
-        for (int kk = 0; kk < n; ++kk) s += mat[j * n + kk];
+  if (n * n <= kWarp) {
+    // n ≤ 5 (V4: 4): warp 0 alone, element (j, k) in lane j·n + k; a sum reads its row's or
+    // column's lanes in order through shuffles (no block barriers between the 40 passes).
+    if (threadIdx.x < kWarp) {
+      const int lane = threadIdx.x, j = lane / n, k = lane % n;
+      const bool mine = lane < n * n;
+      float v = mine ? mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k] : 0.0f;
+      float mx = -INFINITY;
+      for (int kk = 0; kk < n; ++kk) mx = fmaxf(mx, __shfl_sync(0xffffffffu, v, (j * n + kk) % kWarp));
+      v = expf(v - mx);
+      float s = 0.0f;
+      for (int kk = 0; kk < n; ++kk) s += __shfl_sync(0xffffffffu, v, (j * n + kk) % kWarp);
+      v = v / s + eps;
+      for (int it = 0; it < a.iters; ++it) {
+        if (it > 0) {
+          s = 0.0f;
+          for (int kk = 0; kk < n; ++kk) s += __shfl_sync(0xffffffffu, v, (j * n + kk) % kWarp);
+          v /= s + eps;
+        }
+        s = 0.0f;
+        for (int jj = 0; jj < n; ++jj) s += __shfl_sync(0xffffffffu, v, (jj * n + k) % kWarp);
         v /= s + eps;
       }
+      if (mine) a.comb[static_cast<int64_t>(t) * n * n + lane] = v;
+    }
+  } else {
+    const bool mine = threadIdx.x < n * n;
+    const int j = mine ? threadIdx.x / n : 0, k = mine ? threadIdx.x % n : 0;
+    float v = 0.0f;
+    if (mine) {
+      v = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
+      mat[threadIdx.x] = v;
+    }
+    __syncthreads();
+    if (mine) {  // row softmax of the mixing logits, then + eps
+      float mx = -INFINITY;
+      for (int kk = 0; kk < n; ++kk) mx = fmaxf(mx, mat[j * n + kk]);
+      v = expf(v - mx);
     }
     __syncthreads();
     if (mine) mat[threadIdx.x] = v;
     __syncthreads();
     if (mine) {
       float s = 0.0f;
-      for (int jj = 0; jj < n; ++jj) s += mat[jj * n + k];
-      v /= s + eps;
+      for (int kk = 0; kk < n; ++kk) s += mat[j * n + kk];
+      v = v / s + eps;
     }
+    for (int it = 0; it < a.iters; ++it) {  // column norm; then (rows, columns) iters-1 times
+      if (it > 0) {
+        __syncthreads();
+        if (mine) mat[threadIdx.x] = v;
+        __syncthreads();
+        if (mine) {
+          float s = 0.0f;
+          for (int kk = 0; kk < n; ++kk) s += mat[j * n + kk];
+          v /= s + eps;
+        }
+      }
+      __syncthreads();
+      if (mine) mat[threadIdx.x] = v;
+      __syncthreads();
+      if (mine) {
+        float s = 0.0f;
+        for (int jj = 0; jj < n; ++jj) s += mat[jj * n + k];
+        v /= s + eps;
+      }
+    }
+    if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
   }
-  if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
   __syncthreads();
   float* xt = a.x + static_cast<int64_t>(t) * D;
   for (int i = threadIdx.x; i < D; i += kBlock) {

@@ -66,6 +66,12 @@ int plan_add_sequence(RoundPlan& plan, const ModelConfig& cfg, int32_t pos0, std
 Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), device_(device), fast_(fast) {
   DeviceGuard guard(device_);
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  main_stream_ = stream_;
+  for (cudaStream_t& s : side_) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate (side)");
+  for (cudaEvent_t* e : {&fork_event_, &qr_ready_, &join_event_[0], &join_event_[1]})
+    check(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate (fork/join)");
+  const char* ov = std::getenv("MEMRA_CUDA_OVERLAP");
+  overlap_env_ = !(ov && std::string(ov) == "0");
   if (fast_) {
     const cublasStatus_t st = cublasCreate(&cublas_);
     if (st != CUBLAS_STATUS_SUCCESS) check_text(cublasGetStatusString(st), "cublasCreate");
@@ -88,6 +94,34 @@ constexpr double kTimelineSpinMs = 40.0;
 void Shard::launched(cudaError_t err, const char* what) {
   check_launch(err, what);
   if (timeline_on_) timeline_->mark(site_prefix_ + what);
+}
+
+// Launches inside the scope go to `to` (every launcher reads Shard::stream_ when it is called).
+class OnStream {
+ public:
+  OnStream(Shard& shard, cudaStream_t to) : shard_(shard), saved_(shard.stream_) { shard.stream_ = to; }
+  ~OnStream() { shard_.stream_ = saved_; }
+  OnStream(const OnStream&) = delete;
+  OnStream& operator=(const OnStream&) = delete;
+
+ private:
+  Shard& shard_;
+  cudaStream_t saved_;
+};
+
+bool Shard::overlap(const LayerTrace* trace) const {
+  return overlap_env_ && !fast_ && !trace && !time_linears_ && !timeline_on_ && moe_path_ == MoePath::kFused &&
+         !sync_each_launch();
+}
+
+void Shard::fork_to(int side) {
+  check(cudaEventRecord(fork_event_, main_stream_), "cudaEventRecord (fork)");
+  check(cudaStreamWaitEvent(side_[side], fork_event_, 0), "cudaStreamWaitEvent (fork)");
+}
+
+void Shard::join_from(int side) {
+  check(cudaEventRecord(join_event_[side], side_[side]), "cudaEventRecord (join)");
+  check(cudaStreamWaitEvent(main_stream_, join_event_[side], 0), "cudaStreamWaitEvent (join)");
 }
 
 void Shard::collect_timeline(std::map<std::string, SiteTime>& into) {
@@ -130,6 +164,10 @@ Shard::~Shard() {
   if (stream_) cudaStreamSynchronize(stream_);
   if (cublas_) cublasDestroy(cublas_);
   for (cudaEvent_t e : timing_events_) cudaEventDestroy(e);
+  for (cudaEvent_t e : {fork_event_, qr_ready_, join_event_[0], join_event_[1]})
+    if (e) cudaEventDestroy(e);
+  for (cudaStream_t s : side_)
+    if (s) cudaStreamDestroy(s);
   if (stream_) cudaStreamDestroy(stream_);
   if (prev >= 0) cudaSetDevice(prev);
 }
@@ -373,13 +411,6 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   const int half = static_cast<int>(cfg_.qk_rope_head_dim / 2), W = static_cast<int>(cfg_.sliding_window);
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
 
-  linear(w.wq_a, x, D, R, qr_.get(), ql, "linear_exact (wq_a)");
-  norm(qr_.get(), ql, R, 1, ql, w.q_norm, nullptr, "norm_rope (q_norm)");
-  linear(w.wq_b, qr_.get(), ql, R, q_.get(), Hd, "linear_exact (wq_b)");
-  norm(q_.get(), Hd, R, H, d, nullptr, w.inv_freq, "norm_rope (query heads)");
-  linear(w.wkv, x, D, R, kv_.get(), d, "linear_exact (wkv)");
-  norm(kv_.get(), d, R, 1, d, w.kv_norm, w.inv_freq, "norm_rope (kv)");
-
   auto compress = [&](const DevCompressor& cw, bool indexer, int c, int width, float* kvbuf, float* scbuf) {
     linear(cw.wkv, x, D, R, kvbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wkv)");
     linear(cw.wgate, x, D, R, scbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wgate)");
@@ -402,14 +433,39 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     launched(compressor_close(ca, csa ? d_csa_ : d_hca_, static_cast<int>(cl.size()), stream_), "compressor_close");
     launched(compressor_update(ca, plan_.seq_count(), stream_), "compressor_update");
   };
-  if (w.kind != LayerKind::kSliding)
-    compress(w.cmp, false, w.kind == LayerKind::kCSA ? 2 : 1, d, ckv_.get(), csc_.get());
+  // Three independent chains from x (with overlap on, side streams 0 and 1 run beside stream_):
+  //   stream_  wq_a, q_norm, wq_b, query norm+RoPE
+  //   side 0   wkv, kv norm+RoPE, the attention compressor
+  //   side 1   (CSA) the indexer's compressor and weights, then, once q_norm is done, its queries,
+  //            scores and top-k
+  // They touch disjoint scratch and state; the attention joins them.
+  const bool ov = overlap(trace);
+  const bool csa = w.kind == LayerKind::kCSA;
+  if (ov) {
+    fork_to(0);
+    if (csa) fork_to(1);
+  }
+  {
+    OnStream on(*this, ov ? side_[0] : stream_);
+    linear(w.wkv, x, D, R, kv_.get(), d, "linear_exact (wkv)");
+    norm(kv_.get(), d, R, 1, d, w.kv_norm, w.inv_freq, "norm_rope (kv)");
+    if (w.kind != LayerKind::kSliding)
+      compress(w.cmp, false, csa ? 2 : 1, d, ckv_.get(), csc_.get());
+  }
+  linear(w.wq_a, x, D, R, qr_.get(), ql, "linear_exact (wq_a)");
+  norm(qr_.get(), ql, R, 1, ql, w.q_norm, nullptr, "norm_rope (q_norm)");
+  if (ov && csa) check(cudaEventRecord(qr_ready_, stream_), "cudaEventRecord (q_lora ready)");
+  linear(w.wq_b, qr_.get(), ql, R, q_.get(), Hd, "linear_exact (wq_b)");
+  norm(q_.get(), Hd, R, H, d, nullptr, w.inv_freq, "norm_rope (query heads)");
 
   AttentionArgs aa;
   const int K = static_cast<int>(cfg_.index_topk);
-  if (w.kind == LayerKind::kCSA) {
+  if (csa) {
+    OnStream on(*this, ov ? side_[1] : stream_);
     const int Hi = static_cast<int>(cfg_.index_n_heads), di = static_cast<int>(cfg_.index_head_dim);
     compress(w.idx, true, 2, di, ikv_.get(), isc_.get());
+    linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)");
+    if (ov) check(cudaStreamWaitEvent(stream_, qr_ready_, 0), "cudaStreamWaitEvent (q_lora ready)");
     linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)");
     NormRopeArgs ra;
     ra.x = qi_.get();
@@ -421,7 +477,6 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     ra.half = half;
     ra.pos = d_row_pos_;
     launched(rope_only(ra, stream_), "rope_only (indexer queries)");
-    linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)");
     IndexerArgs ia;
     ia.seqs = d_seqs_;
     ia.row_seq = d_row_seq_;
@@ -463,6 +518,10 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     aa.K = K;
   }
 
+  if (ov) {
+    join_from(0);
+    if (csa) join_from(1);
+  }
   aa.seqs = d_seqs_;
   aa.row_seq = d_row_seq_;
   aa.row_pos = d_row_pos_;
@@ -558,6 +617,16 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
   const int R = rows(), D = static_cast<int>(cfg_.hidden_size), E = static_cast<int>(cfg_.n_routed_experts);
   const int k = static_cast<int>(cfg_.num_experts_per_tok), I = static_cast<int>(cfg_.moe_intermediate_size);
   const float limit = static_cast<float>(cfg_.swiglu_limit);
+  // The shared expert (side stream 0 with overlap on) beside the router and the routed experts.
+  const bool ov = overlap(trace);
+  if (ov) fork_to(0);
+  {
+    OnStream on(*this, ov ? side_[0] : stream_);
+    linear(w.shared_w1, x, D, R, sg_.get(), I, "linear_exact (shared w1)");
+    linear(w.shared_w3, x, D, R, su_.get(), I, "linear_exact (shared w3)");
+    launched(swiglu(sg_.get(), su_.get(), sh_.get(), static_cast<int64_t>(R) * I, limit, stream_), "swiglu (shared)");
+    linear(w.shared_w2, sh_.get(), I, R, sy_.get(), D, "linear_exact (shared w2)");
+  }
   linear(w.gate, x, D, R, rlogits_.get(), E, "linear_exact (router)");
   RouteArgs ra;
   ra.logits = rlogits_.get();
@@ -603,10 +672,7 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
   } else {
     per_expert(w, x);
   }
-  linear(w.shared_w1, x, D, R, sg_.get(), I, "linear_exact (shared w1)");
-  linear(w.shared_w3, x, D, R, su_.get(), I, "linear_exact (shared w3)");
-  launched(swiglu(sg_.get(), su_.get(), sh_.get(), static_cast<int64_t>(R) * I, limit, stream_), "swiglu (shared)");
-  linear(w.shared_w2, sh_.get(), I, R, sy_.get(), D, "linear_exact (shared w2)");
+  if (ov) join_from(0);
   launched(moe_combine(eo_.get(), ew_.get(), sy_.get(), R, k, D, y, stream_), "moe_combine");
   if (trace) {
     trace->experts.resize(static_cast<size_t>(R) * k);

@@ -102,6 +102,13 @@ class Shard {
   void per_expert(const DevLayer& w, const float* x);
   // check_launch, then the timeline's mark when it is on.
   void launched(cudaError_t err, const char* what);
+  // Independent launches of a site on side streams (fork/join by events; captured into the round's
+  // graph as parallel branches): the exact realization, untraced, fused MoE, no timing.
+  // MEMRA_CUDA_OVERLAP=0 runs everything on the one stream (A/B timing; the bits are the same).
+  bool overlap(const LayerTrace* trace) const;
+  void fork_to(int side);    // side stream `side` waits for what stream_ enqueued so far
+  void join_from(int side);  // stream_ waits for what side stream `side` enqueued so far
+  friend class OnStream;
   void time_begin();
   void time_end(double flop);
   void norm(float* x, int64_t stride, int rows, int segs, int width, const float* weight, const float* inv_freq,
@@ -111,7 +118,11 @@ class Shard {
   int device_;
   bool fast_;
   MoePath moe_path_ = MoePath::kFused;
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream_ = nullptr;  // where launches go (a side stream inside OnStream scopes)
+  cudaStream_t main_stream_ = nullptr;
+  cudaStream_t side_[2] = {nullptr, nullptr};
+  cudaEvent_t fork_event_ = nullptr, qr_ready_ = nullptr, join_event_[2] = {nullptr, nullptr};
+  bool overlap_env_ = true;
   cublasHandle_t cublas_ = nullptr;
   int max_keys_ = 0;
   bool time_linears_ = false;
