@@ -192,7 +192,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
 }
 
 size_t Shard::scratch_bytes() const {
-  size_t b = plan_dev_.bytes() + conv_.bytes() + hc_partial_.bytes() + dq_.bytes();
+  size_t b = plan_dev_.bytes() + conv_.bytes() + hc_partial_.bytes() + dq_.bytes() + xb_.bytes() + gptr_.bytes();
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
                         &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &xg_, &eg_, &eu_, &eh_,
                         &eoe_, &hh_, &logits_})
@@ -570,22 +570,133 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   linear(w.wo_b, z_.get(), static_cast<int64_t>(G) * Ro, R, y, D, "linear_exact (wo_b)");
 }
 
-void Shard::per_expert(const DevLayer& w, const float* x) {
-  const int R = rows(), k = static_cast<int>(cfg_.num_experts_per_tok), E = static_cast<int>(cfg_.n_routed_experts);
-  const int D = static_cast<int>(cfg_.hidden_size), I = static_cast<int>(cfg_.moe_intermediate_size), P = R * k;
+void Shard::expert_order(std::vector<int32_t>& order, std::vector<int32_t>& rows_of, std::vector<int32_t>& first) {
+  const int P = rows() * static_cast<int>(cfg_.num_experts_per_tok), E = static_cast<int>(cfg_.n_routed_experts);
+  const int k = static_cast<int>(cfg_.num_experts_per_tok);
   std::vector<int32_t> eid(P);
   check(cudaMemcpyAsync(eid.data(), eid_.get(), P * 4, cudaMemcpyDeviceToHost, stream_), "routing copy (per-expert MoE)");
   check(cudaStreamSynchronize(stream_), "routing copy (per-expert MoE)");
   if (timeline_on_) timeline_->spin(kTimelineSpinMs);  // the host waited: let it get ahead again
-  // order: pairs grouped by expert (pair order within); rows_of: their rows.
-  std::vector<int32_t> order, rows_of, first(E + 1, 0);
-  for (int e = 0; e < E; ++e) {
-    first[e] = static_cast<int32_t>(order.size());
-    for (int p = 0; p < P; ++p)
-      if (eid[p] == e) order.push_back(p);
-  }
-  first[E] = static_cast<int32_t>(order.size());
+  order.clear(), rows_of.clear(), first.assign(E + 1, 0);
+  std::vector<int32_t> count(E, 0);
+  for (int p = 0; p < P; ++p)
+    if (eid[p] >= 0 && eid[p] < E) ++count[eid[p]];
+  for (int e = 0; e < E; ++e) first[e + 1] = first[e] + count[e];
+  order.resize(first[E]);
+  std::vector<int32_t> at(first.begin(), first.end() - 1);
+  for (int p = 0; p < P; ++p)
+    if (eid[p] >= 0 && eid[p] < E) order[at[eid[p]]++] = p;
   for (int32_t p : order) rows_of.push_back(p / k);
+}
+
+bool Shard::grouped_experts(const DevLayer& w, const float* x) {
+  const WType wt = w.w1.type;
+  if (!fast_ || (wt != WType::kBF16 && wt != WType::kF16) || w.w3.type != wt || w.w2.type != wt) return false;
+  const int R = rows(), k = static_cast<int>(cfg_.num_experts_per_tok);
+  const int D = static_cast<int>(cfg_.hidden_size), I = static_cast<int>(cfg_.moe_intermediate_size), P = R * k;
+  std::vector<int32_t> order, rows_of, first;
+  expert_order(order, rows_of, first);
+  // Every touched expert gets a slot of rows: its pairs, then copies of its first row up to the
+  // power of two ≥ its count (at least 8). Experts with equal slot sizes form one bucket, and one
+  // batched GEMM (a common shape) serves a bucket: about log2(rows) calls per projection however
+  // the routing is skewed, at most 2x the pairs' rows (+ 8 per expert) computed; padding is dropped.
+  struct Touched {
+    int e, slot, r0;  // expert, slot rows, first slot row
+  };
+  std::vector<Touched> touched;
+  for (size_t e = 0; e + 1 < first.size(); ++e) {
+    const int ne = first[e + 1] - first[e];
+    if (ne == 0) continue;
+    int slot = 8;
+    while (slot < ne) slot *= 2;
+    touched.push_back({static_cast<int>(e), slot, 0});
+  }
+  std::stable_sort(touched.begin(), touched.end(), [](const Touched& a, const Touched& b) { return a.slot < b.slot; });
+  int64_t slots = 0;
+  for (Touched& t : touched) t.r0 = static_cast<int>(slots), slots += t.slot;
+  const int G = static_cast<int>(touched.size()), Pg = static_cast<int>(order.size());
+  if (G == 0) return true;
+  // Staging (pinned, one upload): order [P] | slot rows [slots] | slot of each pair [Pg] | pointers.
+  const size_t n_idx = static_cast<size_t>(P) + static_cast<size_t>(slots) + static_cast<size_t>(Pg);
+  const size_t idx_bytes = (n_idx * 4 + 7) / 8 * 8, ptr_bytes = 9 * static_cast<size_t>(G) * 8;
+  order_host_.ensure(idx_bytes + ptr_bytes, "batched-expert staging");
+  auto* hidx = reinterpret_cast<int32_t*>(order_host_.get());
+  std::memcpy(hidx, order.data(), order.size() * 4);
+  int32_t* hslot_rows = hidx + P;
+  int32_t* hpair_slot = hslot_rows + slots;
+  for (const Touched& t : touched) {
+    const int f = first[t.e], ne = first[t.e + 1] - first[t.e];
+    for (int r = 0; r < t.slot; ++r) hslot_rows[t.r0 + r] = rows_of[f + (r < ne ? r : 0)];
+    for (int r = 0; r < ne; ++r) hpair_slot[f + r] = t.r0 + r;
+  }
+  int32_t* d_idx = order_.ensure(device_, idx_bytes / 4, "batched-expert indices");
+  const int32_t* d_order = d_idx;
+  const int32_t* d_slot_rows = d_idx + P;
+  const int32_t* d_pair_slot = d_slot_rows + slots;
+  uint64_t* d_ptr = gptr_.ensure(device_, 9 * static_cast<size_t>(G), "batched-expert pointers");
+  const size_t act = static_cast<size_t>(std::max(D, I)) * 2;  // bf16/f16 bytes per slot row
+  const size_t S = static_cast<size_t>(slots);
+  uint8_t* xb = xb_.ensure(device_, S * act, "batched-expert bf16 rows");
+  float* xg = xg_.ensure(device_, S * D, "per-expert rows");
+  float* g = eg_.ensure(device_, S * I, "per-expert gate");
+  float* u = eu_.ensure(device_, S * I, "per-expert up");
+  float* h = eh_.ensure(device_, S * I, "per-expert hidden");
+  float* eo = eoe_.ensure(device_, S * D, "per-expert outputs");
+  auto* ptr = reinterpret_cast<uint64_t*>(order_host_.get() + idx_bytes);
+  for (int gi = 0; gi < G; ++gi) {
+    const int e = touched[gi].e;
+    const int64_t r0 = touched[gi].r0;
+    ptr[0 * G + gi] = reinterpret_cast<uint64_t>(w.w1.at(e).ptr);
+    ptr[1 * G + gi] = reinterpret_cast<uint64_t>(xb + r0 * D * 2);
+    ptr[2 * G + gi] = reinterpret_cast<uint64_t>(g + r0 * I);
+    ptr[3 * G + gi] = reinterpret_cast<uint64_t>(w.w3.at(e).ptr);
+    ptr[4 * G + gi] = reinterpret_cast<uint64_t>(xb + r0 * D * 2);
+    ptr[5 * G + gi] = reinterpret_cast<uint64_t>(u + r0 * I);
+    ptr[6 * G + gi] = reinterpret_cast<uint64_t>(w.w2.at(e).ptr);
+    ptr[7 * G + gi] = reinterpret_cast<uint64_t>(xb + r0 * I * 2);
+    ptr[8 * G + gi] = reinterpret_cast<uint64_t>(eo + r0 * D);
+  }
+  check(cudaMemcpyAsync(d_idx, order_host_.get(), idx_bytes, cudaMemcpyHostToDevice, stream_), "batched-expert index upload");
+  check(cudaMemcpyAsync(d_ptr, ptr, ptr_bytes, cudaMemcpyHostToDevice, stream_), "batched-expert pointer upload");
+  const cudaDataType_t t = wt == WType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+  const float alpha = 1.0f, beta = 0.0f;
+  // y_slot = x_slot · Wᵀ per expert, column-major as in linear_fast: m = out, n = slot rows, k = in;
+  // one batched call per bucket of equal slot sizes.
+  auto gemm = [&](int which, int out, int in, const char* what) {
+    cublasStatus_t st = cublasSetStream(cublas_, stream_);
+    for (int b0 = 0; b0 < G && st == CUBLAS_STATUS_SUCCESS;) {
+      int b1 = b0;
+      while (b1 < G && touched[b1].slot == touched[b0].slot) ++b1;
+      st = cublasGemmBatchedEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, touched[b0].slot, in, &alpha,
+                               reinterpret_cast<const void* const*>(d_ptr + (3 * which + 0) * G + b0), t, in,
+                               reinterpret_cast<const void* const*>(d_ptr + (3 * which + 1) * G + b0), t, in, &beta,
+                               reinterpret_cast<void* const*>(d_ptr + (3 * which + 2) * G + b0), CUDA_R_32F, out, b1 - b0,
+                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      b0 = b1;
+    }
+    if (st != CUBLAS_STATUS_SUCCESS) check_text(cublasGetStatusString(st), what);
+    if (sync_each_launch()) check(cudaDeviceSynchronize(), what);
+    if (timeline_on_) timeline_->mark(site_prefix_ + what);
+  };
+  launched(gather_rows(x, D, d_slot_rows, static_cast<int>(slots), D, xg, D, stream_), "gather_rows (batched experts)");
+  launched(convert_rows(xg, D, static_cast<int>(slots), D, xb, wt, stream_), "convert_rows (batched experts)");
+  gemm(0, I, D, "batched GEMM (expert w1)");
+  gemm(1, I, D, "batched GEMM (expert w3)");
+  const float limit = static_cast<float>(cfg_.swiglu_limit);
+  launched(swiglu(g, u, h, static_cast<int64_t>(slots) * I, limit, stream_), "swiglu (batched experts)");
+  launched(convert_rows(h, I, static_cast<int>(slots), I, xb, wt, stream_), "convert_rows (batched experts)");
+  gemm(2, D, I, "batched GEMM (expert w2)");
+  // The pairs' rows out of their slots (pair order), then to their pairs.
+  launched(gather_rows(eo, D, d_pair_slot, Pg, D, xg, D, stream_), "gather_rows (batched experts)");
+  launched(scatter_rows(xg, D, d_order, Pg, D, eo_.get(), D, stream_), "scatter_rows (batched experts)");
+  return true;
+}
+
+void Shard::per_expert(const DevLayer& w, const float* x) {
+  const int R = rows(), k = static_cast<int>(cfg_.num_experts_per_tok), E = static_cast<int>(cfg_.n_routed_experts);
+  const int D = static_cast<int>(cfg_.hidden_size), I = static_cast<int>(cfg_.moe_intermediate_size), P = R * k;
+  std::vector<int32_t> order, rows_of, first;
+  expert_order(order, rows_of, first);
   order_host_.ensure(2 * static_cast<size_t>(P) * 4, "per-expert order staging");
   std::memcpy(order_host_.get(), order.data(), order.size() * 4);
   std::memcpy(order_host_.get() + static_cast<size_t>(P) * 4, rows_of.data(), rows_of.size() * 4);
@@ -669,8 +780,12 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
     ea.h = h_.get();
     ea.eo = eo_.get();
     launched(experts_fused(ea, stream_), "experts_fused");
+    moe_ran_ = "fused";
+  } else if (grouped_experts(w, x)) {
+    moe_ran_ = "batched";
   } else {
     per_expert(w, x);
+    moe_ran_ = "per-expert";
   }
   if (ov) join_from(0);
   launched(moe_combine(eo_.get(), ew_.get(), sy_.get(), R, k, D, y, stream_), "moe_combine");

@@ -61,6 +61,8 @@ class Shard {
   bool fast() const { return fast_; }
   void set_moe_path(MoePath path) { moe_path_ = path; }
   MoePath moe_path() const { return moe_path_; }
+  // Which MoE path the last moe_site ran: "fused", "batched" (cuda-fast, batched cuBLAS) or "per-expert".
+  const char* moe_ran() const { return moe_ran_; }
 
   // Uploads the plan (tables[s] = sequence s's state table on this device) and sizes the scratch.
   void upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables);
@@ -100,6 +102,13 @@ class Shard {
 
  private:
   void per_expert(const DevLayer& w, const float* x);
+  // cuda-fast, bf16/f16 experts: every touched expert's three GEMMs as one batched cuBLAS call each,
+  // on all pairs gathered once into per-expert slots (per_expert's loop launches 7 kernels per
+  // expert). False when the weight type rules it out (per_expert runs instead).
+  bool grouped_experts(const DevLayer& w, const float* x);
+  // The round's (row, expert) pairs by expert, read back from the device (a host wait): order = pair
+  // indices grouped by expert (pair order within), rows_of = their rows, first[e] = e's start.
+  void expert_order(std::vector<int32_t>& order, std::vector<int32_t>& rows_of, std::vector<int32_t>& first);
   // check_launch, then the timeline's mark when it is on.
   void launched(cudaError_t err, const char* what);
   // Independent launches of a site on side streams (fork/join by events; captured into the round's
@@ -150,6 +159,9 @@ class Shard {
   Scratch<int32_t> selected_, eid_, pair_order_, groups_, n_groups_, order_;
   Scratch<float> rlogits_, ew_, margin_, rscale_, h_, eo_, sg_, su_, sh_, sy_, xg_, eg_, eu_, eh_, eoe_, hh_, logits_;
   Scratch<uint8_t> conv_, dq_;  // bf16 activations; one dequantised matrix (cuda-fast, packed weights)
+  Scratch<uint8_t> xb_;         // batched experts: the slot rows, then the hidden rows, in bf16/f16
+  Scratch<uint64_t> gptr_;      // batched experts: the GEMMs' device pointer arrays
+  const char* moe_ran_ = "fused";
   PinnedBuffer order_host_;
 };
 
