@@ -37,16 +37,9 @@ size_t attention_smem(int max_keys, int d) {
          static_cast<size_t>(d) * sizeof(float);
 }
 
-__global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  const float** keys = reinterpret_cast<const float**>(smem);                     // [max_keys]
-  float* logit = reinterpret_cast<float*>(smem + sizeof(float*) * a.max_keys);    // [max_keys]
-  float* o_s = logit + a.max_keys + kLogitPad;                                    // [d]
-  __shared__ float scratch[kWarps];
-  __shared__ int s_ncmp;
-
-  const int row = blockIdx.x, h = blockIdx.y;
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+// The row's keys in attention order (window oldest first, then the compressed entries) into
+// keys[]; returns their count. Every thread of the block calls it (barriers inside).
+__device__ int key_table(const AttentionArgs& a, int row, const float** keys, int* s_ncmp) {
   const int d = a.d;
   const SeqDesc& s = a.seqs[a.row_seq[row]];
   const LayerDev& st = s.layers[a.layer];
@@ -59,18 +52,18 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
   // one thread walking the K = 512 entries was a chain of 512 dependent loads, ~90 µs per decode
   // step on an H200, bench/results/h200-20261201-13).
   if (threadIdx.x == 0)
-    s_ncmp = a.kind == AttnKind::kHCA ? static_cast<int>((pos + 1) / a.m) : a.kind == AttnKind::kCSA ? a.K : 0;
+    (*s_ncmp) = a.kind == AttnKind::kHCA ? static_cast<int>((pos + 1) / a.m) : a.kind == AttnKind::kCSA ? a.K : 0;
   __syncthreads();
   if (a.kind == AttnKind::kCSA) {
     const int32_t* sel = a.selected + static_cast<int64_t>(row) * a.K;
     for (int i = threadIdx.x; i < a.K; i += kBlock)
       if (sel[i] < 0) {
-        atomicMin(&s_ncmp, i);
+        atomicMin(s_ncmp, i);
         break;  // later entries of this thread's stride have larger indices
       }
   }
   __syncthreads();
-  const int n_keys = n_win + s_ncmp;
+  const int n_keys = n_win + (*s_ncmp);
   if (n_keys > a.max_keys) __trap();  // the host sized max_keys from the same rule
 
   for (int j = threadIdx.x; j < n_keys; j += kBlock) {
@@ -85,7 +78,27 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
     keys[j] = k;
   }
   __syncthreads();
+  return n_keys;
+}
 
+size_t attention_heads_smem(int max_keys, int d, int heads) {
+  return static_cast<size_t>(max_keys) * sizeof(float*) +
+         static_cast<size_t>(heads) * ((static_cast<size_t>(max_keys) + kLogitPad) + 2 * static_cast<size_t>(d)) * sizeof(float);
+}
+
+__global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const float** keys = reinterpret_cast<const float**>(smem);                     // [max_keys]
+  float* logit = reinterpret_cast<float*>(smem + sizeof(float*) * a.max_keys);    // [max_keys]
+  float* o_s = logit + a.max_keys + kLogitPad;                                    // [d]
+  __shared__ float scratch[kWarps];
+  __shared__ int s_ncmp;
+
+  const int row = blockIdx.x, h = blockIdx.y;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int d = a.d;
+  const int64_t pos = a.row_pos[row];
+  const int n_keys = key_table(a, row, keys, &s_ncmp);
   // Logits: a warp takes kKeysAtOnce of its keys together (independent sums, each the lane-strided
   // chain below), so that many loads are in flight per lane: one (row, head) block is bound by load
   // latency. Each key's sequence is the one-key loop's.
@@ -166,6 +179,100 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
   for (int i = threadIdx.x; i < d; i += kBlock) o[i] = o_s[i];
 }
 
+// HB heads of one row per block (rounds of many rows: a prefill, a large batch). The keys are
+// shared by all heads (MQA), so each key is read once for HB heads instead of once per head: a
+// 2048-row prefill's attention was bound by the L2 → SM traffic of re-reading them per head. Every
+// (head, key) logit, each head's softmax (one after the other, each with the block reductions of
+// attention_kernel) and every (head, i) output chain perform attention_kernel's operations in its
+// order, so the bits do not depend on HB (the launcher picks HB from the row count).
+template <int HB>
+__global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int d = a.d, stride = a.max_keys + kLogitPad;
+  const float** keys = reinterpret_cast<const float**>(smem);                         // [max_keys]
+  float* logit = reinterpret_cast<float*>(smem + sizeof(float*) * a.max_keys);        // [HB][stride]
+  float* o_s = logit + HB * stride;                                                   // [HB][d]
+  float* q_s = o_s + HB * d;                                                          // [HB][d]
+  __shared__ float scratch[kWarps];
+  __shared__ int s_ncmp;
+
+  const int row = blockIdx.x, h0 = blockIdx.y * HB;
+  const int nh = min(HB, a.H - h0);
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int64_t pos = a.row_pos[row];
+  const float* q = a.q + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h0) * d;
+  for (int i = threadIdx.x; i < HB * d; i += kBlock) q_s[i] = i < nh * d ? q[i] : 0.0f;
+  const int n_keys = key_table(a, row, keys, &s_ncmp);  // its barriers also publish q_s
+
+  // Logits: one warp per key, HB heads' lane-strided chains side by side.
+  for (int j = warp; j < n_keys; j += kWarps) {
+    const float* k = keys[j];
+    float acc[HB];
+#pragma unroll
+    for (int u = 0; u < HB; ++u) acc[u] = 0.0f;
+    for (int i = lane; i < d; i += kWarp) {
+      const float kv = k[i];
+#pragma unroll
+      for (int u = 0; u < HB; ++u) acc[u] = __fmaf_rn(q_s[u * d + i], kv, acc[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < HB; ++u) {
+      const float sum = warp_sum(acc[u]);
+      if (lane == 0) logit[u * stride + j] = sum * a.scale;
+    }
+  }
+  __syncthreads();
+
+  for (int u = 0; u < nh; ++u) {  // each head's softmax, as attention_kernel's
+    float* lg = logit + u * stride;
+    const float sink = a.sink[h0 + u];
+    float mx = sink;
+    for (int j = threadIdx.x; j < n_keys; j += kBlock) mx = fmaxf(mx, lg[j]);
+    mx = block_max<kBlock>(mx, scratch);
+    float part = 0.0f;
+    for (int j = threadIdx.x; j < n_keys; j += kBlock) {
+      const float p = expf(lg[j] - mx);
+      lg[j] = p;
+      part += p;
+    }
+    const float denom = expf(sink - mx) + block_sum<kBlock>(part, scratch);
+    for (int j = threadIdx.x; j < n_keys; j += kBlock) lg[j] = lg[j] / denom;
+    __syncthreads();
+  }
+
+  // o[u][i]: the j-ascending chains of HB heads side by side; each key value is loaded once.
+  for (int i = threadIdx.x; i < d; i += kBlock) {
+    float acc[HB];
+#pragma unroll
+    for (int u = 0; u < HB; ++u) acc[u] = 0.0f;
+    int j = 0;
+    for (; j + kKeysAtOnce <= n_keys; j += kKeysAtOnce) {
+      float kv[kKeysAtOnce];
+#pragma unroll
+      for (int t = 0; t < kKeysAtOnce; ++t) kv[t] = keys[j + t][i];
+#pragma unroll
+      for (int t = 0; t < kKeysAtOnce; ++t)
+#pragma unroll
+        for (int u = 0; u < HB; ++u) acc[u] = __fmaf_rn(logit[u * stride + j + t], kv[t], acc[u]);
+    }
+    for (; j < n_keys; ++j) {
+      const float kv = keys[j][i];
+#pragma unroll
+      for (int u = 0; u < HB; ++u) acc[u] = __fmaf_rn(logit[u * stride + j], kv, acc[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < HB; ++u) o_s[u * d + i] = acc[u];
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < nh * a.half; t += kBlock) {
+    const int u = t / a.half, i = t % a.half;
+    rope_pair(o_s + u * d + (d - 2 * a.half) + 2 * i, a.inv_freq[i], static_cast<int32_t>(pos), -1.0f);
+  }
+  __syncthreads();
+  float* o = a.o + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h0) * d;
+  for (int i = threadIdx.x; i < nh * d; i += kBlock) o[i] = o_s[i];
+}
+
 __global__ void __launch_bounds__(kBlock) window_update_kernel(const SeqDesc* seqs, const int32_t* row_seq,
                                                                const int32_t* row_pos, int layer, const float* kv,
                                                                int d, int W) {
@@ -194,12 +301,33 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream) {
       (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
       (a.kind != AttnKind::kSliding && a.m < 1))
     return cudaErrorInvalidValue;
-  const size_t smem = attention_smem(a.max_keys, a.d);
-  cudaError_t err = cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem));
-  if (err != cudaSuccess) return err;
-  attention_kernel<<<dim3(a.rows, a.H), kBlock, smem, stream>>>(a);
-  return cudaGetLastError();
+  // Heads per block: 1 for few rows (a decode step: latency, as many blocks as possible), more for
+  // many rows (each key read once for HB heads), as far as shared memory allows. Bits do not depend on it.
+  int optin = 0, dev = 0;
+  cudaError_t err;
+  if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
+      (err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess)
+    return err;
+  const int want = a.rows >= 64 ? 8 : a.rows >= 24 ? 4 : 1;  // 16 rows: 4 heads measured 8% slower
+  int hb = want;
+  while (hb > 1 && attention_heads_smem(a.max_keys, a.d, hb) + 1024 > static_cast<size_t>(optin)) hb /= 2;
+  if (hb == 1) {
+    const size_t smem = attention_smem(a.max_keys, a.d);
+    err = cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (err != cudaSuccess) return err;
+    attention_kernel<<<dim3(a.rows, a.H), kBlock, smem, stream>>>(a);
+    return cudaGetLastError();
+  }
+  auto launch = [&](auto kernel, int heads) {
+    const size_t smem = attention_heads_smem(a.max_keys, a.d, heads);
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e != cudaSuccess) return e;
+    kernel<<<dim3(a.rows, (a.H + heads - 1) / heads), kBlock, smem, stream>>>(a);
+    return cudaGetLastError();
+  };
+  if (hb == 8) return launch(attention_heads_kernel<8>, 8);
+  if (hb == 4) return launch(attention_heads_kernel<4>, 4);
+  return launch(attention_heads_kernel<2>, 2);
 }
 
 cudaError_t window_update(const SeqDesc* seqs, const int32_t* row_seq, const int32_t* row_pos, int layer, int rows,

@@ -29,7 +29,7 @@ constexpr int kMaxMix = (2 + kMaxHc) * kMaxHc;
 __device__ float stream_rms(const float* Xt, int nD, float eps, float* scratch) {
   // The same thread-strided chain, its loads issued kBatch at a time: a lone block (a decode row)
   // is bound by load latency, not bandwidth.
-  constexpr int kBatch = 8;
+  constexpr int kBatch = 16;
   float ss = 0.0f;
   int i = threadIdx.x;
   for (; i + (kBatch - 1) * kBlock < nD; i += kBatch * kBlock) {
@@ -70,10 +70,27 @@ __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const in
   const float r = stream_rms(Xt, nD, eps, scratch);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int e0 = s * kSlice, e1 = min(nD, e0 + kSlice);
+  // The lane's kPer stream values x·r are loaded once for all the warp's mix values, and each
+  // value's kPer weights are loaded before its chain (e ascending, as the one-load-at-a-time loop).
+  constexpr int kPer = kSlice / kWarp;
+  float xr[kPer];
+#pragma unroll
+  for (int t = 0; t < kPer; ++t) {
+    const int e = e0 + lane + t * kWarp;
+    xr[t] = e < e1 ? Xt[e] * r : 0.0f;
+  }
   for (int i = warp; i < M; i += kWarps) {
     const float* f = fn + static_cast<int64_t>(i) * nD;
+    float fv[kPer];
+#pragma unroll
+    for (int t = 0; t < kPer; ++t) {
+      const int e = e0 + lane + t * kWarp;
+      fv[t] = e < e1 ? f[e] : 0.0f;
+    }
     float acc = 0.0f;
-    for (int e = e0 + lane; e < e1; e += kWarp) acc = __fmaf_rn(Xt[e] * r, f[e], acc);
+#pragma unroll
+    for (int t = 0; t < kPer; ++t)
+      if (e0 + lane + t * kWarp < e1) acc = __fmaf_rn(xr[t], fv[t], acc);
     acc = warp_sum(acc);
     if (lane == 0) partial[(static_cast<int64_t>(blockIdx.x) * M + i) * S + s] = acc;
   }
