@@ -204,4 +204,50 @@ __device__ __forceinline__ void dot_rows_pair(const float* x, const Row& wa, con
   acc_b = warp_sum(sb);
 }
 
+// acc[w][r] = x[r]·rows[w] for up to RB rows sharing NW weight rows (a multi-row linear: every x
+// load serves NW outputs, every weight load RB rows). Each (row, weight row) sum is dot_rows's
+// sequence, so its bits are those of dot_rows<Row, 1> on that row alone. Needs the vector path
+// (vec_ok and 16-byte aligned rows); callers check dot_many_ok first.
+template <typename Row, int RB, int NW>
+__device__ __forceinline__ bool dot_many_ok(const float* const (&xr)[RB], int nr, const Row (&rows)[NW], int in) {
+  bool vec = true;
+#pragma unroll
+  for (int w = 0; w < NW; ++w) vec = vec && rows[w].vec_ok(in);
+#pragma unroll
+  for (int r = 0; r < RB; ++r)
+    if (r < nr) vec = vec && (reinterpret_cast<uintptr_t>(xr[r]) % 16 == 0);
+  return vec;
+}
+
+template <typename Row, int RB, int NW>
+__device__ __forceinline__ void dot_many(const float* const (&xr)[RB], int nr, const Row (&rows)[NW], int in,
+                                         float (&acc)[NW][RB]) {
+  constexpr int V = Row::kV;
+  const int lane = threadIdx.x % kWarp;
+#pragma unroll
+  for (int w = 0; w < NW; ++w)
+#pragma unroll
+    for (int r = 0; r < RB; ++r) acc[w][r] = 0.0f;
+  for (int base = lane * V; base < in; base += kWarp * V) {
+    float wf[NW][V];
+#pragma unroll
+    for (int w = 0; w < NW; ++w) rows[w].load(base, wf[w]);
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+      if (r < nr) {
+        float xf[V];
+        load_x<V>(xr[r] + base, xf);
+#pragma unroll
+        for (int w = 0; w < NW; ++w)
+#pragma unroll
+          for (int v = 0; v < V; ++v) acc[w][r] = __fmaf_rn(xf[v], wf[w][v], acc[w][r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int w = 0; w < NW; ++w)
+#pragma unroll
+    for (int r = 0; r < RB; ++r) acc[w][r] = warp_sum(acc[w][r]);
+}
+
 }  // namespace memra::cuda

@@ -7,6 +7,10 @@
 //
 //   grid  (ceil(out / 8), ceil(rows / RB), groups)   block 256 (8 warps)
 //   RB = 1 for a single row (decode GEMV), else 8 (rows beyond `rows` masked)
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+
 #include "common.cuh"
 #include "dot_exact.cuh"
 #include "ops.h"
@@ -17,6 +21,16 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr int kOutsPerBlock = kBlock / kWarp;
+
+// MEMRA_CUDA_LINEAR_MANY=0: multi-row linears through the one-output-per-warp kernel (A/B timing;
+// the bits are the same).
+bool many_off() {
+  static const bool off = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_MANY");
+    return v && std::string(v) == "0";
+  }();
+  return off;
+}
 
 template <typename Row, int RB>
 __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
@@ -42,6 +56,53 @@ __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
   }
 }
 
+// Rows > 1 of a plain (f32/bf16/f16) matrix: each warp owns kOutsPerWarp consecutive outputs and 8
+// rows, so each activation load serves kOutsPerWarp outputs (the 8-row loop of linear_exact_kernel
+// was bound by those loads: 16 bytes of weights against 256 of activations per lane step). The
+// (row, o) sums are dot_rows's, so the bits equal linear_exact_kernel's; a row whose pointers miss
+// the vector path's alignment takes dot_rows per output.
+constexpr int kOutsPerWarp = 4;
+
+template <typename Row>
+__global__ void __launch_bounds__(kBlock) linear_exact_many_kernel(LinearArgs a) {
+  constexpr int RB = 8;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int o0 = (blockIdx.x * kOutsPerBlock + warp) * kOutsPerWarp;
+  const int r0 = blockIdx.y * RB;
+  const int g = blockIdx.z;
+  if (o0 >= a.out) return;  // whole warp; no block barrier follows
+  const int nr = min(RB, a.rows - r0);
+  const float* xg = a.x + g * a.x_gstride;
+  const float* xr[RB];
+#pragma unroll
+  for (int r = 0; r < RB; ++r) xr[r] = xg + static_cast<int64_t>(r0 + (r < nr ? r : 0)) * a.x_stride;
+  Row w[kOutsPerWarp];
+#pragma unroll
+  for (int t = 0; t < kOutsPerWarp; ++t)
+    w[t] = Row::at(a.w, a.ws, g * a.w_gstride / a.in + min(o0 + t, a.out - 1), a.in);
+  float* yg = a.y + g * a.y_gstride;
+  if (dot_many_ok<Row, RB, kOutsPerWarp>(xr, nr, w, a.in)) {
+    float acc[kOutsPerWarp][RB];
+    dot_many<Row, RB, kOutsPerWarp>(xr, nr, w, a.in, acc);
+    if (lane == 0)
+#pragma unroll
+      for (int t = 0; t < kOutsPerWarp; ++t)
+#pragma unroll
+        for (int r = 0; r < RB; ++r)
+          if (r < nr && o0 + t < a.out) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o0 + t] = acc[t][r];
+    return;
+  }
+#pragma unroll 1
+  for (int t = 0; t < kOutsPerWarp && o0 + t < a.out; ++t) {
+    float acc[RB];
+    dot_rows<Row, RB>(xr, nr, w[t], a.in, acc);
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < RB; ++r)
+        if (r < nr) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o0 + t] = acc[r];
+  }
+}
+
 template <typename Row>
 cudaError_t launch(const LinearArgs& a, cudaStream_t stream) {
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
@@ -49,6 +110,15 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream) {
     linear_exact_kernel<Row, 1><<<dim3(gx, 1, a.groups), kBlock, 0, stream>>>(a);
   } else {
     const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
+    if constexpr (std::is_same_v<Row, PlainRow<float>> || std::is_same_v<Row, PlainRow<__nv_bfloat16>> ||
+                  std::is_same_v<Row, PlainRow<__half>>) {
+      if (!many_off()) {
+        const int per_block = kOutsPerBlock * kOutsPerWarp;
+        const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
+        linear_exact_many_kernel<Row><<<dim3(gm, gy, a.groups), kBlock, 0, stream>>>(a);
+        return cudaGetLastError();
+      }
+    }
     linear_exact_kernel<Row, 8><<<dim3(gx, gy, a.groups), kBlock, 0, stream>>>(a);
   }
   return cudaGetLastError();
