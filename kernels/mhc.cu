@@ -63,11 +63,11 @@ int slices_of(int nD) { return (nD + kSlice - 1) / kSlice; }
 // partial[t, i, s] = Σ over slice s of (X·r)·fn[i] for the M values i, row t = rows_idx[blockIdx.x]
 // (or blockIdx.x), slice s = blockIdx.y. Every block recomputes the row's r (the same bits).
 __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const int32_t* rows_idx, int nD, float eps,
-                                                        const float* fn, int M, float* partial) {
+                                                        const float* fn, int M, float* partial, const float* rms) {
   __shared__ float scratch[kWarps];
   const int t = rows_idx ? rows_idx[blockIdx.x] : blockIdx.x, s = blockIdx.y, S = gridDim.y;
   const float* Xt = X + static_cast<int64_t>(t) * nD;
-  const float r = stream_rms(Xt, nD, eps, scratch);
+  const float r = rms ? rms[blockIdx.x] : stream_rms(Xt, nD, eps, scratch);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int e0 = s * kSlice, e1 = min(nD, e0 + kSlice);
   // The lane's kPer stream values x·r are loaded once for all the warp's mix values, and each
@@ -94,6 +94,14 @@ __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const in
     acc = warp_sum(acc);
     if (lane == 0) partial[(static_cast<int64_t>(blockIdx.x) * M + i) * S + s] = acc;
   }
+}
+
+// rms[t] = stream_rms of row t, once per row: many-row rounds (a prefill) then spare each of the
+// row's slice blocks re-reading its n·D values (same function, same bits).
+__global__ void __launch_bounds__(kBlock) hc_rms_kernel(const float* X, int nD, float eps, float* rms) {
+  __shared__ float scratch[kWarps];
+  const float r = stream_rms(X + static_cast<int64_t>(blockIdx.x) * nD, nD, eps, scratch);
+  if (threadIdx.x == 0) rms[blockIdx.x] = r;
 }
 
 // mix[i] from the slices' partials, s ascending (one thread per value).
@@ -272,8 +280,11 @@ int elementwise_blocks(int64_t total) {
 }  // namespace
 
 size_t hc_mix_scratch(int rows, int n, int D) {
-  return static_cast<size_t>(rows) * (2 + n) * n * slices_of(n * D);
+  return static_cast<size_t>(rows) * (2 + n) * n * slices_of(n * D) + static_cast<size_t>(rows);  // partials, rms
 }
+
+// Rows from which hc_pre computes each row's rms once (hc_rms_kernel) instead of in every slice block.
+constexpr int kRmsOnceRows = 64;
 
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
@@ -282,7 +293,14 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   const int nD = a.n * a.D, M = (2 + a.n) * a.n, S = slices_of(nD);
   if (a.partial) {
-    hc_mix_kernel<<<dim3(a.rows, S), kBlock, 0, stream>>>(a.X, nullptr, nD, a.norm_eps, a.fn, M, a.partial);
+    float* rms = nullptr;
+    if (a.rows >= kRmsOnceRows) {
+      rms = a.partial + static_cast<int64_t>(a.rows) * M * S;  // hc_mix_scratch's tail
+      hc_rms_kernel<<<a.rows, kBlock, 0, stream>>>(a.X, nD, a.norm_eps, rms);
+      const cudaError_t err = cudaGetLastError();
+      if (err != cudaSuccess) return err;
+    }
+    hc_mix_kernel<<<dim3(a.rows, S), kBlock, 0, stream>>>(a.X, nullptr, nD, a.norm_eps, a.fn, M, a.partial, rms);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
@@ -306,7 +324,7 @@ cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n
     return cudaErrorInvalidValue;
   const int S = slices_of(n * D);
   if (partial) {
-    hc_mix_kernel<<<dim3(out_rows, S), kBlock, 0, stream>>>(X, rows_idx, n * D, norm_eps, fn, n, partial);
+    hc_mix_kernel<<<dim3(out_rows, S), kBlock, 0, stream>>>(X, rows_idx, n * D, norm_eps, fn, n, partial, nullptr);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }

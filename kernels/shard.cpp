@@ -68,7 +68,7 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   main_stream_ = stream_;
   for (cudaStream_t& s : side_) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate (side)");
-  for (cudaEvent_t* e : {&fork_event_, &qr_ready_, &join_event_[0], &join_event_[1]})
+  for (cudaEvent_t* e : {&fork_event_, &qr_ready_, &idx_closed_, &join_event_[0], &join_event_[1], &join_event_[2]})
     check(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate (fork/join)");
   const char* ov = std::getenv("MEMRA_CUDA_OVERLAP");
   overlap_env_ = !(ov && std::string(ov) == "0");
@@ -164,7 +164,7 @@ Shard::~Shard() {
   if (stream_) cudaStreamSynchronize(stream_);
   if (cublas_) cublasDestroy(cublas_);
   for (cudaEvent_t e : timing_events_) cudaEventDestroy(e);
-  for (cudaEvent_t e : {fork_event_, qr_ready_, join_event_[0], join_event_[1]})
+  for (cudaEvent_t e : {fork_event_, qr_ready_, idx_closed_, join_event_[0], join_event_[1], join_event_[2]})
     if (e) cudaEventDestroy(e);
   for (cudaStream_t s : side_)
     if (s) cudaStreamDestroy(s);
@@ -433,17 +433,18 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     launched(compressor_close(ca, csa ? d_csa_ : d_hca_, static_cast<int>(cl.size()), stream_), "compressor_close");
     launched(compressor_update(ca, plan_.seq_count(), stream_), "compressor_update");
   };
-  // Three independent chains from x (with overlap on, side streams 0 and 1 run beside stream_):
+  // Four independent chains from x (with overlap on, side streams 0-2 run beside stream_):
   //   stream_  wq_a, q_norm, wq_b, query norm+RoPE
   //   side 0   wkv, kv norm+RoPE, the attention compressor
-  //   side 1   (CSA) the indexer's compressor and weights, then, once q_norm is done, its queries,
-  //            scores and top-k
+  //   side 2   (CSA) the indexer's compressor
+  //   side 1   (CSA) the indexer's weights, then, once q_norm is done, its queries, and once side 2
+  //            closed its entries, its scores and top-k (side 2 joins stream_ through side 1)
   // They touch disjoint scratch and state; the attention joins them.
   const bool ov = overlap(trace);
   const bool csa = w.kind == LayerKind::kCSA;
   if (ov) {
     fork_to(0);
-    if (csa) fork_to(1);
+    if (csa) fork_to(1), fork_to(2);
   }
   {
     OnStream on(*this, ov ? side_[0] : stream_);
@@ -461,9 +462,13 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   AttentionArgs aa;
   const int K = static_cast<int>(cfg_.index_topk);
   if (csa) {
-    OnStream on(*this, ov ? side_[1] : stream_);
     const int Hi = static_cast<int>(cfg_.index_n_heads), di = static_cast<int>(cfg_.index_head_dim);
-    compress(w.idx, true, 2, di, ikv_.get(), isc_.get());
+    {
+      OnStream on(*this, ov ? side_[2] : stream_);
+      compress(w.idx, true, 2, di, ikv_.get(), isc_.get());
+      if (ov) check(cudaEventRecord(idx_closed_, stream_), "cudaEventRecord (indexer entries closed)");
+    }
+    OnStream on(*this, ov ? side_[1] : stream_);
     linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)");
     if (ov) check(cudaStreamWaitEvent(stream_, qr_ready_, 0), "cudaStreamWaitEvent (q_lora ready)");
     linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)");
@@ -477,6 +482,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     ra.half = half;
     ra.pos = d_row_pos_;
     launched(rope_only(ra, stream_), "rope_only (indexer queries)");
+    if (ov) check(cudaStreamWaitEvent(stream_, idx_closed_, 0), "cudaStreamWaitEvent (indexer entries closed)");
     IndexerArgs ia;
     ia.seqs = d_seqs_;
     ia.row_seq = d_row_seq_;

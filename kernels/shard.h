@@ -129,8 +129,8 @@ class Shard {
   MoePath moe_path_ = MoePath::kFused;
   cudaStream_t stream_ = nullptr;  // where launches go (a side stream inside OnStream scopes)
   cudaStream_t main_stream_ = nullptr;
-  cudaStream_t side_[2] = {nullptr, nullptr};
-  cudaEvent_t fork_event_ = nullptr, qr_ready_ = nullptr, join_event_[2] = {nullptr, nullptr};
+  cudaStream_t side_[3] = {nullptr, nullptr, nullptr};
+  cudaEvent_t fork_event_ = nullptr, qr_ready_ = nullptr, idx_closed_ = nullptr, join_event_[3] = {nullptr, nullptr, nullptr};
   bool overlap_env_ = true;
   cublasHandle_t cublas_ = nullptr;
   int max_keys_ = 0;
