@@ -148,72 +148,49 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + eps;
     a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
   }
-  if (n * n <= kWarp) {
-    // n ≤ 5 (V4: 4): warp 0 alone, element (j, k) in lane j·n + k; a sum reads its row's or
-    // column's lanes in order through shuffles (no block barriers between the 40 passes).
-    if (threadIdx.x < kWarp) {
-      const int lane = threadIdx.x, j = lane / n, k = lane % n;
-      const bool mine = lane < n * n;
-      float v = mine ? mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k] : 0.0f;
-      float mx = -INFINITY;
-      for (int kk = 0; kk < n; ++kk) mx = fmaxf(mx, __shfl_sync(0xffffffffu, v, (j * n + kk) % kWarp));
-      v = expf(v - mx);
-      float s = 0.0f;
-      for (int kk = 0; kk < n; ++kk) s += __shfl_sync(0xffffffffu, v, (j * n + kk) % kWarp);
-      v = v / s + eps;
-      for (int it = 0; it < a.iters; ++it) {
-        if (it > 0) {
-          s = 0.0f;
-          for (int kk = 0; kk < n; ++kk) s += __shfl_sync(0xffffffffu, v, (j * n + kk) % kWarp);
-          v /= s + eps;
-        }
-        s = 0.0f;
-        for (int jj = 0; jj < n; ++jj) s += __shfl_sync(0xffffffffu, v, (jj * n + k) % kWarp);
-        v /= s + eps;
-      }
-      if (mine) a.comb[static_cast<int64_t>(t) * n * n + lane] = v;
-    }
-  } else {
-    const bool mine = threadIdx.x < n * n;
-    const int j = mine ? threadIdx.x / n : 0, k = mine ? threadIdx.x % n : 0;
-    float v = 0.0f;
-    if (mine) {
-      v = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
-      mat[threadIdx.x] = v;
-    }
-    __syncthreads();
-    if (mine) {  // row softmax of the mixing logits, then + eps
-      float mx = -INFINITY;
-      for (int kk = 0; kk < n; ++kk) mx = fmaxf(mx, mat[j * n + kk]);
-      v = expf(v - mx);
-    }
+  // Element (j, k)'s pass: v /= (its row's or column's sum, in order) + eps. `element` reads the
+  // matrix as it stood before the pass (a warp's lanes through shuffles for n ≤ 5, else shared
+  // memory between two block barriers).
+  const bool in_warp = n * n <= kWarp;
+  const bool mine = threadIdx.x < n * n;
+  const int j = mine ? threadIdx.x / n : 0, k = mine ? threadIdx.x % n : 0;
+  float v = 0.0f;
+  auto element = [&](int jj, int kk) {
+    return in_warp ? __shfl_sync(0xffffffffu, v, (jj * n + kk) % kWarp) : mat[jj * n + kk];
+  };
+  auto publish = [&] {  // the shared-memory form: every thread's v visible to the block
+    if (in_warp) return;
     __syncthreads();
     if (mine) mat[threadIdx.x] = v;
     __syncthreads();
-    if (mine) {
-      float s = 0.0f;
-      for (int kk = 0; kk < n; ++kk) s += mat[j * n + kk];
-      v = v / s + eps;
-    }
+  };
+  auto row_sum = [&] {
+    float s = 0.0f;
+    for (int kk = 0; kk < n; ++kk) s += element(j, kk);
+    return s;
+  };
+  auto col_sum = [&] {
+    float s = 0.0f;
+    for (int jj = 0; jj < n; ++jj) s += element(jj, k);
+    return s;
+  };
+  if (in_warp ? threadIdx.x < kWarp : true) {  // the warp form runs on warp 0 alone
+    if (mine) v = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
+    publish();
+    float mx = -INFINITY;  // row softmax of the mixing logits, then + eps
+    for (int kk = 0; kk < n; ++kk) mx = fmaxf(mx, element(j, kk));
+    v = expf(v - mx);
+    publish();
+    v = v / row_sum() + eps;
     for (int it = 0; it < a.iters; ++it) {  // column norm; then (rows, columns) iters-1 times
       if (it > 0) {
-        __syncthreads();
-        if (mine) mat[threadIdx.x] = v;
-        __syncthreads();
-        if (mine) {
-          float s = 0.0f;
-          for (int kk = 0; kk < n; ++kk) s += mat[j * n + kk];
-          v /= s + eps;
-        }
-      }
-      __syncthreads();
-      if (mine) mat[threadIdx.x] = v;
-      __syncthreads();
-      if (mine) {
-        float s = 0.0f;
-        for (int jj = 0; jj < n; ++jj) s += mat[jj * n + k];
+        publish();
+        const float s = row_sum();
         v /= s + eps;
       }
+      publish();
+      const float s = col_sum();
+      v /= s + eps;
     }
     if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
   }
