@@ -24,6 +24,8 @@
 #   fresh      GPU_CHECK_FRESH (3) fresh random checkpoints made by the oracle here: parity with cuda
 #              and cuda-fast, chunk semantics at 66 and 160 tokens, backend --quick
 #   bandwidth  snapshot/restore of a ≥ 1 GiB state of V4-Flash's layout vs pinned-copy bandwidth
+#   v4 bench   memra bench --timeline at V4-Flash layer geometry beside transformers (bench.tar.gz:
+#              memra-bench.json, transformers.json, table.md, decode_vs_context.png, logs)
 #   sanitizer  compute-sanitizer memcheck and racecheck (ops, backend), --quick / --race inputs
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0): memra does not use NCCL, the variable guards anyway.
 set -uo pipefail
@@ -208,6 +210,16 @@ else
   note "fresh oracle checkpoints" SKIP "no torch/transformers/safetensors for python3 here"
 fi
 run "bandwidth (>= 1 GiB V4-Flash state)" bandwidth.txt 90 "$ctest_bin" bandwidth v4-flash --gib 1.0
+# issue 13's benchmark at V4-Flash layer geometry: memra bench --timeline, transformers on the same
+# weights, the table and the plot (bench/gpu_bench.sh), packed into one file so that $OUT keeps to
+# the device's 8 files; GPU_CHECK_BENCH=0 leaves it out
+if [[ "${GPU_CHECK_BENCH:-1}" == 1 ]]; then
+  bdir=${TMPDIR:-/tmp}/memra-v4-bench
+  rm -rf "$bdir" && mkdir -p "$bdir"
+  run "v4 bench (memra vs transformers)" gates.txt 180 env OUT="$bdir" BIN="$bin" BENCH_TIMEOUT=90 TF_TIMEOUT=150 \
+    BENCH_ARGS=--timeline bash bench/gpu_bench.sh
+  tar czf "$OUT/bench.tar.gz" -C "$bdir" . 2>/dev/null || note "v4 bench archive" FAIL "tar of $bdir failed"
+fi
 
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [[ "$runtime" == gvisor ]]; then
