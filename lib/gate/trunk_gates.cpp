@@ -338,8 +338,9 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
   g.figure("drift_coeff", drift_coefficient(ra));
   g.figure("depth", ra.depth);
   g.details["band_rule"] = "band = S*sqrt(2)*(c_a + c_b)*|top1|, S = 2, c = sqrt(depth of one reduction)*unit_roundoff (docs/bands.md)";
-  g.details["decision_band_rule"] = "near-tie band of a decision row = " + format_g(decision_band) +
-                                    " x its largest |score| (the looser parity class of the two, docs/parity.md)";
+  g.details["decision_band_rule"] = "near-tie band of a decision stage = " + format_g(decision_band) +
+                                    " x the stage's largest |score| over its rows (the looser parity class of the two, "
+                                    "decision_band_at, docs/parity.md)";
   return g;
 }
 

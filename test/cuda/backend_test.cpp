@@ -338,7 +338,7 @@ void check_timeline(const Model& model, Report& rep, const Workload& W) {
 // the logits are judged on the rows before it: per row, max |fast − cpu| within the pair band of
 // (cuda-fast, cpu) at the cpu row's top-1 logit, and an argmax disagreement only where the cpu
 // row's top-1/top-2 margin is within that band. An out-of-band decision flip FAILS (a decision
-// row's band is relative to its largest |score|; the scales' drift on agreeing rows is reported).
+// stage's band is relative to its largest |score| over the rows; the scales' drift on agreeing rows is reported).
 // Several prompts, so that the rows judged reach a floor (fewer: FAIL, nothing was shown); rows
 // after a cut are reported, not judged. (Logits alone cannot tell an internal routing flip from a wrong kernel:
 // the first session that ran this on fresh checkpoints saw exactly that, 2026-11-30.)
