@@ -79,6 +79,17 @@ def main():
     print(text)
     if a.table:
         open(a.table, "w").write(text)
+    # one line last, for tools/gpu-check.sh's summary (a step's detail is its last line starting "["):
+    # decode batch 1 at the first context, batch 32 and prefill, against the floor and transformers
+    def brief(prefix, value_unit):
+        r = next((r for r in rows if r[0].startswith(prefix)), None)
+        if r is None:
+            return None
+        what, mv_, fl, rf, tv_, sp, unit = r
+        floor = f"{f(rf, '.2f')}x floor, " if rf else ""
+        return f"{what} {f(mv_, '.4g')} {value_unit} ({floor}{f(sp, '.1f')}x transformers)"
+    parts = [brief("decode batch 1 @", "ms/layer"), brief("decode batch 32 @", "tok/s"), brief("prefill", "tok/s")]
+    print("[bench] " + "; ".join(p for p in parts if p))
     if a.plot:
         import matplotlib
         matplotlib.use("Agg")

@@ -39,19 +39,9 @@ if [[ "${PROFILE:-0}" == 1 ]]; then
   echo "ncu rc=$? in $(( $(date +%s) - t0 ))s"; tail -3 "$OUT/ncu.log"
   python3 bench/ncu_summary.py "$OUT/ncu.csv" > "$OUT/ncu-summary.txt" 2>&1; head -70 "$OUT/ncu-summary.txt"
 fi
-# One line for tools/gpu-check.sh's summary (its step detail is the last line starting with "["):
-# decode b1 at the first context, batch 32 and prefill, each against its floor and transformers.
-summary_line() {
-  awk -F'|' '
-    function t(s) { gsub(/^ +| +$/, "", s); return s }
-    /^\| decode batch 1 @/ && !d { d = sprintf("decode b1@%s %s ms/layer (%s floor, %s tf)", t(substr($2, index($2, "@") + 1)), t($3), t($5), t($7)) }
-    /^\| decode batch 32 @/ { b = sprintf("batch 32 %s tok/s (%s floor, %s tf)", t($3), t($5), t($7)) }
-    /^\| prefill [0-9]+ tokens/ { p = sprintf("prefill %s tok/s (%s tf)", t($3), t($7)) }
-    END { if (d == "") exit 1; print "[bench] " d "; " b "; " p }' "$1"
-}
 if [[ -s "$OUT/transformers.json" ]]; then
+  # the table, the plot, and last a one-line [bench] summary (tools/gpu-check.sh's step detail)
   python3 bench/compare.py "$OUT/memra-bench.json" "$OUT/transformers.json" --table "$OUT/table.md" --plot "$OUT/decode_vs_context.png"
-  summary_line "$OUT/table.md"
 elif [[ -s "$OUT/memra-bench.json" ]]; then
   python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1])), indent=1))" "$OUT/memra-bench.json" | head -80
 else
