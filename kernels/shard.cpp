@@ -595,7 +595,7 @@ void Shard::expert_order(std::vector<int32_t>& order, std::vector<int32_t>& rows
   for (int32_t p : order) rows_of.push_back(p / k);
 }
 
-bool Shard::grouped_experts(const DevLayer& w, const float* x) {
+bool Shard::batched_experts(const DevLayer& w, const float* x) {
   const WType wt = w.w1.type;
   if (!fast_ || (wt != WType::kBF16 && wt != WType::kF16) || w.w3.type != wt || w.w2.type != wt) return false;
   const int R = rows(), k = static_cast<int>(cfg_.num_experts_per_tok);
@@ -787,7 +787,7 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
     ea.eo = eo_.get();
     launched(experts_fused(ea, stream_), "experts_fused");
     moe_ran_ = "fused";
-  } else if (grouped_experts(w, x)) {
+  } else if (batched_experts(w, x)) {
     moe_ran_ = "batched";
   } else {
     per_expert(w, x);
