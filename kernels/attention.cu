@@ -24,6 +24,7 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / kWarp;
+constexpr int kWideBlock = 1024;  // attention_kernel for one or two rows
 constexpr int kKeysAtOnce = 8;  // keys whose loads are in flight together (logits per warp; o per thread)
 
 // The logits get kLogitPad floats of slack before o: the compiler's remainder loop of the output
@@ -56,7 +57,7 @@ __device__ int key_table(const AttentionArgs& a, int row, const float** keys, in
   __syncthreads();
   if (a.kind == AttnKind::kCSA) {
     const int32_t* sel = a.selected + static_cast<int64_t>(row) * a.K;
-    for (int i = threadIdx.x; i < a.K; i += kBlock)
+    for (int i = threadIdx.x; i < a.K; i += blockDim.x)
       if (sel[i] < 0) {
         atomicMin(s_ncmp, i);
         break;  // later entries of this thread's stride have larger indices
@@ -66,7 +67,7 @@ __device__ int key_table(const AttentionArgs& a, int row, const float** keys, in
   const int n_keys = n_win + (*s_ncmp);
   if (n_keys > a.max_keys) __trap();  // the host sized max_keys from the same rule
 
-  for (int j = threadIdx.x; j < n_keys; j += kBlock) {
+  for (int j = threadIdx.x; j < n_keys; j += blockDim.x) {
     const float* k;
     if (j < n_win) {
       const int64_t p = first + j;
@@ -86,12 +87,19 @@ size_t attention_heads_smem(int max_keys, int d, int heads) {
          static_cast<size_t>(heads) * ((static_cast<size_t>(max_keys) + kLogitPad) + 2 * static_cast<size_t>(d)) * sizeof(float);
 }
 
-__global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
+// BLOCK = 256, or 1024 for one or two rows (a decode step): 64 blocks of 8 warps left the SMs at
+// 12.5% occupancy, stalled on L1 scoreboards (ncu, bench/results/h200-20261201-25). The softmax's
+// thread-strided loops and reductions stay on the first 256 threads (the other warps add +0 / the
+// sink, which feeds block_sum<1024>'s butterfly exactly what block_sum<256>'s gets), the logits are
+// per key and the outputs per dim: the bits do not depend on BLOCK.
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK) attention_kernel(AttentionArgs a) {
+  constexpr int kW = BLOCK / kWarp;  // warps
   extern __shared__ __align__(16) unsigned char smem[];
   const float** keys = reinterpret_cast<const float**>(smem);                     // [max_keys]
   float* logit = reinterpret_cast<float*>(smem + sizeof(float*) * a.max_keys);    // [max_keys]
   float* o_s = logit + a.max_keys + kLogitPad;                                    // [d]
-  __shared__ float scratch[kWarps];
+  __shared__ float scratch[kW];
   __shared__ int s_ncmp;
 
   const int row = blockIdx.x, h = blockIdx.y;
@@ -104,11 +112,11 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
   // latency. Each key's sequence is the one-key loop's.
   const float* q = a.q + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h) * d;
   int j0 = warp;
-  for (; j0 + (kKeysAtOnce - 1) * kWarps < n_keys; j0 += kKeysAtOnce * kWarps) {
+  for (; j0 + (kKeysAtOnce - 1) * kW < n_keys; j0 += kKeysAtOnce * kW) {
     const float* k[kKeysAtOnce];
     float acc[kKeysAtOnce];
 #pragma unroll
-    for (int u = 0; u < kKeysAtOnce; ++u) k[u] = keys[j0 + u * kWarps], acc[u] = 0.0f;
+    for (int u = 0; u < kKeysAtOnce; ++u) k[u] = keys[j0 + u * kW], acc[u] = 0.0f;
     for (int i = lane; i < d; i += kWarp) {
       const float qi = q[i];
       float kv[kKeysAtOnce];
@@ -120,10 +128,10 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
 #pragma unroll
     for (int u = 0; u < kKeysAtOnce; ++u) {
       const float sum = warp_sum(acc[u]);
-      if (lane == 0) logit[j0 + u * kWarps] = sum * a.scale;
+      if (lane == 0) logit[j0 + u * kW] = sum * a.scale;
     }
   }
-  for (int j = j0; j < n_keys; j += kWarps) {
+  for (int j = j0; j < n_keys; j += kW) {
     const float* k = keys[j];
     float acc = 0.0f;
     for (int i = lane; i < d; i += kWarp) acc = __fmaf_rn(q[i], k[i], acc);
@@ -133,23 +141,27 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
   __syncthreads();
 
   const float sink = a.sink[h];
+  const bool reducer = threadIdx.x < kBlock;  // the softmax's 256 threads
   float mx = sink;
-  for (int j = threadIdx.x; j < n_keys; j += kBlock) mx = fmaxf(mx, logit[j]);
-  mx = block_max<kBlock>(mx, scratch);
+  if (reducer)
+    for (int j = threadIdx.x; j < n_keys; j += kBlock) mx = fmaxf(mx, logit[j]);
+  mx = block_max<BLOCK>(mx, scratch);
   float part = 0.0f;
-  for (int j = threadIdx.x; j < n_keys; j += kBlock) {
-    const float p = expf(logit[j] - mx);
-    logit[j] = p;
-    part += p;
-  }
-  const float denom = expf(sink - mx) + block_sum<kBlock>(part, scratch);
-  for (int j = threadIdx.x; j < n_keys; j += kBlock) logit[j] = logit[j] / denom;
+  if (reducer)
+    for (int j = threadIdx.x; j < n_keys; j += kBlock) {
+      const float p = expf(logit[j] - mx);
+      logit[j] = p;
+      part += p;
+    }
+  const float denom = expf(sink - mx) + block_sum<BLOCK>(part, scratch);
+  if (reducer)
+    for (int j = threadIdx.x; j < n_keys; j += kBlock) logit[j] = logit[j] / denom;
   __syncthreads();
 
   // o[i]: the j-ascending chain; a thread runs its two outputs i and i + kBlock side by side and
   // issues their key loads kKeysAtOnce keys at a time (latency, as above).
-  for (int i0 = threadIdx.x; i0 < d; i0 += 2 * kBlock) {
-    const int i1 = i0 + kBlock;
+  for (int i0 = threadIdx.x; i0 < d; i0 += 2 * BLOCK) {
+    const int i1 = i0 + BLOCK;
     const bool two = i1 < d;
     const int i1r = two ? i1 : i0;  // a valid address when there is no second output
     float acc0 = 0.0f, acc1 = 0.0f;
@@ -173,10 +185,10 @@ __global__ void __launch_bounds__(kBlock) attention_kernel(AttentionArgs a) {
   }
   __syncthreads();
   float* tail = o_s + (d - 2 * a.half);
-  for (int i = threadIdx.x; i < a.half; i += kBlock) rope_pair(tail + 2 * i, a.inv_freq[i], static_cast<int32_t>(pos), -1.0f);
+  for (int i = threadIdx.x; i < a.half; i += BLOCK) rope_pair(tail + 2 * i, a.inv_freq[i], static_cast<int32_t>(pos), -1.0f);
   __syncthreads();
   float* o = a.o + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h) * d;
-  for (int i = threadIdx.x; i < d; i += kBlock) o[i] = o_s[i];
+  for (int i = threadIdx.x; i < d; i += BLOCK) o[i] = o_s[i];
 }
 
 // HB heads of one row per block (rounds of many rows: a prefill, a large batch). The keys are
@@ -313,10 +325,14 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream) {
   while (hb > 1 && attention_heads_smem(a.max_keys, a.d, hb) + 1024 > static_cast<size_t>(optin)) hb /= 2;
   if (hb == 1) {
     const size_t smem = attention_smem(a.max_keys, a.d);
-    err = cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (err != cudaSuccess) return err;
-    attention_kernel<<<dim3(a.rows, a.H), kBlock, smem, stream>>>(a);
-    return cudaGetLastError();
+    auto launch1 = [&](auto kernel, int threads) {
+      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      if (e != cudaSuccess) return e;
+      kernel<<<dim3(a.rows, a.H), threads, smem, stream>>>(a);
+      return cudaGetLastError();
+    };
+    if (a.rows <= 2) return launch1(attention_kernel<kWideBlock>, kWideBlock);
+    return launch1(attention_kernel<kBlock>, kBlock);
   }
   auto launch = [&](auto kernel, int heads) {
     const size_t smem = attention_heads_smem(a.max_keys, a.d, heads);
