@@ -250,7 +250,8 @@ void CudaBackend::forward(std::span<const SequenceStep> batch) const {
       const int64_t n = cfg_.hc_mult, D = cfg_.hidden_size, k = cfg_.num_experts_per_tok, K = cfg_.index_topk;
       for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l) {
         const std::string L = std::to_string(l);
-        tr->shapes["hidden." + L] = {it.T, n, D};
+        if (tr->arrays.count("hidden." + L)) tr->shapes["hidden." + L] = {it.T, n, D};
+        if (!tr->arrays.count("router." + L + ".experts")) continue;  // a taps-only trace
         tr->shapes["router." + L + ".experts"] = {it.T, k};
         if (cfg_.mlp_layer_types[l] == MlpKind::kLearned)
           tr->shapes["router." + L + ".margin"] = tr->shapes["router." + L + ".scale"] = {it.T};
@@ -293,6 +294,35 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
     outs.push_back(o);
     tracing = tracing || it.step->trace;
   }
+  // Traces that ask for "hidden.L" arrays only (a drafter's taps, ForwardTrace::only) are served
+  // by device copies inside the round (Shard::set_taps), so such a round keeps its graph and side
+  // streams; any other trace records every stage launch by launch.
+  bool taps_only = tracing;
+  std::vector<int> tapped;  // layers, ascending
+  for (int i : in_round) {
+    const ForwardTrace* tr = items[i].step->trace;
+    if (!tr) continue;
+    if (tr->only.empty()) taps_only = false;
+    for (const std::string& name : tr->only) {
+      const std::string prefix = "hidden.";
+      char* end = nullptr;
+      const long l = name.rfind(prefix, 0) == 0 ? std::strtol(name.c_str() + prefix.size(), &end, 10) : -1;
+      if (l < 0 || l >= cfg_.num_hidden_layers || !end || *end != '\0') {
+        taps_only = false;
+        continue;
+      }
+      if (std::find(tapped.begin(), tapped.end(), static_cast<int>(l)) == tapped.end()) tapped.push_back(static_cast<int>(l));
+    }
+  }
+  std::sort(tapped.begin(), tapped.end());
+  if (!taps_only) tapped.clear();
+  for (int s = 0; s < S; ++s) {
+    std::vector<int> mine;  // the tapped layers this device runs
+    for (int l : tapped)
+      if (l >= weights_[s]->first && l < weights_[s]->first + static_cast<int>(weights_[s]->layers.size())) mine.push_back(l);
+    shards_[s]->set_taps(std::move(mine));
+  }
+  const bool staged_tracing = tracing && !taps_only;  // the launch-by-launch trace of every stage
   for (int s = 0; s < S; ++s) {
     std::vector<const LayerDev*> tables;
     for (int i : in_round) tables.push_back(items[i].trunk->trunk().table(s));
@@ -304,7 +334,7 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   // device, so one graph serves every decode step of a batch shape within the shape's buckets
   // (Shard::upload_plan). MEMRA_CUDA_GRAPHS=0 launches each kernel instead.
   Shard& first_shard = *shards_[0];
-  const bool graphs = graphs_enabled() && S == 1 && realization_.exact && !tracing &&
+  const bool graphs = graphs_enabled() && S == 1 && realization_.exact && !staged_tracing &&
                       first_shard.moe_path() == MoePath::kFused && !sync_each_launch() && !first_shard.timeline_on();
   if (graphs) {
     DeviceGuard guard(first_shard.device());
@@ -355,8 +385,8 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
       for (size_t li = 0; li < dw.layers.size(); ++li) {
         const int l = dw.first + static_cast<int>(li);
         LayerTrace lt;
-        sh.layer(dw.layers[li], l, tracing ? &lt : nullptr);
-        if (!tracing) continue;
+        sh.layer(dw.layers[li], l, staged_tracing ? &lt : nullptr);
+        if (!staged_tracing) continue;
         const std::string L = std::to_string(l);
         const int64_t nD = cfg_.hc_mult * cfg_.hidden_size, k = cfg_.num_experts_per_tok, K = cfg_.index_topk;
         for (size_t j = 0; j < in_round.size(); ++j) {
@@ -385,6 +415,21 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
       }
     }
     shards_[S - 1]->head(weights_[S - 1]->ends);
+  }
+  if (taps_only) {  // the tapped hc streams, row ranges per traced sequence
+    const int64_t nD = cfg_.hc_mult * cfg_.hidden_size;
+    for (int s = 0; s < S; ++s)
+      for (int l = weights_[s]->first; l < weights_[s]->first + static_cast<int>(weights_[s]->layers.size()); ++l) {
+        if (std::find(tapped.begin(), tapped.end(), l) == tapped.end()) continue;
+        const std::vector<float> rows = shards_[s]->tap_hidden(l);
+        for (size_t j = 0; j < in_round.size(); ++j) {
+          ForwardTrace* tr = items[in_round[j]].step->trace;
+          if (!tr) continue;
+          const int64_t r0 = plan.seqs[outs[j].seq].row0, T = take[j];
+          auto& hid = tr->arrays["hidden." + std::to_string(l)];
+          hid.insert(hid.end(), rows.begin() + r0 * nD, rows.begin() + (r0 + T) * nD);
+        }
+      }
   }
   Shard& last = *shards_[S - 1];
   const float* logits = last.logits();

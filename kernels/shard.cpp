@@ -172,6 +172,19 @@ Shard::~Shard() {
   if (prev >= 0) cudaSetDevice(prev);
 }
 
+std::vector<float> Shard::tap_hidden(int layer) const {
+  DeviceGuard guard(device_);
+  const auto tap = std::find(tap_layers_.begin(), tap_layers_.end(), layer);
+  if (tap == tap_layers_.end()) throw Error("internal: layer " + std::to_string(layer) + " was not tapped this round");
+  const size_t count = static_cast<size_t>(rows()) * cfg_.hc_mult * cfg_.hidden_size;
+  std::vector<float> out(count);
+  check(cudaMemcpyAsync(out.data(), taps_.get() + static_cast<size_t>(tap - tap_layers_.begin()) * count, count * sizeof(float),
+                        cudaMemcpyDeviceToHost, stream_),
+        "tap copy (hc streams, to the host)");
+  check(cudaStreamSynchronize(stream_), "tap copy (hc streams, to the host)");
+  return out;
+}
+
 void Shard::sync() const {
   DeviceGuard guard(device_);
   check(cudaStreamSynchronize(stream_), "stream synchronisation");
@@ -183,7 +196,8 @@ std::vector<uint64_t> Shard::launch_signature() const {
                                static_cast<uint64_t>(csa_bucket_), static_cast<uint64_t>(hca_bucket_),
                                static_cast<uint64_t>(moe_path_ == MoePath::kFused), static_cast<uint64_t>(hc_split_),
                                reinterpret_cast<uint64_t>(plan_dev_.get()), reinterpret_cast<uint64_t>(conv_.get()),
-                               reinterpret_cast<uint64_t>(hc_partial_.get())};
+                               reinterpret_cast<uint64_t>(hc_partial_.get()), reinterpret_cast<uint64_t>(taps_.get())};
+  for (int l : tap_layers_) sig.push_back(static_cast<uint64_t>(l) + (uint64_t{1} << 40));
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
                         &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &hh_, &logits_})
     sig.push_back(reinterpret_cast<uint64_t>(f->get()));
@@ -292,6 +306,7 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
     const size_t max_in = std::max({D, ql, H * d, GR, I, static_cast<size_t>(cfg_.index_head_dim) * 2});
     conv_.ensure(dv, R * max_in * 2, "bf16 activations");
   }
+  if (!tap_layers_.empty()) taps_.ensure(dv, tap_layers_.size() * R * n * D, "tapped hc streams");
   const char* tl = std::getenv("MEMRA_CUDA_TIMELINE");
   timeline_on_ = tl && std::string(tl) == "1";
   site_prefix_.clear();
@@ -395,6 +410,13 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   norm(x_.get(), D, R, 1, D, w.ffn_norm, nullptr, "norm_rope (ffn_norm)");
   moe_site(w, x_.get(), y_.get(), trace);
   launched(hc_post(X_.get(), y_.get(), post_.get(), comb_.get(), R, n, D, stream_), "hc_post (ffn)");
+  const auto tap = std::find(tap_layers_.begin(), tap_layers_.end(), l);
+  if (tap != tap_layers_.end()) {
+    const size_t count = static_cast<size_t>(R) * n * D;
+    check(cudaMemcpyAsync(taps_.get() + static_cast<size_t>(tap - tap_layers_.begin()) * count, X_.get(), count * sizeof(float),
+                          cudaMemcpyDeviceToDevice, stream_),
+          "tap copy (hc streams)");
+  }
 
   if (trace) {
     trace->hidden.resize(static_cast<size_t>(R) * n * D);

@@ -85,6 +85,12 @@ class Shard {
   // packed weight dequantised one matrix at a time into scratch first, unless the round is small).
   void run_linear(LinearArgs a, const char* what);
 
+  // Layers whose hc streams the round copies out after the layer (a trace that asks for "hidden.L"
+  // only): a device copy inside the round, so the round stays graph-capturable; tap_hidden reads
+  // one back after the round. Set before upload_plan (which sizes the copies).
+  void set_taps(std::vector<int> layers) { tap_layers_ = std::move(layers); }
+  std::vector<float> tap_hidden(int layer) const;  // [rows, n, D]; synchronises the stream
+
   void sync() const;
   // Device bytes of this shard's scratch (activations of the largest round so far, plan, MoE).
   size_t scratch_bytes() const;
@@ -160,6 +166,8 @@ class Shard {
   Scratch<float> rlogits_, ew_, margin_, rscale_, h_, eo_, sg_, su_, sh_, sy_, xg_, eg_, eu_, eh_, eoe_, hh_, logits_;
   Scratch<uint8_t> conv_, dq_;  // bf16 activations; one dequantised matrix (cuda-fast, packed weights)
   Scratch<uint8_t> xb_;         // batched experts: the slot rows, then the hidden rows, in bf16/f16
+  Scratch<float> taps_;         // [tap layers, rows, n, D]
+  std::vector<int> tap_layers_;
   Scratch<uint64_t> gptr_;      // batched experts: the GEMMs' device pointer arrays
   const char* moe_ran_ = "fused";
   PinnedBuffer order_host_;

@@ -5,6 +5,7 @@
 // is read), the Markov tie rule, and taps from the trunk's CPU trace against the oracle's.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -420,5 +421,13 @@ TEST_CASE("taps: the trunk's CPU trace gives the oracle's taps (mean over hc str
     StageResult r = compare_values("taps", got, dump.f32("taps"), 1e-5);
     INFO(r.line());
     CHECK(r.pass);
+    // tap_arrays names exactly what taps_from_trace reads: a trace holding only those gives the same taps
+    ForwardTrace only;
+    only.only = tap_arrays(c);
+    REQUIRE_FALSE(only.only.empty());
+    for (const std::string& a : only.only) only.arrays[a] = trace.arrays.at(a);
+    CHECK(taps_from_trace(c, only, static_cast<int64_t>(tokens.size()), trunk.config().hc_mult) == got);
+    for (int64_t j : c.tap_layer_inputs)
+      if (j > 0) CHECK(std::count(only.only.begin(), only.only.end(), "hidden." + std::to_string(j - 1)) == 1);
   }
 }

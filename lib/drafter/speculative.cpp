@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "drafter/taps.h"
 #include "engine/engine.h"
 
 namespace memra {
@@ -18,6 +19,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 void traced_forward(const Backend& backend, const Drafter& drafter, State& state, std::span<const int32_t> tokens,
                     std::vector<float>& logits, std::vector<float>& taps) {
   ForwardTrace trace;
+  trace.only = tap_arrays(drafter.config());  // the taps alone: a CUDA trunk keeps its graph
   logits.resize(tokens.size() * backend.vocab_size());
   SequenceStep step{&state, tokens, logits.data(), &trace};
   backend.forward(std::span<const SequenceStep>(&step, 1));

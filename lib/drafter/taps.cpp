@@ -5,6 +5,13 @@
 
 namespace memra {
 
+std::vector<std::string> tap_arrays(const DrafterConfig& c) {
+  std::vector<std::string> out;
+  for (int64_t j : c.tap_layer_inputs)
+    if (j > 0) out.push_back("hidden." + std::to_string(j - 1));
+  return out;
+}
+
 std::vector<float> taps_from_trace(const DrafterConfig& c, const ForwardTrace& trace, int64_t T, int64_t n,
                                    const float* embeddings) {
   const int64_t D = c.hidden_size, K = c.n_taps();

@@ -5,6 +5,7 @@
 // layer 0 is the token embedding in every stream, whose mean is the embedding itself.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "drafter/drafter_config.h"
@@ -16,5 +17,7 @@ namespace memra {
 // layers' predecessors) and, when a tap reads layer 0, the tokens' embeddings [T, D].
 std::vector<float> taps_from_trace(const DrafterConfig& config, const ForwardTrace& trace, int64_t T, int64_t hc_mult,
                                    const float* embeddings = nullptr);
+// The trace arrays taps_from_trace reads (ForwardTrace::only): hidden.{j-1} for every tap j ≥ 1.
+std::vector<std::string> tap_arrays(const DrafterConfig& config);
 
 }  // namespace memra

@@ -36,6 +36,9 @@ inline constexpr const char* kDrafterClassPrefix = "drafter.";
 struct ForwardTrace {
   std::map<std::string, std::vector<float>> arrays;
   std::map<std::string, std::vector<int64_t>> shapes;
+  // When non-empty: the arrays the caller will read; a backend may record just these. Asking for
+  // "hidden.L" arrays only (a drafter's taps) lets the CUDA backend keep the round in its graph.
+  std::vector<std::string> only;
 };
 
 // Host memory that a backend's device copies to and from at full speed: pinned on a CUDA backend,
