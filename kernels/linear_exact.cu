@@ -5,8 +5,15 @@
 // the grid: no split-K, no shape-dependent kernel choice that changes a reduction. Packed weights
 // (FP8/FP4 with e8m0 block scales) are decoded in registers as they are loaded (dot_exact.cuh).
 //
-//   grid  (ceil(out / 8), ceil(rows / RB), groups)   block 256 (8 warps)
-//   RB = 1 for a single row (decode GEMV), else 8 (rows beyond `rows` masked)
+// Three kernels, one (row, o) order, so the same bits from any of them:
+//   linear_exact_kernel        one output per warp; RB = 1 for a single row (decode GEMV), else 8
+//                              (packed weights)          grid (ceil(out / 8), ceil(rows / 8), groups)
+//   linear_exact_tiled_kernel  rows > 1, plain weights, aligned: 4 outputs per warp, the 8 rows'
+//                              activations staged in shared memory, row groups on grid x
+//                                                        grid (ceil(rows / 8), ceil(out / 32), groups)
+//   linear_exact_many_kernel   rows > 1, plain weights otherwise: 4 outputs per warp from L1/L2
+//                                                        grid (ceil(out / 32), ceil(rows / 8), groups)
+//   block 256 (8 warps); rows beyond `rows` masked.
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -103,24 +110,122 @@ __global__ void __launch_bounds__(kBlock) linear_exact_many_kernel(LinearArgs a)
   }
 }
 
+// Rows > 1 of a plain matrix on the vector path, activations staged in shared memory: the block's
+// 8 rows of x are copied chunk by chunk (kTileSteps lane steps of every lane) into shared memory
+// once, and its 8 warps (32 outputs, 4 per warp as in linear_exact_many_kernel) read them there.
+// The many kernel read them from L1/L2 once per warp, and a dense linear at batch 32 was bound by
+// those reads (wo_b: 8 rows × 8192 f32 = 256 KB per row group, more than L1 holds). The grid puts
+// the row groups on x, so the blocks sharing a weight slice run together and read it once from HBM.
+// Each lane still walks base = lane·V, lane·V + 32·V, … and v = 0 … V−1 in order, chunk after
+// chunk, then warp_sum: the (row, o) bits of dot_rows<Row, 1>, whatever the row count.
+// The host picks this kernel only when every row and activation pointer is 16-byte aligned
+// (tiled_ok), so the whole block takes the same path through its barriers.
+constexpr int kTileSteps = 4;
+
+template <typename Row>
+__global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArgs a) {
+  constexpr int RB = 8, V = Row::kV, kStep = kWarp * V, kChunk = kStep * kTileSteps, kQuads = kChunk / 4;
+  // Element e = k·32·V + lane·V + v of a chunk sits at float4 (k·V/4 + v/4)·32 + lane: a warp's
+  // float4 read of one (k, v/4) is 512 contiguous bytes, free of bank conflicts.
+  __shared__ float4 xs[RB][kQuads];
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int r0 = blockIdx.x * RB;
+  const int o0 = (blockIdx.y * kOutsPerBlock + warp) * kOutsPerWarp;
+  const int g = blockIdx.z;
+  const int nr = min(RB, a.rows - r0);
+  const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
+  Row w[kOutsPerWarp];
+#pragma unroll
+  for (int t = 0; t < kOutsPerWarp; ++t)
+    w[t] = Row::at(a.w, a.ws, g * a.w_gstride / a.in + min(o0 + t, a.out - 1), a.in);
+  float acc[kOutsPerWarp][RB];
+#pragma unroll
+  for (int t = 0; t < kOutsPerWarp; ++t)
+#pragma unroll
+    for (int r = 0; r < RB; ++r) acc[t][r] = 0.0f;
+  for (int c0 = 0; c0 < a.in; c0 += kChunk) {
+    const int cn = min(kChunk, a.in - c0);  // a multiple of V (the vector path needs in % V == 0)
+    __syncthreads();                        // the previous chunk's reads are done
+    for (int q = threadIdx.x; q < RB * kQuads; q += kBlock) {
+      const int r = q / kQuads, e = (q % kQuads) * 4;
+      if (r < nr && e < cn) {
+        const int k = e / kStep, l = (e % kStep) / V, h = (e % V) / 4;
+        xs[r][(k * (V / 4) + h) * kWarp + l] = *reinterpret_cast<const float4*>(xg + r * a.x_stride + c0 + e);
+      }
+    }
+    __syncthreads();
+    if (o0 < a.out) {
+#pragma unroll
+      for (int k = 0; k < kTileSteps; ++k) {
+        const int e = k * kStep + lane * V;
+        if (e < cn) {
+          float wf[kOutsPerWarp][V];
+#pragma unroll
+          for (int t = 0; t < kOutsPerWarp; ++t) w[t].load(c0 + e, wf[t]);
+#pragma unroll
+          for (int r = 0; r < RB; ++r) {
+            if (r < nr) {
+              float xf[V];
+#pragma unroll
+              for (int h = 0; h < V / 4; ++h) {
+                const float4 v4 = xs[r][(k * (V / 4) + h) * kWarp + lane];
+                xf[4 * h] = v4.x, xf[4 * h + 1] = v4.y, xf[4 * h + 2] = v4.z, xf[4 * h + 3] = v4.w;
+              }
+#pragma unroll
+              for (int t = 0; t < kOutsPerWarp; ++t)
+#pragma unroll
+                for (int v = 0; v < V; ++v) acc[t][r] = __fmaf_rn(xf[v], wf[t][v], acc[t][r]);
+            }
+          }
+        }
+      }
+    }
+  }
+  if (o0 >= a.out) return;  // after the last barrier
+  float* yg = a.y + g * a.y_gstride;
+#pragma unroll
+  for (int t = 0; t < kOutsPerWarp; ++t)
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+      const float s = warp_sum(acc[t][r]);
+      if (lane == 0 && r < nr && o0 + t < a.out) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o0 + t] = s;
+    }
+}
+
+// MEMRA_CUDA_LINEAR_TILED=0: the many kernel instead (A/B timing; the bits are the same).
+bool tiled_off() {
+  static const bool off = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED");
+    return v && std::string(v) == "0";
+  }();
+  return off;
+}
+
+// Every pointer the tiled kernel loads with 16-byte vectors is aligned: x, its row and group
+// strides, the weight rows (in·sizeof(WT) a multiple of 16), and the grid fits.
+template <typename Row>
+bool tiled_ok(const LinearArgs& a, unsigned out_blocks) {
+  constexpr int V = Row::kV;
+  return a.in % V == 0 && reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.x_stride % 4 == 0 && a.x_gstride % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && out_blocks <= 65535;
+}
+
 template <typename Row>
 cudaError_t launch(const LinearArgs& a, cudaStream_t stream) {
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
-  if (a.rows == 1) {
+  const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
+  constexpr bool plain = std::is_same_v<Row, PlainRow<float>> || std::is_same_v<Row, PlainRow<__nv_bfloat16>> ||
+                         std::is_same_v<Row, PlainRow<__half>>;
+  const int per_block = kOutsPerBlock * kOutsPerWarp;
+  const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
+  if (a.rows == 1)
     linear_exact_kernel<Row, 1><<<dim3(gx, 1, a.groups), kBlock, 0, stream>>>(a);
-  } else {
-    const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
-    if constexpr (std::is_same_v<Row, PlainRow<float>> || std::is_same_v<Row, PlainRow<__nv_bfloat16>> ||
-                  std::is_same_v<Row, PlainRow<__half>>) {
-      if (!many_off()) {
-        const int per_block = kOutsPerBlock * kOutsPerWarp;
-        const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
-        linear_exact_many_kernel<Row><<<dim3(gm, gy, a.groups), kBlock, 0, stream>>>(a);
-        return cudaGetLastError();
-      }
-    }
+  else if (!plain || many_off())
     linear_exact_kernel<Row, 8><<<dim3(gx, gy, a.groups), kBlock, 0, stream>>>(a);
-  }
+  else if (!tiled_off() && tiled_ok<Row>(a, gm))
+    linear_exact_tiled_kernel<Row><<<dim3(gy, gm, a.groups), kBlock, 0, stream>>>(a);
+  else
+    linear_exact_many_kernel<Row><<<dim3(gm, gy, a.groups), kBlock, 0, stream>>>(a);
   return cudaGetLastError();
 }
 

@@ -80,7 +80,7 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
   };
   for (WType t : {WType::kF32, WType::kBF16, WType::kF16}) {
     const std::vector<Shape> shapes = quick ? std::vector<Shape>{Shape{200, 77}, Shape{36, 5}}
-                                            : std::vector<Shape>{Shape{64, 40}, Shape{200, 77}, Shape{1024, 96}, Shape{36, 5}, Shape{4096, 24}};
+                                            : std::vector<Shape>{Shape{64, 40}, Shape{200, 77}, Shape{1024, 96}, Shape{36, 5}, Shape{4096, 24}, Shape{2600, 40}};
     for (Shape s : shapes) {
       const int R = 64;
       const std::vector<float> xd = rng.normals(static_cast<size_t>(R) * s.in);
