@@ -229,6 +229,11 @@ struct AttentionArgs {
   float* o = nullptr;  // [rows, H·d]
 };
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream);
+// cuda-fast: the same attention on tensor cores (TF32; attention_fast.cu), for rounds of many rows.
+// Falls back to attention() where attention_fast_ok is false (d not 64/128/256/512, or more keys
+// than its shared memory holds).
+cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream);
+bool attention_fast_ok(const AttentionArgs& a);
 // Most keys one attention block can hold in shared memory on this device (d = head dim).
 int attention_max_keys(int d, int device);
 // After attention: the last min(T, W) rows of each sequence into its window ring.

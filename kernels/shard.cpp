@@ -27,6 +27,8 @@ constexpr int kFastPerExpertRows = 128;
 // cuda-fast linears on packed (FP8/FP4) weights with fewer rows than this run the exact kernel on
 // the packed codes (decode steps, small experts' row groups); larger ones dequantise and use cuBLAS.
 constexpr int kFastDenseRows = 64;
+// cuda-fast rounds of at least this many rows run the core attention on tensor cores.
+constexpr int kFastAttentionRows = 64;
 // Buckets of the visible compressed entries (upload_plan).
 constexpr int kCsaBucket = 1024;
 constexpr int kHcaBucket = 256;
@@ -574,7 +576,12 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
                     " one CUDA attention block holds in shared memory",
                 "plan a smaller context for this model on the CUDA backend");
   aa.o = o_.get();
-  launched(attention(aa, stream_), "attention");
+  // cuda-fast rounds of many rows (a prefill) on tensor cores; decode-sized rounds stay latency-bound
+  // either way and keep the exact kernels.
+  if (fast_ && R >= kFastAttentionRows && attention_fast_ok(aa))
+    launched(attention_fast(aa, stream_), "attention (tensor cores)");
+  else
+    launched(attention(aa, stream_), "attention");
   launched(window_update(d_seqs_, d_row_seq_, d_row_pos_, l, R, kv_.get(), d, W, stream_), "window_update");
 
   // Grouped output projection: z[:, g·Ro:(g+1)·Ro] = o[:, g·Hd/G:(g+1)·Hd/G] · wo_a[g]ᵀ, then y = z · wo_bᵀ.

@@ -969,6 +969,101 @@ void test_attention_site(Rng& rng, Report& rep, bool bf16) {
 }
 
 
+// cuda-fast's tensor-core attention (attention_fast.cu) against the exact kernel on the same keys,
+// within a band derived from TF32 rounding (|δ| ≤ u_t = 2⁻¹¹ on q, k and p; f32 sums):
+//   logit j: |Δl_j| ≤ E_j = scale · (2u_t + u_t² + γ_d) · Σ_i |q_i k_ji|,   E = max_j E_j
+//   p_j' / p_j ∈ [e^(−2E), e^(2E)] (the sink term is exact), so |Δp_j| ≤ (e^(2E) − 1) · p_j
+//   o_i: |Δo_i| ≤ (e^(2E) − 1 + 2u_t + γ_n + 2⁻²⁰) · Σ_j p_j |k_ji|; a RoPE pair adds its partner's bound.
+// One sequence of 70 rows past the window (keys from the ring and from this round), H = 40 (a full
+// and a partial 32-head block), d = 128 and 512, CSA (a selection with −1 padding) and HCA.
+void test_attention_fast(Rng& rng, Report& rep) {
+  for (int d : {128, 512}) {
+    for (AttnKind kind : {AttnKind::kCSA, AttnKind::kHCA}) {
+      const int H = 40, T = 70, W = 32, K = 24, m = 4, half = 16, n_entries = 60;
+      const int64_t pos0 = 100;
+      const std::vector<float> window = rng.normals(static_cast<size_t>(W) * d), entries = rng.normals(static_cast<size_t>(n_entries) * d),
+                               kv = rng.normals(static_cast<size_t>(T) * d), q = rng.normals(static_cast<size_t>(T) * H * d, 0.5f),
+                               sink = rng.normals(H), inv_freq = rng.normals(half, 0.1f);
+      std::vector<int32_t> selected(static_cast<size_t>(T) * K, -1), row_pos(T), row_seq(T, 0);
+      for (int r = 0; r < T; ++r) {
+        row_pos[r] = static_cast<int32_t>(pos0 + r);
+        std::vector<int32_t> pick(n_entries);
+        std::iota(pick.begin(), pick.end(), 0);
+        std::shuffle(pick.begin(), pick.end(), rng.gen);
+        const int n_sel = K - r % 5;  // some rows padded with −1
+        std::sort(pick.begin(), pick.begin() + n_sel);
+        std::copy(pick.begin(), pick.begin() + n_sel, selected.begin() + static_cast<int64_t>(r) * K);
+      }
+      DevVec<float> dwin(window), dent(entries), dkv(kv), dq(q), dsink(sink), dfreq(inv_freq);
+      DevVec<int32_t> dsel(selected), dpos(row_pos), dseq(row_seq);
+      LayerDev ld;
+      ld.window = dwin.get();
+      ld.cmp.entries = dent.get();
+      DevVec<LayerDev> dld(std::vector<LayerDev>{ld});
+      SeqDesc sd;
+      sd.pos0 = static_cast<int32_t>(pos0), sd.T = T, sd.row0 = 0, sd.layers = dld.get();
+      DevVec<SeqDesc> dsd(std::vector<SeqDesc>{sd});
+      AttentionArgs a;
+      a.seqs = dsd.get(), a.row_seq = dseq.get(), a.row_pos = dpos.get(), a.layer = 0, a.rows = T, a.kind = kind;
+      a.q = dq.get(), a.kv = dkv.get(), a.sink = dsink.get(), a.selected = dsel.get(), a.K = K, a.H = H, a.d = d, a.W = W, a.m = m;
+      a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+      a.inv_freq = dfreq.get(), a.half = half;
+      a.max_keys = W + (kind == AttnKind::kCSA ? K : static_cast<int>((pos0 + T) / m));
+      DevVec<float> dexact(static_cast<size_t>(T) * H * d), dfast(static_cast<size_t>(T) * H * d);
+      dexact.poison(), dfast.poison();
+      a.o = dexact.get();
+      check(attention(a, nullptr), "attention");
+      a.o = dfast.get();
+      const bool ok = attention_fast_ok(a);
+      check(attention_fast(a, nullptr), "attention_fast");
+      const std::vector<float> exact = dexact.download(), fast = dfast.download();
+      // The band, from the keys each row attends to (key_table's rule) and the exact softmax in double.
+      const double ut = std::ldexp(1.0, -11), u = std::ldexp(1.0, -24);
+      std::vector<double> bound(exact.size());
+      for (int r = 0; r < T; ++r) {
+        const int64_t pos = pos0 + r, n_win = std::min<int64_t>(pos + 1, W);
+        std::vector<const float*> keys;
+        for (int64_t p = pos - n_win + 1; p <= pos; ++p)
+          keys.push_back(p >= pos0 ? &kv[(p - pos0) * d] : &window[(p % W) * d]);
+        if (kind == AttnKind::kHCA)
+          for (int64_t e = 0; e < (pos + 1) / m; ++e) keys.push_back(&entries[e * d]);
+        else
+          for (int i = 0; i < K && selected[r * K + i] >= 0; ++i) keys.push_back(&entries[static_cast<int64_t>(selected[r * K + i]) * d]);
+        const size_t n = keys.size();
+        for (int h = 0; h < H; ++h) {
+          const float* qh = &q[(static_cast<int64_t>(r) * H + h) * d];
+          std::vector<double> l(n), p(n);
+          double E = 0, mx = sink[h];
+          for (size_t j = 0; j < n; ++j) {
+            double dot = 0, sabs = 0;
+            for (int i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * keys[j][i], sabs += std::fabs(static_cast<double>(qh[i]) * keys[j][i]);
+            l[j] = dot * a.scale;
+            E = std::max(E, a.scale * (2 * ut + ut * ut + gamma_n(d)) * sabs);
+            mx = std::max(mx, l[j]);
+          }
+          double den = std::exp(sink[h] - mx);
+          for (size_t j = 0; j < n; ++j) den += (p[j] = std::exp(l[j] - mx));
+          const double f = std::expm1(2 * E) + 2 * ut + gamma_n(static_cast<double>(n) + 8) + 16 * u;
+          std::vector<double> b(d);
+          for (int i = 0; i < d; ++i) {
+            double s = 0;
+            for (size_t j = 0; j < n; ++j) s += p[j] / den * std::fabs(keys[j][i]);
+            b[i] = f * s + std::ldexp(s, -20);
+          }
+          for (int i = d - 2 * half; i < d; i += 2) b[i] = b[i + 1] = b[i] + b[i + 1];
+          for (int i = 0; i < d; ++i) bound[(static_cast<int64_t>(r) * H + h) * d + i] = b[i];
+        }
+      }
+      const Diff df = compare(fast, exact, &bound);
+      const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=" + std::to_string(d) + " H=40 70 rows";
+      rep.add("attention cuda-fast (tensor cores) vs exact " + tag,
+              ok && df.unwritten == 0 && df.nonfinite == 0 && df.worst_ratio <= 1.0,
+              "err/bound " + fmt("%.3f", df.worst_ratio) + " rel " + fmt("%.2e", df.rel_to_max()) + " unwritten " +
+                  std::to_string(df.unwritten) + (ok ? "" : " (NOT TAKEN: fell back to the exact kernel)"));
+    }
+  }
+}
+
 // cuda-fast on a 256-row round: the MoE site (its linears on cuBLAS, `want_path` for the routed
 // experts: "batched" for bf16 experts, "per-expert" for packed ones, dequantised one matrix at a
 // time) against the CPU within bf16-activation rounding (rel-to-max 2e-2), routing-equal rows only;
@@ -1611,6 +1706,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
   group("attention", [&] {
     test_attention_site(rng, rep, false);
     test_attention_site(rng, rep, true);
+    test_attention_fast(rng, rep);
   });
   group("moe", [&] {
     for (const char* scoring : {"sqrtsoftplus", "sigmoid"}) test_moe_site(rng, rep, scoring, false);
