@@ -1,10 +1,10 @@
 // The lightning indexer's scores (docs/architecture.md §3.6) for CSA layers:
 //   score[t, s] = Σ_h relu(qi[t,h]·IDXK[s]) · softmax_scale · (wi[t,h] · weight_scale),  s < (pos_t+1)/m
-// One warp per (row, entry): each head's dot is a lane-strided fma chain + warp_sum, the heads are
+// One warp per (row, entry) or (row, 4 entries): each head's dot is a lane-strided fma chain + warp_sum, the heads are
 // summed h-ascending in one fma chain. A row's scores depend only on its own q, weights and the
 // keys, never on the launch's row count. Entries past a row's causal limit are not written.
 //
-//   grid (rows, ceil(max_visible / 8))   block 256 (8 warps, one entry each)
+//   grid (rows, ceil(max_visible / (8·EPW)))   block 256 (8 warps, EPW = 1 or 4 entries each)
 #include "common.cuh"
 #include "ops.h"
 
@@ -15,46 +15,70 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / kWarp;
 constexpr int kHeadsAtOnce = 8;
+constexpr int kManyRows = 16;  // rounds of at least this many rows take 4 entries per warp
 
+// EPW entries per warp (4 for rounds of many rows: a prefill's warps each re-read the row's whole
+// query, 32 KB at V4-Flash geometry, once per entry; with 4 entries a query load serves 4 dot
+// products). Each entry's operations are the one-entry loop's, so EPW changes no bit.
+template <int EPW>
 __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
   const int row = blockIdx.x;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t s = static_cast<int64_t>(blockIdx.y) * kWarps + warp;
+  const int64_t s0 = (static_cast<int64_t>(blockIdx.y) * kWarps + warp) * EPW;
   const int64_t visible = (static_cast<int64_t>(a.row_pos[row]) + 1) / a.m;
-  if (s >= visible) return;
-  const float* key = a.seqs[a.row_seq[row]].layers[a.layer].idx.entries + s * a.di;
+  if (s0 >= visible) return;
+  const float* entries = a.seqs[a.row_seq[row]].layers[a.layer].idx.entries;
+  const float* key[EPW];
+#pragma unroll
+  for (int e = 0; e < EPW; ++e) key[e] = entries + (s0 + e < visible ? s0 + e : s0) * a.di;
   const float* q = a.qi + static_cast<int64_t>(row) * a.Hi * a.di;
   const float* wr = a.wi + static_cast<int64_t>(row) * a.Hi;
   // kHeadsAtOnce heads' dot products side by side (their loads and butterflies overlap), then
   // added into acc in h order: each value's operations are the one-head loop's.
-  float acc = 0.0f;
+  float acc[EPW];
+#pragma unroll
+  for (int e = 0; e < EPW; ++e) acc[e] = 0.0f;
   int h0 = 0;
   for (; h0 + kHeadsAtOnce <= a.Hi; h0 += kHeadsAtOnce) {
-    float d[kHeadsAtOnce];
+    float d[EPW][kHeadsAtOnce];
 #pragma unroll
-    for (int u = 0; u < kHeadsAtOnce; ++u) d[u] = 0.0f;
+    for (int e = 0; e < EPW; ++e)
+#pragma unroll
+      for (int u = 0; u < kHeadsAtOnce; ++u) d[e][u] = 0.0f;
     for (int i = lane; i < a.di; i += kWarp) {
-      const float k = key[i];
+      float k[EPW];
 #pragma unroll
-      for (int u = 0; u < kHeadsAtOnce; ++u) d[u] = __fmaf_rn(q[static_cast<int64_t>(h0 + u) * a.di + i], k, d[u]);
+      for (int e = 0; e < EPW; ++e) k[e] = key[e][i];
+#pragma unroll
+      for (int u = 0; u < kHeadsAtOnce; ++u) {
+        const float qv = q[static_cast<int64_t>(h0 + u) * a.di + i];
+#pragma unroll
+        for (int e = 0; e < EPW; ++e) d[e][u] = __fmaf_rn(qv, k[e], d[e][u]);
+      }
     }
 #pragma unroll
-    for (int u = 0; u < kHeadsAtOnce; ++u) d[u] = warp_sum(d[u]);
+    for (int e = 0; e < EPW; ++e)
 #pragma unroll
-    for (int u = 0; u < kHeadsAtOnce; ++u) {
-      const float term = fmaxf(d[u], 0.0f) * a.softmax_scale;
-      acc = __fmaf_rn(term, wr[h0 + u] * a.weight_scale, acc);
-    }
+      for (int u = 0; u < kHeadsAtOnce; ++u) {
+        const float term = fmaxf(warp_sum(d[e][u]), 0.0f) * a.softmax_scale;
+        acc[e] = __fmaf_rn(term, wr[h0 + u] * a.weight_scale, acc[e]);
+      }
   }
   for (int h = h0; h < a.Hi; ++h) {
     const float* qh = q + static_cast<int64_t>(h) * a.di;
-    float d = 0.0f;
-    for (int i = lane; i < a.di; i += kWarp) d = __fmaf_rn(qh[i], key[i], d);
-    d = warp_sum(d);
-    const float term = fmaxf(d, 0.0f) * a.softmax_scale;
-    acc = __fmaf_rn(term, wr[h] * a.weight_scale, acc);
+#pragma unroll
+    for (int e = 0; e < EPW; ++e) {
+      float d = 0.0f;
+      for (int i = lane; i < a.di; i += kWarp) d = __fmaf_rn(qh[i], key[e][i], d);
+      d = warp_sum(d);
+      const float term = fmaxf(d, 0.0f) * a.softmax_scale;
+      acc[e] = __fmaf_rn(term, wr[h] * a.weight_scale, acc[e]);
+    }
   }
-  if (lane == 0) a.scores[static_cast<int64_t>(row) * a.score_stride + s] = acc;
+  if (lane == 0)
+#pragma unroll
+    for (int e = 0; e < EPW; ++e)
+      if (s0 + e < visible) a.scores[static_cast<int64_t>(row) * a.score_stride + s0 + e] = acc[e];
 }
 
 }  // namespace
@@ -64,9 +88,14 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream) {
   if (!a.seqs || !a.row_seq || !a.row_pos || !a.qi || !a.wi || !a.scores || a.rows < 0 || a.Hi <= 0 || a.di <= 0 ||
       a.m <= 0 || a.max_visible < 0 || a.score_stride < a.max_visible)
     return cudaErrorInvalidValue;
-  const int64_t gy = (static_cast<int64_t>(a.max_visible) + kWarps - 1) / kWarps;
+  // Few rows (a decode step) keep one entry per warp: as many warps as entries.
+  const int epw = a.rows >= kManyRows ? 4 : 1;
+  const int64_t gy = (static_cast<int64_t>(a.max_visible) + kWarps * epw - 1) / (kWarps * epw);
   if (gy > 65535) return cudaErrorInvalidValue;
-  indexer_scores_kernel<<<dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream>>>(a);
+  if (epw == 4)
+    indexer_scores_kernel<4><<<dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream>>>(a);
+  else
+    indexer_scores_kernel<1><<<dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream>>>(a);
   return cudaGetLastError();
 }
 

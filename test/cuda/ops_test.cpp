@@ -969,6 +969,64 @@ void test_attention_site(Rng& rng, Report& rep, bool bf16) {
 }
 
 
+// The indexer's scores against the CPU formula (cpu_attention.cpp), and 4 entries per warp (rounds
+// of >= 16 rows) against 1 (rows 0..2 alone) by bits; Hi = 12: a group of 8 heads and a remainder.
+void test_indexer_scores(Rng& rng, Report& rep) {
+  const int T = 70, Hi = 12, di = 64, m = 4, n_entries = 60;
+  const int64_t pos0 = 100;
+  const std::vector<float> entries = rng.normals(static_cast<size_t>(n_entries) * di), qi = rng.normals(static_cast<size_t>(T) * Hi * di),
+                           wi = rng.normals(static_cast<size_t>(T) * Hi);
+  std::vector<int32_t> row_pos(T), row_seq(T, 0);
+  for (int r = 0; r < T; ++r) row_pos[r] = static_cast<int32_t>(pos0 + r);
+  const int max_visible = static_cast<int>((pos0 + T) / m);
+  DevVec<float> dent(entries), dq(qi), dw(wi), dscores(static_cast<size_t>(T) * max_visible);
+  DevVec<int32_t> dpos(row_pos), dseq(row_seq);
+  LayerDev ld;
+  ld.idx.entries = dent.get();
+  DevVec<LayerDev> dld(std::vector<LayerDev>{ld});
+  SeqDesc sd;
+  sd.pos0 = static_cast<int32_t>(pos0), sd.T = T, sd.layers = dld.get();
+  DevVec<SeqDesc> dsd(std::vector<SeqDesc>{sd});
+  IndexerArgs a;
+  a.seqs = dsd.get(), a.row_seq = dseq.get(), a.row_pos = dpos.get(), a.rows = T, a.qi = dq.get(), a.wi = dw.get();
+  a.Hi = Hi, a.di = di, a.m = m, a.softmax_scale = 1.0f / 8.0f, a.weight_scale = static_cast<float>(1.0 / std::sqrt(12.0));
+  a.scores = dscores.get(), a.score_stride = max_visible, a.max_visible = max_visible;
+  dscores.poison();
+  check(indexer_scores(a, nullptr), "indexer_scores");
+  const std::vector<float> all = dscores.download();
+  dscores.poison();
+  a.rows = 3;
+  check(indexer_scores(a, nullptr), "indexer_scores (3 rows)");
+  const std::vector<float> few = dscores.download();
+  std::vector<float> got, want;
+  int64_t past_limit_written = 0;
+  bool rows_bits = true;
+  for (int r = 0; r < T; ++r) {
+    const int64_t visible = (pos0 + r + 1) / m;
+    for (int64_t s2 = 0; s2 < max_visible; ++s2) {
+      const float v = all[r * max_visible + s2];
+      if (s2 >= visible) {
+        uint32_t b;
+        std::memcpy(&b, &v, 4);
+        past_limit_written += b != 0xffffffffu;
+        continue;
+      }
+      double acc = 0;
+      for (int h = 0; h < Hi; ++h) {
+        const float dot = static_cast<float>(cpu::dot(&qi[(static_cast<int64_t>(r) * Hi + h) * di], &entries[s2 * di], di));
+        acc += static_cast<double>(std::max(dot, 0.0f) * a.softmax_scale) * (wi[r * Hi + h] * a.weight_scale);
+      }
+      got.push_back(v), want.push_back(static_cast<float>(acc));
+      if (r < 3) rows_bits = rows_bits && std::memcmp(&few[r * max_visible + s2], &v, 4) == 0;
+    }
+  }
+  const Diff d = compare(got, want);
+  rep.add("indexer scores vs cpu, 70 rows (4 entries per warp) == 3 rows (1 per warp)",
+          d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 1e-5 && past_limit_written == 0 && rows_bits,
+          "rel " + fmt("%.2e", d.rel_to_max()) + (rows_bits ? ", rows 0-2 bit-equal" : ", rows 0-2 DIFFER") +
+              " past-limit written " + std::to_string(past_limit_written));
+}
+
 // cuda-fast's tensor-core attention (attention_fast.cu) against the exact kernel on the same keys,
 // within a band derived from TF32 rounding (|δ| ≤ u_t = 2⁻¹¹ on q, k and p; f32 sums):
 //   logit j: |Δl_j| ≤ E_j = scale · (2u_t + u_t² + γ_d) · Σ_i |q_i k_ji|,   E = max_j E_j
@@ -1707,6 +1765,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
     test_attention_site(rng, rep, false);
     test_attention_site(rng, rep, true);
     test_attention_fast(rng, rep);
+    test_indexer_scores(rng, rep);
   });
   group("moe", [&] {
     for (const char* scoring : {"sqrtsoftplus", "sigmoid"}) test_moe_site(rng, rep, scoring, false);
