@@ -5,14 +5,13 @@
 // the grid: no split-K, no shape-dependent kernel choice that changes a reduction. Packed weights
 // (FP8/FP4 with e8m0 block scales) are decoded in registers as they are loaded (dot_exact.cuh).
 //
-// Three kernels, one (row, o) order, so the same bits from any of them:
+// Two kernels, one (row, o) order, so the same bits from either:
 //   linear_exact_kernel        one output per warp; RB = 1 for a single row (decode GEMV), else 8
-//                              (packed weights)          grid (ceil(out / 8), ceil(rows / 8), groups)
+//                              (packed weights, unaligned rows)
+//                                                        grid (ceil(out / 8), ceil(rows / 8), groups)
 //   linear_exact_tiled_kernel  rows > 1, plain weights, aligned: 4 outputs per warp, the 8 rows'
 //                              activations staged in shared memory, row groups on grid x
 //                                                        grid (ceil(rows / 8), ceil(out / 32), groups)
-//   linear_exact_many_kernel   rows > 1, plain weights otherwise: 4 outputs per warp from L1/L2
-//                                                        grid (ceil(out / 32), ceil(rows / 8), groups)
 //   block 256 (8 warps); rows beyond `rows` masked.
 #include <cstdlib>
 #include <string>
@@ -28,16 +27,6 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr int kOutsPerBlock = kBlock / kWarp;
-
-// MEMRA_CUDA_LINEAR_MANY=0: multi-row linears through the one-output-per-warp kernel (A/B timing;
-// the bits are the same).
-bool many_off() {
-  static const bool off = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_MANY");
-    return v && std::string(v) == "0";
-  }();
-  return off;
-}
 
 template <typename Row, int RB>
 __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
@@ -63,58 +52,13 @@ __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
   }
 }
 
-// Rows > 1 of a plain (f32/bf16/f16) matrix: each warp owns kOutsPerWarp consecutive outputs and 8
-// rows, so each activation load serves kOutsPerWarp outputs (the 8-row loop of linear_exact_kernel
-// was bound by those loads: 16 bytes of weights against 256 of activations per lane step). The
-// (row, o) sums are dot_rows's, so the bits equal linear_exact_kernel's; a row whose pointers miss
-// the vector path's alignment takes dot_rows per output.
-constexpr int kOutsPerWarp = 4;
-
-template <typename Row>
-__global__ void __launch_bounds__(kBlock) linear_exact_many_kernel(LinearArgs a) {
-  constexpr int RB = 8;
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int o0 = (blockIdx.x * kOutsPerBlock + warp) * kOutsPerWarp;
-  const int r0 = blockIdx.y * RB;
-  const int g = blockIdx.z;
-  if (o0 >= a.out) return;  // whole warp; no block barrier follows
-  const int nr = min(RB, a.rows - r0);
-  const float* xg = a.x + g * a.x_gstride;
-  const float* xr[RB];
-#pragma unroll
-  for (int r = 0; r < RB; ++r) xr[r] = xg + static_cast<int64_t>(r0 + (r < nr ? r : 0)) * a.x_stride;
-  Row w[kOutsPerWarp];
-#pragma unroll
-  for (int t = 0; t < kOutsPerWarp; ++t)
-    w[t] = Row::at(a.w, a.ws, g * a.w_gstride / a.in + min(o0 + t, a.out - 1), a.in);
-  float* yg = a.y + g * a.y_gstride;
-  if (dot_many_ok<Row, RB, kOutsPerWarp>(xr, nr, w, a.in)) {
-    float acc[kOutsPerWarp][RB];
-    dot_many<Row, RB, kOutsPerWarp>(xr, nr, w, a.in, acc);
-    if (lane == 0)
-#pragma unroll
-      for (int t = 0; t < kOutsPerWarp; ++t)
-#pragma unroll
-        for (int r = 0; r < RB; ++r)
-          if (r < nr && o0 + t < a.out) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o0 + t] = acc[t][r];
-    return;
-  }
-#pragma unroll 1
-  for (int t = 0; t < kOutsPerWarp && o0 + t < a.out; ++t) {
-    float acc[RB];
-    dot_rows<Row, RB>(xr, nr, w[t], a.in, acc);
-    if (lane == 0)
-#pragma unroll
-      for (int r = 0; r < RB; ++r)
-        if (r < nr) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o0 + t] = acc[r];
-  }
-}
+constexpr int kOutsPerWarp = 4;  // outputs per warp in the tiled kernel
 
 // Rows > 1 of a plain matrix on the vector path, activations staged in shared memory: the block's
 // 8 rows of x are copied chunk by chunk (kTileSteps lane steps of every lane) into shared memory
-// once, and its 8 warps (32 outputs, 4 per warp as in linear_exact_many_kernel) read them there.
-// The many kernel read them from L1/L2 once per warp, and a dense linear at batch 32 was bound by
-// those reads (wo_b: 8 rows × 8192 f32 = 256 KB per row group, more than L1 holds). The grid puts
+// once, and its 8 warps (32 outputs, 4 per warp) read them there: each activation load serves 4
+// outputs and each weight load 8 rows. A warp reading them from L1/L2 itself was bound by those
+// reads (wo_b: 8 rows × 8192 f32 = 256 KB per row group, more than L1 holds). The grid puts
 // the row groups on x, so the blocks sharing a weight slice run together and read it once from HBM.
 // Each lane still walks base = lane·V, lane·V + 32·V, … and v = 0 … V−1 in order, chunk after
 // chunk, then warp_sum: the (row, o) bits of dot_rows<Row, 1>, whatever the row count.
@@ -192,7 +136,7 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
     }
 }
 
-// MEMRA_CUDA_LINEAR_TILED=0: the many kernel instead (A/B timing; the bits are the same).
+// MEMRA_CUDA_LINEAR_TILED=0: multi-row linears through linear_exact_kernel<Row, 8> (A/B timing; same bits).
 bool tiled_off() {
   static const bool off = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED");
@@ -220,12 +164,10 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream) {
   const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
   if (a.rows == 1)
     linear_exact_kernel<Row, 1><<<dim3(gx, 1, a.groups), kBlock, 0, stream>>>(a);
-  else if (!plain || many_off())
-    linear_exact_kernel<Row, 8><<<dim3(gx, gy, a.groups), kBlock, 0, stream>>>(a);
-  else if (!tiled_off() && tiled_ok<Row>(a, gm))
+  else if (plain && !tiled_off() && tiled_ok<Row>(a, gm))
     linear_exact_tiled_kernel<Row><<<dim3(gy, gm, a.groups), kBlock, 0, stream>>>(a);
-  else
-    linear_exact_many_kernel<Row><<<dim3(gm, gy, a.groups), kBlock, 0, stream>>>(a);
+  else  // packed weights, unaligned rows
+    linear_exact_kernel<Row, 8><<<dim3(gx, gy, a.groups), kBlock, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
