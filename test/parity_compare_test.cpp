@@ -1,6 +1,7 @@
 // The selection primitives and the parity rules that judge them (docs/parity.md): the lower-index
-// tie rule of every top-k, the selection margin, the classification of a decision flip (an exact
-// tie is not a near-tie), and the floor of rows a stage must compare to pass.
+// tie rule of every top-k, the selection margin and boundary, the classification of a decision flip
+// (an exact tie is not a near-tie, unless both sides tie at one boundary), and the floor of rows a
+// stage must compare to pass.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -8,9 +9,11 @@
 
 #include "engine/cpu_layer.h"
 #include "engine/realization.h"
+#include "loader_test_util.h"
 #include "parity/compare.h"
 
 using namespace memra;
+using cpu::selection_boundary;
 using cpu::selection_margin;
 using cpu::topk_lower_index;
 
@@ -51,6 +54,26 @@ TEST_CASE("selection_margin: k-th minus (k+1)-th largest", "[parity][topk]") {
   CHECK(std::isinf(selection_margin({0.3f}, 0)));
 }
 
+TEST_CASE("selection_boundary: the k-th largest, where a tie at the boundary sits", "[parity][topk]") {
+  CHECK(selection_boundary({0.1f, 0.9f, 0.5f, 0.7f}, 2) == 0.7f);
+  CHECK(selection_boundary({0.1f, 0.9f, 0.5f, 0.7f}, 1) == 0.9f);
+  CHECK(selection_boundary({0.1f, 0.9f, 0.5f, 0.7f}, 3) == 0.5f);
+  CHECK(selection_boundary({0.5f, 0.2f, 0.5f}, 1) == 0.5f);  // a tie at the boundary: its value
+  // The ReLU-zero pattern: two positive scores, the rest exactly 0; k = 4 ties at 0.
+  std::vector<float> relu(40, 0.0f);
+  relu[7] = 0.3f;
+  relu[31] = 0.1f;
+  CHECK(selection_boundary(relu, 4) == 0.0f);
+  CHECK(selection_margin(relu, 4) == 0.0f);
+  CHECK(selection_boundary(relu, 2) == 0.1f);
+  CHECK(selection_boundary({-2.0f, -1.0f, -3.0f}, 2) == -2.0f);
+  // Nothing left out (selection_margin is inf): no boundary.
+  CHECK(std::isnan(selection_boundary({0.3f, 0.4f}, 2)));
+  CHECK(std::isnan(selection_boundary({0.3f, 0.4f}, 3)));
+  CHECK(std::isnan(selection_boundary({0.3f}, 0)));
+  CHECK(std::isnan(selection_boundary({}, 1)));
+}
+
 TEST_CASE("a flip at an exact tie is OUT-OF-BAND unless the engine's values are not tied", "[parity][decisions]") {
   const double band = 1e-5;
   CHECK(flip_in_band(5e-6, 0.0, band));     // a near-tie on the reference side
@@ -81,6 +104,84 @@ TEST_CASE("a flip at an exact tie is OUT-OF-BAND unless the engine's values are 
   CHECK(near.rows == 3);
   CHECK(near.rows_total == 3);
   CHECK(near.to_json()["flips"][0]["engine_margin"].get<double>() == Approx(2e-6));
+  CHECK_FALSE(near.to_json()["flips"][0].contains("boundary"));  // not a tie on both sides
+}
+
+TEST_CASE("a flip between ties on both sides is IN-BAND only when both tie at one boundary, within the band",
+          "[parity][decisions]") {
+  const double band = 1e-5, kNaN = std::nan("");
+  CHECK(flip_in_band(0.0, 0.0, band, 0.0, 0.0));           // both tie at 0: which entries join is rounding
+  CHECK(flip_in_band(0.0, 0.0, band, 0.25, 0.25 + 5e-6));  // at one value within the band
+  CHECK_FALSE(flip_in_band(0.0, 0.0, band, 0.0, 2e-5));    // at values further apart than the band
+  CHECK_FALSE(flip_in_band(0.0, 0.0, band, kNaN, 0.0));    // a side that did not record its boundary
+  CHECK_FALSE(flip_in_band(0.0, 0.0, band, 0.0, kNaN));
+  CHECK_FALSE(flip_in_band(0.0, 0.0, band, kInf, kInf));
+  CHECK_FALSE(flip_in_band(0.0, 0.0, band));               // neither (dumps and traces before boundaries)
+  // Boundaries judge only a tie on both sides; every other case is as before.
+  CHECK_FALSE(flip_in_band(0.0, 0.5, band, 0.0, 0.0));     // the engine is clearly not tied
+  CHECK_FALSE(flip_in_band(2e-5, 0.0, band, 0.0, 0.0));    // the reference is clearly not tied
+  CHECK(flip_in_band(0.0, 3e-6, band, 0.0, 1.0));          // a near-tie on the engine's side
+
+  // Indexer rows of k = 2: row 1 flips, both sides tied there (margin 0).
+  const std::vector<float> reference = {0, 1, 2, 3, 4, 5};
+  const std::vector<float> engine = {0, 1, 2, 4, 4, 5};
+  const std::vector<float> tied = {1.0f, 0.0f, 1.0f};
+  auto judge = [&](std::vector<float> engine_boundary, std::vector<float> reference_boundary) {
+    return compare_decisions("indexer.1.selected", {engine, tied, {}, std::move(engine_boundary)},
+                             {reference, tied, {}, std::move(reference_boundary)}, 2, band);
+  };
+  SECTION("(a) equal boundaries, different sets: IN-BAND, the stage passes") {
+    StageResult r = judge({0.5f, 0.0f, 0.5f}, {0.5f, 0.0f, 0.5f});
+    REQUIRE(r.flips.size() == 1);
+    CHECK(r.flips[0].position == 1);
+    CHECK(r.flips[0].in_band);
+    CHECK(r.pass);
+    CHECK(r.verdict() == "PASS");
+    CHECK(r.line().find("[pos 1 margin 0 (engine 0) boundary 0 (engine 0) band 1e-05 IN-BAND]") != std::string::npos);
+    const nlohmann::json j = r.to_json()["flips"][0];
+    CHECK(j["boundary"].get<double>() == 0.0);
+    CHECK(j["engine_boundary"].get<double>() == 0.0);
+    CHECK(j["class"] == "IN-BAND");
+    // An in-band flip cuts the comparison there, as any near-tie does.
+    CHECK(first_in_band_flip({r}).position == 1);
+  }
+  SECTION("(b) boundaries further apart than the band: OUT-OF-BAND, the stage fails") {
+    StageResult r = judge({0.5f, 2e-5f, 0.5f}, {0.5f, 0.0f, 0.5f});
+    REQUIRE(r.flips.size() == 1);
+    CHECK_FALSE(r.flips[0].in_band);
+    CHECK(r.flips_out_of_band == 1);
+    CHECK_FALSE(r.pass);
+    CHECK(r.verdict() == "FAIL");
+    CHECK(r.line().find("[pos 1 margin 0 (engine 0) boundary 0 (engine 2e-05) band 1e-05 OUT-OF-BAND]") != std::string::npos);
+    CHECK(r.to_json()["flips"][0]["engine_boundary"].get<double>() == Approx(2e-5));
+  }
+  SECTION("(c) a boundary missing on one side: OUT-OF-BAND, as before boundaries were recorded") {
+    for (const auto& [eb, rb] : {std::pair<std::vector<float>, std::vector<float>>{{0.5f, 0.0f, 0.5f}, {}},
+                                 {{}, {0.5f, 0.0f, 0.5f}},
+                                 {{0.5f, kNaN, 0.5f}, {0.5f, 0.0f, 0.5f}},
+                                 {{}, {}}}) {
+      StageResult r = judge(eb, rb);
+      REQUIRE(r.flips.size() == 1);
+      CHECK_FALSE(r.flips[0].in_band);
+      CHECK_FALSE(r.pass);
+      CHECK(r.line().find("boundary ") != std::string::npos);
+      CHECK(r.line().find("none") != std::string::npos);
+      CHECK(r.to_json()["flips"][0].contains("boundary"));
+    }
+    CHECK(judge({0.5f, 0.0f, 0.5f}, {}).to_json()["flips"][0]["boundary"].is_null());
+  }
+  SECTION("(e) a boundary that is not one value per row is an error, on either side") {
+    loader_test::require_error([&] { judge({0.0f, 0.0f}, {0.5f, 0.0f, 0.5f}); },
+                               {"stage indexer.1.selected", "engine", "2 boundary scores for 3 rows"});
+    loader_test::require_error([&] { judge({0.5f, 0.0f, 0.5f}, {0.5f, 0.0f, 0.5f, 0.0f}); },
+                               {"stage indexer.1.selected", "reference", "4 boundary scores for 3 rows"});
+    try {
+      judge({0.0f}, {});
+      FAIL("a boundary of 1 value for 3 rows was accepted");
+    } catch (const Error& e) {
+      CHECK_FALSE(e.hint().empty());
+    }
+  }
 }
 
 TEST_CASE("a decision's near-tie band is relative to its stage's scale, as rel_to_max is to a stage's largest value",

@@ -2,6 +2,8 @@
 // and core attention over window + compressed entries with the sink, then the grouped output.
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <numeric>
 
 #include "engine/cpu_gemm.h"
@@ -109,6 +111,12 @@ float selection_margin(std::vector<float> scores, int64_t k) {
   return scores[k - 1] - scores[k];
 }
 
+float selection_boundary(std::vector<float> scores, int64_t k) {
+  if (static_cast<int64_t>(scores.size()) <= k || k <= 0) return std::numeric_limits<float>::quiet_NaN();
+  std::nth_element(scores.begin(), scores.begin() + (k - 1), scores.end(), std::greater<float>());
+  return scores[k - 1];
+}
+
 float selection_scale(const std::vector<float>& scores) {
   float m = 0.0f;
   for (float v : scores) m = std::max(m, std::fabs(v));
@@ -155,7 +163,7 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
     ar.linear(x.data(), T, D, lw.idx_weights, Hi, wi.data());
     const float softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(di)));
     const float weight_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Hi)));
-    std::vector<float> sel_trace(T * K, -1.0f), margin_trace(T), scale_trace(T);
+    std::vector<float> sel_trace(T * K, -1.0f), margin_trace(T), scale_trace(T), boundary_trace(T);
     for (int64_t t = 0; t < T; ++t) {
       const int64_t visible = (pos0 + t + 1) / m;
       for (int64_t h = 0; h < Hi; ++h) {
@@ -177,12 +185,14 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
       selected[t] = topk_lower_index(scores, K);
       std::sort(selected[t].begin(), selected[t].end());
       for (size_t i = 0; i < selected[t].size(); ++i) sel_trace[t * K + i] = static_cast<float>(selected[t][i]);
+      boundary_trace[t] = selection_boundary(scores, K);
       margin_trace[t] = selection_margin(scores, K);
       scale_trace[t] = selection_scale(scores);
     }
     trace_put(trace, "indexer." + std::to_string(layer) + ".selected", {T, K}, std::move(sel_trace));
     trace_put(trace, "indexer." + std::to_string(layer) + ".margin", {T}, std::move(margin_trace));
     trace_put(trace, "indexer." + std::to_string(layer) + ".scale", {T}, std::move(scale_trace));
+    trace_put(trace, "indexer." + std::to_string(layer) + ".boundary", {T}, std::move(boundary_trace));
   }
 
   // Core attention per query: window rows, then compressed entries, one softmax with the sink.

@@ -125,6 +125,9 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
 std::vector<int64_t> topk_lower_index(const std::vector<float>& scores, int64_t k);
 // k-th largest minus (k+1)-th largest (inf when there is no (k+1)-th).
 float selection_margin(std::vector<float> scores, int64_t k);
+// The k-th largest: the score at which a tie at the selection boundary sits (NaN when there is no
+// (k+1)-th, as selection_margin is inf then: nothing is left out, no tie can flip a selection).
+float selection_boundary(std::vector<float> scores, int64_t k);
 // The largest |score|: the scale a selection's near-tie band is relative to (docs/parity.md).
 float selection_scale(const std::vector<float>& scores);
 void trace_put(ForwardTrace* trace, const std::string& name, std::vector<int64_t> shape, std::vector<float> values);

@@ -77,7 +77,8 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
   const int64_t k = cfg.num_experts_per_tok;
   std::vector<float> logits(T * E);
   ar.linear(x.data(), T, D, lw.gate, E, logits.data());  // router: f32 (an f32 island)
-  std::vector<float> experts_trace(T * k), margin_trace(T, std::numeric_limits<float>::infinity()), scale_trace(T);
+  std::vector<float> experts_trace(T * k), margin_trace(T, std::numeric_limits<float>::infinity()), scale_trace(T),
+      boundary_trace(T, std::numeric_limits<float>::quiet_NaN());
   std::vector<float> routed(D), eo(D), shared(D);
   out.assign(T * D, 0.0f);
   const int64_t row_off = MEMRA_FAULT("hash_row_off") ? 1 : 0;
@@ -102,6 +103,7 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
       idx = topk_lower_index(sel, k);
       margin_trace[t] = selection_margin(sel, k);
       scale_trace[t] = selection_scale(sel);
+      boundary_trace[t] = selection_boundary(sel, k);
     }
     std::vector<float> wts(k);
     float wsum = 0.0f;
@@ -135,6 +137,7 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
   {
     trace_put(trace, "router." + std::to_string(layer) + ".margin", {T}, std::move(margin_trace));
     trace_put(trace, "router." + std::to_string(layer) + ".scale", {T}, std::move(scale_trace));
+    trace_put(trace, "router." + std::to_string(layer) + ".boundary", {T}, std::move(boundary_trace));
   }
 }
 

@@ -273,8 +273,8 @@ GateResult gate_chunk_semantics(const Model& model, const Backend& mono_backend,
     done = q - seg0 + 1;
     for (const auto& [stage, f] : flips.out_of_band) {
       ++flips_out;
-      g.fail("decision flip in " + stage + " at position " + std::to_string(seg0 + f.position) + ": margin " + format_g(f.margin) +
-             " (engine " + format_g(f.engine_margin) + ") exceeds the band " + format_g(f.band) + ": OUT-OF-BAND");
+      g.fail("decision flip in " + stage + " at position " + std::to_string(seg0 + f.position) + ": " + f.describe() +
+             (f.double_tie() ? ": a tie on both sides not at one boundary: OUT-OF-BAND" : ": OUT-OF-BAND"));
     }
     const double d = max_abs_diff(mrow, crow);
     stream = std::max(stream, d);

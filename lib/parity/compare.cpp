@@ -44,9 +44,22 @@ double StageResult::score_drift_to_band(int64_t from, int64_t to) const {
   return m;
 }
 
-bool flip_in_band(double reference_margin, double engine_margin, double band) {
-  if (reference_margin == 0.0) return engine_margin > 0.0 && engine_margin <= band;  // a tie: the rule decides it
+bool flip_in_band(double reference_margin, double engine_margin, double band, double reference_boundary,
+                  double engine_boundary) {
+  if (reference_margin == 0.0) {  // a tie: the rule decides it
+    if (engine_margin == 0.0)     // tied on both sides: the same tie only when at the same value
+      return std::isfinite(reference_boundary) && std::isfinite(engine_boundary) &&
+             std::fabs(reference_boundary - engine_boundary) <= band;
+    return engine_margin > 0.0 && engine_margin <= band;
+  }
   return reference_margin > 0.0 && reference_margin <= band;
+}
+
+std::string Flip::describe() const {
+  auto g = [](double v) { return std::isnan(v) ? std::string("none") : format_g(v); };
+  std::string s = "margin " + format_g(margin) + " (engine " + format_g(engine_margin) + ")";
+  if (double_tie()) s += " boundary " + g(boundary) + " (engine " + g(engine_boundary) + ")";
+  return s + " band " + format_g(band);
 }
 
 int64_t min_rows_compared(int64_t rows_total) { return rows_total <= 0 ? 0 : (rows_total + 1) / 2; }
@@ -80,9 +93,7 @@ std::string StageResult::line() const {
         s += " ...";
         break;
       }
-      s += "  [pos " + std::to_string(f.position) + " margin " + format_g(f.margin) + " (engine " + format_g(f.engine_margin) +
-           ") band " + format_g(f.band) +
-           (f.in_band ? " IN-BAND" : " OUT-OF-BAND") + "]";
+      s += "  [pos " + std::to_string(f.position) + " " + f.describe() + (f.in_band ? " IN-BAND" : " OUT-OF-BAND") + "]";
     }
   }
   return s;
@@ -106,9 +117,15 @@ nlohmann::json StageResult::to_json() const {
   } else {
     j["flips_out_of_band"] = flips_out_of_band;
     nlohmann::json fl = nlohmann::json::array();
-    for (const Flip& f : flips)
-      fl.push_back({{"position", f.position}, {"reference", f.reference}, {"engine", f.engine}, {"margin", f.margin},
-                    {"engine_margin", f.engine_margin}, {"band", f.band}, {"class", f.in_band ? "IN-BAND" : "OUT-OF-BAND"}});
+    for (const Flip& f : flips) {
+      nlohmann::json fj = {{"position", f.position}, {"reference", f.reference}, {"engine", f.engine}, {"margin", f.margin},
+                           {"engine_margin", f.engine_margin}, {"band", f.band}, {"class", f.in_band ? "IN-BAND" : "OUT-OF-BAND"}};
+      if (f.double_tie()) {  // what a tie on both sides was judged by (null: not recorded)
+        fj["boundary"] = std::isnan(f.boundary) ? nlohmann::json(nullptr) : nlohmann::json(f.boundary);
+        fj["engine_boundary"] = std::isnan(f.engine_boundary) ? nlohmann::json(nullptr) : nlohmann::json(f.engine_boundary);
+      }
+      fl.push_back(std::move(fj));
+    }
     j["flips"] = fl;
     if (score_drift_to_band() >= 0) j["score_drift_to_band"] = score_drift_to_band();
   }
@@ -172,6 +189,14 @@ StageResult compare_decisions(const std::string& name, const DecisionRows& engin
   r.name = name;
   r.kind = "decisions";
   r.rows = r.rows_total = static_cast<int64_t>(reference.selected.size()) / k;
+  auto check_boundary = [&](const DecisionRows& d, const char* side) {  // sizes are hostile
+    if (!d.boundary.empty() && static_cast<int64_t>(d.boundary.size()) != r.rows)
+      throw Error("stage " + name + ": the " + side + " recorded " + std::to_string(d.boundary.size()) + " boundary scores for " +
+                      std::to_string(r.rows) + " rows",
+                  "a decision stage records one boundary score (its k-th largest score) per row, or none");
+  };
+  check_boundary(engine, "engine");
+  check_boundary(reference, "reference");
   const double band = decision_band_at(relative_band, reference.scale, engine.scale);
   r.score_drift.assign(r.rows, -1);
   auto at = [](const std::vector<float>& v, int64_t t, double missing) {
@@ -189,7 +214,8 @@ StageResult compare_decisions(const std::string& name, const DecisionRows& engin
     r.score_drift[t] = a == b && rs >= 0 && es >= 0 && band > 0 ? std::fabs(es - rs) / band : -1;
     if (a == b) continue;
     const double m = at(reference.margin, t, INFINITY), em = at(engine.margin, t, INFINITY);
-    Flip f{t, b, a, m, em, band, flip_in_band(m, em, band)};
+    const double bd = at(reference.boundary, t, NAN), ebd = at(engine.boundary, t, NAN);
+    Flip f{t, b, a, m, em, band, flip_in_band(m, em, band, bd, ebd), bd, ebd};
     if (!f.in_band) ++r.flips_out_of_band;
     r.flips.push_back(f);
   }

@@ -1,10 +1,11 @@
 // Stage comparisons for parity (docs/parity.md): numeric stages (max abs diff with its index and
 // both values, relative-to-max, top-1 agreement for logits) and discrete decisions (router expert
-// sets, indexer selections) whose flips are judged against both sides' selection margins. Every
-// stage reports how many rows it compared out of how many it has; a stage that compared fewer than
-// its floor is INCONCLUSIVE, never a PASS.
+// sets, indexer selections) whose flips are judged against both sides' selection margins (and, for
+// a tie on both sides, their boundary scores). Every stage reports how many rows it compared out
+// of how many it has; a stage that compared fewer than its floor is INCONCLUSIVE, never a PASS.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -42,13 +43,30 @@ struct Flip {
   double engine_margin;                     // the engine's (inf when it has none, e.g. hash routing)
   double band;                              // the stage's near-tie band (decision_band_at)
   bool in_band;
+  // Both sides' boundary scores (the k-th largest, where a tie sits; NaN: not recorded).
+  double boundary = std::numeric_limits<double>::quiet_NaN();
+  double engine_boundary = std::numeric_limits<double>::quiet_NaN();
+
+  bool double_tie() const { return margin == 0.0 && engine_margin == 0.0; }
+  // "margin M (engine E) band B", with "boundary X (engine Y)" before the band for a double tie
+  // ("none" for a boundary not recorded): what the flip was judged by.
+  std::string describe() const;
 };
 
 // Whether a flip is a legitimate near-tie: the reference's margin is within the band and above 0.
 // A reference margin of exactly 0 is a tie that the lower-index rule (docs/architecture.md §5)
-// decides identically on both sides, so a flip there means the tie rule differs: OUT-OF-BAND,
-// unless the engine's values are not tied (0 < engine margin <= band).
-bool flip_in_band(double reference_margin, double engine_margin, double band);
+// decides identically on both sides when both see the same tied entries, so a flip there is
+// OUT-OF-BAND, with two exceptions:
+// - the engine's values are not tied (0 < engine margin <= band): a near-tie on its side;
+// - both sides are tied (engine margin 0 too) and both recorded their boundary score (the k-th
+//   largest, the value the tie sits at), and the two boundaries agree within the band: both tie at
+//   the same value, and which entries join the tie is rounding (the indexer's ReLU makes many
+//   scores exactly 0, and an entry at 1e-9 on one side can be exactly 0 on the other).
+// A boundary not recorded (NaN; dumps and traces made before boundaries were) keeps a double tie
+// OUT-OF-BAND, as does one that differs by more than the band.
+bool flip_in_band(double reference_margin, double engine_margin, double band,
+                  double reference_boundary = std::numeric_limits<double>::quiet_NaN(),
+                  double engine_boundary = std::numeric_limits<double>::quiet_NaN());
 
 // The fewest rows a stage with `rows_total` rows must compare to count: half of them (rounded up),
 // at least 1. Fewer (after an in-band flip cut the comparison short) is INCONCLUSIVE.
@@ -90,12 +108,15 @@ StageResult compare_values(const std::string& name, const std::vector<float>& go
                            double tolerance, int64_t row_width = 0);
 
 // One side of a decision stage: per row a set of width k (values < 0 are padding), the selection
-// margin (k-th minus (k+1)-th score; missing: inf, no near-tie can be claimed) and the scale
-// (largest |score|; missing: see decision_band_at).
+// margin (k-th minus (k+1)-th score; missing: inf, no near-tie can be claimed), the scale
+// (largest |score|; missing: see decision_band_at) and the boundary (the k-th largest score, where
+// a tie sits; empty: none recorded, a NaN row: that row's unknown; see flip_in_band). A boundary
+// is one value per row or none: any other length is an Error.
 struct DecisionRows {
   std::vector<float> selected;
   std::vector<float> margin;
   std::vector<float> scale;
+  std::vector<float> boundary = {};
 };
 
 // rows = rows_total = the row count; `relative_band` is Tolerance::decision_band. Rows before

@@ -1,6 +1,8 @@
 // Decision logs: gathering router and indexer decisions across forward calls (see decision_log.h).
 #include "parity/decision_log.h"
 
+#include <limits>
+
 #include "core/error.h"
 
 namespace memra {
@@ -21,9 +23,25 @@ void DecisionLog::append(const ForwardTrace& trace) {
   };
   for (DecisionStage& s : stages_) {
     const std::string prefix = s.name.substr(0, s.name.rfind('.') + 1);
+    const size_t rows_before = s.rows.selected.size() / static_cast<size_t>(s.k);
     take(s.name, s.rows.selected);
     take(prefix + "margin", s.rows.margin);
     take(prefix + "scale", s.rows.scale);
+    // The boundary stays one value per row of the log, or none: a call without one (a backend
+    // that does not trace it) adds NaN rows (unknown) once any call has recorded one.
+    const size_t rows_added = s.rows.selected.size() / static_cast<size_t>(s.k) - rows_before;
+    const float unknown = std::numeric_limits<float>::quiet_NaN();
+    auto it = trace.arrays.find(prefix + "boundary");
+    if (it != trace.arrays.end()) {
+      if (it->second.size() != rows_added)
+        throw Error("trace of " + s.name + ": " + std::to_string(it->second.size()) + " boundary scores for " +
+                        std::to_string(rows_added) + " rows",
+                    "a backend traces one boundary score (the k-th largest score) per decision row");
+      s.rows.boundary.resize(rows_before, unknown);
+      s.rows.boundary.insert(s.rows.boundary.end(), it->second.begin(), it->second.end());
+    } else if (!s.rows.boundary.empty()) {
+      s.rows.boundary.resize(rows_before + rows_added, unknown);
+    }
   }
 }
 

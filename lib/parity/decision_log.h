@@ -22,7 +22,9 @@ class DecisionLog {
  public:
   // Every decision stage the config has, in causal order (per layer: indexer, then router).
   explicit DecisionLog(const ModelConfig& config);
-  // Appends one call's rows; a stage (or margin, scale) the trace lacks adds nothing.
+  // Appends one call's rows; a stage (or margin, scale) the trace lacks adds nothing. A boundary
+  // (`P.boundary`) is kept one per row once any call traced one (NaN rows for calls without); a
+  // trace whose boundary length differs from its selection's rows is an Error.
   void append(const ForwardTrace& trace);
   const std::vector<DecisionStage>& stages() const { return stages_; }
 

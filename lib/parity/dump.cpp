@@ -126,6 +126,16 @@ std::map<std::string, std::vector<int64_t>> predicted_dump_shapes(const ModelCon
   return s;
 }
 
+std::map<std::string, std::vector<int64_t>> optional_dump_shapes(const ModelConfig& c, int64_t T) {
+  std::map<std::string, std::vector<int64_t>> s;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string L = std::to_string(l);
+    if (c.mlp_layer_types[l] == MlpKind::kLearned) s["router." + L + ".boundary"] = {T};
+    if (c.layer_types[l] == LayerKind::kCSA) s["indexer." + L + ".boundary"] = {T};
+  }
+  return s;
+}
+
 std::vector<std::string> dump_input_files(const std::string& dir) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
@@ -269,14 +279,24 @@ DumpValidation ReferenceDump::validate(const ModelConfig& config, const std::set
                         " of stage " + family + " (" + list + ")" +
                         (family == "tokens" ? "" : "; to compare only the stages it has, name them with --stages"));
   }
+  // Optional arrays: checked when the manifest lists them (a family --stages leaves out too: the
+  // decisions of every stage take part in finding the cut), nothing said when it does not.
+  const auto optional = optional_dump_shapes(config, tokens_);
+  for (const auto& [name, shape] : optional)
+    if (arrays.contains(name)) check_dump_array(name, &arrays[name], data_->find(name), shape, DType::kF32, false, data_file, v);
   for (auto it = arrays.begin(); it != arrays.end(); ++it)
-    if (!predicted.count(it.key())) v.arrays.push_back({printable(it.key()), "unexpected", "not predicted by the config; not compared"});
+    if (!predicted.count(it.key()) && !optional.count(it.key()))
+      v.arrays.push_back({printable(it.key()), "unexpected", "not predicted by the config; not compared"});
   v.refused = !v.reasons.empty();
   return v;
 }
 
 bool ReferenceDump::has(const std::string& name) const { return data_->find(name) != nullptr; }
 std::vector<float> ReferenceDump::f32(const std::string& name) const { return tensor_to_f32(data_->get(name)); }
+std::vector<float> ReferenceDump::optional_f32(const std::string& name) const {
+  const json& arrays = manifest_["arrays"];
+  return arrays.contains(name) && has(name) ? f32(name) : std::vector<float>{};
+}
 std::vector<int64_t> ReferenceDump::ints(const std::string& name) const { return tensor_to_i64(data_->get(name)); }
 std::vector<int64_t> ReferenceDump::shape(const std::string& name) const { return data_->get(name).shape; }
 

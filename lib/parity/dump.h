@@ -77,6 +77,9 @@ class ReferenceDump {
 
   bool has(const std::string& name) const;
   std::vector<float> f32(const std::string& name) const;      // F32 (or F64) array as f32
+  // An optional array (optional_dump_shapes) as f32 when the manifest lists it (validate() checked
+  // its shape, dtype and hash), else empty: a dump made before the array existed.
+  std::vector<float> optional_f32(const std::string& name) const;
   std::vector<int64_t> ints(const std::string& name) const;   // I32/I64 array
   std::vector<int64_t> shape(const std::string& name) const;
 
@@ -104,5 +107,10 @@ void check_dump_array(const std::string& name, const nlohmann::json* entry, cons
 
 // The shapes the config predicts for a dump of T tokens (incremental prefix P, or -1).
 std::map<std::string, std::vector<int64_t>> predicted_dump_shapes(const ModelConfig& config, int64_t T, int64_t P);
+// Arrays a dump may carry (F32): each decision stage's boundary score per row, `router.L.boundary`
+// (learned layers) and `indexer.L.boundary` (CSA) [T], the k-th largest score (docs/parity.md §4).
+// Absent: unknown (dumps made before them). Present: checked like any predicted array, a wrong
+// shape, dtype or hash REFUSES the dump.
+std::map<std::string, std::vector<int64_t>> optional_dump_shapes(const ModelConfig& config, int64_t T);
 
 }  // namespace memra

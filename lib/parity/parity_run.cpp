@@ -81,7 +81,7 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
   shape.logits_rows = T;
   shape.device = backend.realization().device;
   shape.other_bytes = mul_checked(mul_checked(static_cast<uint64_t>(T), static_cast<uint64_t>(cfg.num_hidden_layers), "parity traces"),
-                                  static_cast<uint64_t>(cfg.hc_mult * cfg.hidden_size + 2 * cfg.num_experts_per_tok + cfg.index_topk + 4) * sizeof(float),
+                                  static_cast<uint64_t>(cfg.hc_mult * cfg.hidden_size + 2 * cfg.num_experts_per_tok + cfg.index_topk + 6) * sizeof(float),
                                   "parity traces");
   require_fits(plan_memory(cfg, shape, model_resident_bytes(model, shape.device)), default_memory_limit(),
                "parity over the dump's " + std::to_string(T) + " tokens");
@@ -106,15 +106,18 @@ ParityRun run_parity(const Model& model, const Backend& backend, const std::stri
   std::vector<StageResult> decisions;  // every decision stage the dump has
   std::vector<bool> judged;            // … and whether it is one the run reports
   // The band of a row scales with the engine's traced scale (dumps carry no scale; both sides'
-  // largest |score| agree to within the drift the band allows).
+  // largest |score| agree to within the drift the band allows). Boundaries (a tie on both sides,
+  // flip_in_band) come from the engine's trace and, where the dump carries them, the dump.
   auto add_decisions = [&](const std::string& family, const std::string& prefix, const std::string& sel, int64_t k) {
     if (!dump.has(prefix + sel)) return;  // validation refused this when the family is wanted
     const std::string margin = prefix + "margin";
     const std::vector<int64_t> ref = dump.ints(prefix + sel);
     decisions.push_back(compare_decisions(prefix + sel,
-                                          {trace.arrays[prefix + sel], trace.arrays[margin], trace.arrays[prefix + "scale"]},
+                                          {trace.arrays[prefix + sel], trace.arrays[margin], trace.arrays[prefix + "scale"],
+                                           trace.arrays[prefix + "boundary"]},
                                           {std::vector<float>(ref.begin(), ref.end()),
-                                           dump.has(margin) ? dump.f32(margin) : std::vector<float>{}, {}},
+                                           dump.has(margin) ? dump.f32(margin) : std::vector<float>{}, {},
+                                           dump.optional_f32(prefix + "boundary")},
                                           k, tol.decision_band));
     judged.push_back(wanted(family));
   };
