@@ -36,6 +36,7 @@
 #include "options.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/hash.h"
 #include "engine/backend.h"
 #include "engine/decode_state.h"
 #include "format/token_list.h"
@@ -368,6 +369,9 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                              {"step_ms", step_s * 1e3},
                              {"step_ms_without_graphs", steps_s[0] * 1e3},
                              {"graphs_bits_equal", graph_bits},
+                             // every step's logits, hashed: two builds or settings that claim the same
+                             // bits (a kernel change of the exact realization) must print the same value
+                             {"logits_xxh3", xxh3_128(logits[1].data(), logits[1].size() * sizeof(float)).hex()},
                              {"ms_per_layer_token", step_s * 1e3 / L},
                              {"floor_bytes", f.bytes},
                              {"floor_ms", f.ms},

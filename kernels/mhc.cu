@@ -28,8 +28,8 @@ constexpr int kMaxMix = (2 + kMaxHc) * kMaxHc;
 // rsqrt(mean(X²) + eps) of one row's n·D stream values.
 __device__ float stream_rms(const float* Xt, int nD, float eps, float* scratch) {
   // The same thread-strided chain, its loads issued kBatch at a time: a lone block (a decode row)
-  // is bound by load latency, not bandwidth.
-  constexpr int kBatch = 16;
+  // is bound by load latency, not bandwidth (V4-Flash: 64 values per thread, two round trips).
+  constexpr int kBatch = 32;
   float ss = 0.0f;
   int i = threadIdx.x;
   for (; i + (kBatch - 1) * kBlock < nD; i += kBatch * kBlock) {
@@ -79,20 +79,32 @@ __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const in
     const int e = e0 + lane + t * kWarp;
     xr[t] = e < e1 ? Xt[e] * r : 0.0f;
   }
-  for (int i = warp; i < M; i += kWarps) {
-    const float* f = fn + static_cast<int64_t>(i) * nD;
-    float fv[kPer];
+  // The warp's values i = warp, warp + kWarps, … go kValBatch at a time, all their weights loaded
+  // before the first chain: one round trip to memory per batch instead of one per value.
+  constexpr int kValBatch = 4;
+  for (int i0 = warp; i0 < M; i0 += kWarps * kValBatch) {
+    float fv[kValBatch][kPer];
 #pragma unroll
-    for (int t = 0; t < kPer; ++t) {
-      const int e = e0 + lane + t * kWarp;
-      fv[t] = e < e1 ? f[e] : 0.0f;
+    for (int b = 0; b < kValBatch; ++b) {
+      const int i = i0 + b * kWarps;
+      const float* f = fn + static_cast<int64_t>(i < M ? i : 0) * nD;
+#pragma unroll
+      for (int t = 0; t < kPer; ++t) {
+        const int e = e0 + lane + t * kWarp;
+        fv[b][t] = i < M && e < e1 ? f[e] : 0.0f;
+      }
     }
-    float acc = 0.0f;
 #pragma unroll
-    for (int t = 0; t < kPer; ++t)
-      if (e0 + lane + t * kWarp < e1) acc = __fmaf_rn(xr[t], fv[t], acc);
-    acc = warp_sum(acc);
-    if (lane == 0) partial[(static_cast<int64_t>(blockIdx.x) * M + i) * S + s] = acc;
+    for (int b = 0; b < kValBatch; ++b) {
+      const int i = i0 + b * kWarps;
+      if (i >= M) break;  // warp-uniform
+      float acc = 0.0f;
+#pragma unroll
+      for (int t = 0; t < kPer; ++t)
+        if (e0 + lane + t * kWarp < e1) acc = __fmaf_rn(xr[t], fv[b][t], acc);
+      acc = warp_sum(acc);
+      if (lane == 0) partial[(static_cast<int64_t>(blockIdx.x) * M + i) * S + s] = acc;
+    }
   }
 }
 
@@ -106,7 +118,7 @@ __global__ void __launch_bounds__(kBlock) hc_rms_kernel(const float* X, int nD, 
 
 // mix[i] from the slices' partials, s ascending (one thread per value).
 __device__ void gather_mix(const float* partial, int row, int M, int S, float* mix) {
-  constexpr int kBatch = 8;  // loads in flight per thread; the sum stays s-ascending
+  constexpr int kBatch = 32;  // loads in flight per thread (a decode row's 32 slices: one round trip); s-ascending
   for (int i = threadIdx.x; i < M; i += kBlock) {
     const float* p = partial + (static_cast<int64_t>(row) * M + i) * S;
     float acc = 0.0f;
@@ -148,6 +160,34 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + eps;
     a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
   }
+  __syncthreads();  // pre[] for the collapse
+  // The collapse x[i] = Σ_j pre[j]·X[j, i] (j ascending): with the Sinkhorn in one warp (n·n ≤ 32)
+  // the other warps take it meanwhile; each element's chain is the same whichever thread runs it.
+  float* xt = a.x + static_cast<int64_t>(t) * D;
+  auto collapse = [&](int first, int stride) {
+    constexpr int kU = 4;  // elements per thread with their n loads in flight together
+    int i = first;
+    for (; i + (kU - 1) * stride < D; i += kU * stride) {
+      float xs[kU][kMaxHc];
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+#pragma unroll
+        for (int j = 0; j < kMaxHc; ++j) xs[u][j] = j < n ? Xt[static_cast<int64_t>(j) * D + i + u * stride] : 0.0f;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kMaxHc; ++j)
+          if (j < n) s = __fmaf_rn(pre[j], xs[u][j], s);
+        xt[i + u * stride] = s;
+      }
+    }
+    for (; i < D; i += stride) {
+      float s = 0.0f;
+      for (int j = 0; j < n; ++j) s = __fmaf_rn(pre[j], Xt[static_cast<int64_t>(j) * D + i], s);
+      xt[i] = s;
+    }
+  };
   // Element (j, k)'s pass: v /= (its row's or column's sum, in order) + eps. `element` reads the
   // matrix as it stood before the pass (a warp's lanes through shuffles for n ≤ 5, else shared
   // memory between two block barriers).
@@ -174,7 +214,11 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     for (int jj = 0; jj < n; ++jj) s += element(jj, k);
     return s;
   };
-  if (in_warp ? threadIdx.x < kWarp : true) {  // the warp form runs on warp 0 alone
+  if (in_warp && threadIdx.x >= kWarp) {
+    collapse(threadIdx.x - kWarp, kBlock - kWarp);
+    return;  // no block barrier follows in the warp form
+  }
+  {  // the warp form runs on warp 0 alone
     if (mine) v = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
     publish();
     float mx = -INFINITY;  // row softmax of the mixing logits, then + eps
@@ -194,13 +238,7 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     }
     if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
   }
-  __syncthreads();
-  float* xt = a.x + static_cast<int64_t>(t) * D;
-  for (int i = threadIdx.x; i < D; i += kBlock) {
-    float s = 0.0f;
-    for (int j = 0; j < n; ++j) s = __fmaf_rn(pre[j], Xt[static_cast<int64_t>(j) * D + i], s);
-    xt[i] = s;
-  }
+  if (!in_warp) collapse(threadIdx.x, kBlock);
 }
 
 __global__ void hc_post_kernel(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D) {

@@ -182,9 +182,13 @@ RopeParams yarn_params() {
 }
 
 void test_norm_rope(Rng& rng, Report& rep) {
-  const int R = 37, segs = 3, width = 80, r = 16;
+  const int r = 16;
   const std::vector<float> inv = rope_inv_freq(yarn_params(), r);
+  // 80: a few values per thread; 4096: V4-Flash's hidden, the most the register path holds; 4104:
+  // the loop path past it.
+  for (const int width : {80, 4096, 4104})
   for (int variant = 0; variant < 3; ++variant) {  // 0: weighted norm, 1: unweighted + rope, 2: weighted + rope
+    const int R = width > 100 ? 5 : 37, segs = 3;
     const bool weighted = variant != 1, rope = variant != 0;
     const std::vector<float> x = rng.normals(static_cast<size_t>(R) * segs * width, 2.0f);
     const std::vector<float> w = rng.normals(width, 0.1f, 1.0f);
@@ -220,7 +224,7 @@ void test_norm_rope(Rng& rng, Report& rep) {
       invariant = std::memcmp(one.download().data(), y.data() + row * segs * width, segs * width * 4) == 0;
     }
     const char* names[] = {"norm weighted", "norm unweighted + rope (query heads)", "norm weighted + rope (kv)"};
-    rep.add(names[variant], worst <= 1.0 && invariant, "err/bound " + fmt("%.3f", worst) + " row-alone bits " + (invariant ? "yes" : "NO"));
+    rep.add(std::string(names[variant]) + " width " + std::to_string(width), worst <= 1.0 && invariant, "err/bound " + fmt("%.3f", worst) + " row-alone bits " + (invariant ? "yes" : "NO"));
   }
   // rope_only (the indexer's queries)
   {
@@ -249,7 +253,8 @@ void test_norm_rope(Rng& rng, Report& rep) {
 
 void test_mhc(Rng& rng, Report& rep) {
   for (int n : {4, 2, 6}) {  // 6: Sinkhorn through shared memory (n·n > 32), the others in one warp
-    for (int D : {128, 100, 1000}) {
+    for (int D : {128, 100, 1000, 4096}) {  // 4096 with n = 4: V4-Flash's streams
+     if (D == 4096 && n != 4) continue;
      for (bool split : {true, false}) {  // the mix over rows × slices blocks (the default), or one block per row
       ModelConfig cfg;
       cfg.hc_mult = n;
