@@ -410,6 +410,8 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
             im.insert(im.end(), lt.indexer_margin.begin() + r0, lt.indexer_margin.begin() + r0 + T);
             auto& is = tr->arrays["indexer." + L + ".scale"];
             is.insert(is.end(), lt.indexer_scale.begin() + r0, lt.indexer_scale.begin() + r0 + T);
+            auto& ib = tr->arrays["indexer." + L + ".boundary"];
+            ib.insert(ib.end(), lt.indexer_boundary.begin() + r0, lt.indexer_boundary.begin() + r0 + T);
           }
         }
       }

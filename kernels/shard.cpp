@@ -536,11 +536,13 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
       check(cudaStreamSynchronize(stream_), "trace copy (indexer)");
       trace->indexer_margin.resize(R);
       trace->indexer_scale.resize(R);
+      trace->indexer_boundary.resize(R);
       for (int r = 0; r < R; ++r) {
         const int64_t visible = (static_cast<int64_t>(plan_.row_pos[r]) + 1) / w.m;
         std::vector<float> row(sc.begin() + static_cast<int64_t>(r) * ia.score_stride,
                                sc.begin() + static_cast<int64_t>(r) * ia.score_stride + visible);
         trace->indexer_scale[r] = cpu::selection_scale(row);  // the CPU twin's own definitions
+        trace->indexer_boundary[r] = cpu::selection_boundary(row, K);
         trace->indexer_margin[r] = cpu::selection_margin(std::move(row), K);
       }
     }

@@ -47,6 +47,7 @@ struct LayerTrace {
   std::vector<int32_t> selected;      // [rows, K] CSA, −1 padded
   std::vector<float> indexer_margin;  // [rows] CSA
   std::vector<float> indexer_scale;   // [rows] CSA: largest |score|
+  std::vector<float> indexer_boundary;  // [rows] CSA: the k-th largest score, where a tie sits (NaN: ≤ K visible)
 };
 
 class Shard {

@@ -388,8 +388,7 @@ void check_fast(const Model& model, const Backend& cpu, Report& rep, const std::
         if (!fl.in_band) {
           ++flips_out;
           if (out_text.empty())
-            out_text = " first out-of-band decision flip in " + d.name + " at " + std::to_string(fl.position) + " (margin " +
-                       fmt("%.3g", fl.margin) + ", engine " + fmt("%.3g", fl.engine_margin) + ", band " + fmt("%.3g", fl.band) + ")";
+            out_text = " first out-of-band decision flip in " + d.name + " at " + std::to_string(fl.position) + " (" + fl.describe() + ")";
         }
     for (int64_t r = 0; r < P; ++r) {
       const float* x = c.data() + r * V;  // reference row (cpu)
