@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 
+#include "state_test_util.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "engine/cpu_backends.h"
@@ -26,19 +27,13 @@ using namespace memra;
 using loader_test::require_error;
 using loader_test::TempDir;
 
+using memra::test::random_tokens;
+
 namespace {
 
 const Model& tiny() {
   static const Model m = Model::load(std::string(MEMRA_FIXTURES) + "/tiny");
   return m;
-}
-
-std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(2, static_cast<int32_t>(vocab - 1));
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = d(rng);
-  return t;
 }
 
 // The k-th and (k+1)-th largest of `v`, by a full sort (not the engine's selection code).

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "state_test_util.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "engine/cpu_backends.h"
@@ -16,6 +17,8 @@
 
 using namespace memra;
 
+using memra::test::random_tokens;
+
 namespace {
 
 const Model& tiny_model(const char* name) {
@@ -23,14 +26,6 @@ const Model& tiny_model(const char* name) {
   auto& slot = cache[name];
   if (!slot) slot = std::make_unique<Model>(Model::load(std::string(MEMRA_FIXTURES) + "/" + name));
   return *slot;
-}
-
-std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(2, static_cast<int32_t>(vocab - 1));
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = d(rng);
-  return t;
 }
 
 // Names the first class whose bits differ ("" when all equal).

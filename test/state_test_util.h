@@ -15,6 +15,15 @@
 
 namespace memra::test {
 
+// n tokens in [2, vocab) from a seeded generator (ids 0 and 1 are left to BOS/EOS).
+inline std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(2, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = d(rng);
+  return t;
+}
+
 // tiny-a's layer schedule (sliding, CSA 4, HCA 16, CSA 4) at small widths.
 inline ModelConfig synthetic_config(int64_t d = 8, int64_t W = 16, int64_t di = 4, int64_t V = 32) {
   ModelConfig c;
