@@ -542,8 +542,9 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
         std::vector<float> row(sc.begin() + static_cast<int64_t>(r) * ia.score_stride,
                                sc.begin() + static_cast<int64_t>(r) * ia.score_stride + visible);
         trace->indexer_scale[r] = cpu::selection_scale(row);  // the CPU twin's own definitions
-        trace->indexer_boundary[r] = cpu::selection_boundary(row, K);
-        trace->indexer_margin[r] = cpu::selection_margin(std::move(row), K);
+        const cpu::SelectionEdge edge = cpu::selection_edge(std::move(row), K);
+        trace->indexer_boundary[r] = edge.boundary;
+        trace->indexer_margin[r] = edge.margin;
       }
     }
     aa.selected = selected_.get();

@@ -104,17 +104,13 @@ std::vector<int64_t> topk_lower_index(const std::vector<float>& scores, int64_t 
   return idx;
 }
 
-// k-th largest minus (k+1)-th largest (inf when there is no (k+1)-th).
-float selection_margin(std::vector<float> scores, int64_t k) {
-  if (static_cast<int64_t>(scores.size()) <= k || k <= 0) return std::numeric_limits<float>::infinity();
-  std::sort(scores.begin(), scores.end(), std::greater<float>());
-  return scores[k - 1] - scores[k];
-}
-
-float selection_boundary(std::vector<float> scores, int64_t k) {
-  if (static_cast<int64_t>(scores.size()) <= k || k <= 0) return std::numeric_limits<float>::quiet_NaN();
+SelectionEdge selection_edge(std::vector<float> scores, int64_t k) {
+  if (static_cast<int64_t>(scores.size()) <= k || k <= 0)
+    return {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()};
+  // The k-th largest in place; everything after it is not larger, so the (k+1)-th is their maximum.
   std::nth_element(scores.begin(), scores.begin() + (k - 1), scores.end(), std::greater<float>());
-  return scores[k - 1];
+  const float kth = scores[k - 1];
+  return {kth, kth - *std::max_element(scores.begin() + k, scores.end())};
 }
 
 float selection_scale(const std::vector<float>& scores) {
@@ -185,9 +181,12 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
       selected[t] = topk_lower_index(scores, K);
       std::sort(selected[t].begin(), selected[t].end());
       for (size_t i = 0; i < selected[t].size(); ++i) sel_trace[t * K + i] = static_cast<float>(selected[t][i]);
-      boundary_trace[t] = selection_boundary(scores, K);
-      margin_trace[t] = selection_margin(scores, K);
-      scale_trace[t] = selection_scale(scores);
+      if (trace) {  // only traces read them: an untraced forward pays no per-row selection
+        const SelectionEdge edge = selection_edge(scores, K);
+        boundary_trace[t] = edge.boundary;
+        margin_trace[t] = edge.margin;
+        scale_trace[t] = selection_scale(scores);
+      }
     }
     trace_put(trace, "indexer." + std::to_string(layer) + ".selected", {T, K}, std::move(sel_trace));
     trace_put(trace, "indexer." + std::to_string(layer) + ".margin", {T}, std::move(margin_trace));

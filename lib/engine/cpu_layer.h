@@ -123,11 +123,16 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
 
 // Top-k with ties broken by the lower index (docs/architecture.md §5); ids in selection order.
 std::vector<int64_t> topk_lower_index(const std::vector<float>& scores, int64_t k);
-// k-th largest minus (k+1)-th largest (inf when there is no (k+1)-th).
-float selection_margin(std::vector<float> scores, int64_t k);
-// The k-th largest: the score at which a tie at the selection boundary sits (NaN when there is no
-// (k+1)-th, as selection_margin is inf then: nothing is left out, no tie can flip a selection).
-float selection_boundary(std::vector<float> scores, int64_t k);
+// A top-k selection's edge, from one partial selection of a copy: `boundary` = the k-th largest
+// score, where a tie at the selection boundary sits, and `margin` = the k-th minus the (k+1)-th.
+// Nothing left out (no (k+1)-th): {NaN, inf}, no tie or near-tie can flip the selection.
+struct SelectionEdge {
+  float boundary;
+  float margin;
+};
+SelectionEdge selection_edge(std::vector<float> scores, int64_t k);
+inline float selection_margin(std::vector<float> scores, int64_t k) { return selection_edge(std::move(scores), k).margin; }
+inline float selection_boundary(std::vector<float> scores, int64_t k) { return selection_edge(std::move(scores), k).boundary; }
 // The largest |score|: the scale a selection's near-tie band is relative to (docs/parity.md).
 float selection_scale(const std::vector<float>& scores);
 void trace_put(ForwardTrace* trace, const std::string& name, std::vector<int64_t> shape, std::vector<float> values);

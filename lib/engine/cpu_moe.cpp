@@ -101,9 +101,12 @@ void moe(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, i
       std::vector<float> sel(E);
       for (int64_t e = 0; e < E; ++e) sel[e] = score[e] + lw.gate_bias[e];
       idx = topk_lower_index(sel, k);
-      margin_trace[t] = selection_margin(sel, k);
-      scale_trace[t] = selection_scale(sel);
-      boundary_trace[t] = selection_boundary(sel, k);
+      if (trace) {  // only traces read them
+        const SelectionEdge edge = selection_edge(sel, k);
+        margin_trace[t] = edge.margin;
+        boundary_trace[t] = edge.boundary;
+        scale_trace[t] = selection_scale(sel);
+      }
     }
     std::vector<float> wts(k);
     float wsum = 0.0f;
