@@ -50,11 +50,13 @@ __device__ __forceinline__ void load_w16(const __half* p, float (&out)[8]) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) out[i] = __half2float(h[i]);
 }
-template <int V>
+// kCg: through L2 only (ld.global.cg), for activations that other blocks of the same launch wrote
+// (the one-row MoE's h): an L1 line fetched earlier for a neighbouring row could hold stale values.
+template <int V, bool kCg = false>
 __device__ __forceinline__ void load_x(const float* p, float (&out)[V]) {
 #pragma unroll
   for (int i = 0; i < V; i += 4) {
-    const float4 v = *reinterpret_cast<const float4*>(p + i);
+    const float4 v = kCg ? __ldcg(reinterpret_cast<const float4*>(p + i)) : *reinterpret_cast<const float4*>(p + i);
     out[i] = v.x, out[i + 1] = v.y, out[i + 2] = v.z, out[i + 3] = v.w;
   }
 }
@@ -126,8 +128,9 @@ __device__ __forceinline__ Row stack_row(const void* base, WScale ws, int64_t e,
   return Row::at(static_cast<const uint8_t*>(base) + e * Row::matrix_bytes(rows, cols), ws, o, cols);
 }
 
-// acc[r] = x[r]·w for r < nr (nr ≤ RB); every lane of the warp returns the same sums.
-template <typename Row, int RB>
+// acc[r] = x[r]·w for r < nr (nr ≤ RB); every lane of the warp returns the same sums. kCg: x read
+// through L2 only (load_x); the order of the sums does not depend on it.
+template <typename Row, int RB, bool kCg = false>
 __device__ __forceinline__ void dot_rows(const float* const (&xr)[RB], int nr, const Row& w, int in, float (&acc)[RB]) {
   constexpr int V = Row::kV;
   const int lane = threadIdx.x % kWarp;
@@ -149,7 +152,7 @@ __device__ __forceinline__ void dot_rows(const float* const (&xr)[RB], int nr, c
       for (int r = 0; r < RB; ++r) {
         if (r < nr) {
           float xf[V];
-          load_x<V>(xr[r] + base, xf);
+          load_x<V, kCg>(xr[r] + base, xf);
 #pragma unroll
           for (int v = 0; v < V; ++v) acc[r] = __fmaf_rn(xf[v], wf[v], acc[r]);
         }
@@ -164,7 +167,7 @@ __device__ __forceinline__ void dot_rows(const float* const (&xr)[RB], int nr, c
           const float wv = w.value(i);
 #pragma unroll
           for (int r = 0; r < RB; ++r)
-            if (r < nr) acc[r] = __fmaf_rn(xr[r][i], wv, acc[r]);
+            if (r < nr) acc[r] = __fmaf_rn(kCg ? __ldcg(xr[r] + i) : xr[r][i], wv, acc[r]);
         }
       }
     }

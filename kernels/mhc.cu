@@ -8,12 +8,16 @@
 //    only; it spreads a decode row's 1.5 MB of fn (V4-Flash: 24 × 16384 f32) over rows × slices
 //    blocks instead of one block per row, which one SM streamed at a fraction of HBM speed;
 //  - Sinkhorn: one thread per matrix element, each sum in the CPU's order (f32 instead of double);
-//  - the collapse / combine: per element, a fixed j-ascending fma chain.
+//  - the collapse / combine: per element, a fixed j-ascending fma chain;
+//  - hc_post_moe: hc_post whose y is the MoE combine (moe.cu's combine_kernel, the same slot-ascending
+//    mul-then-add chain + shared), computed per element where hc_post would load it: one dependent
+//    launch fewer per layer on the decode path, and y is never stored.
 //
-//   hc_mix   grid (rows, slices)          block 256   partials [rows, M, slices]
-//   hc_pre   grid rows                    block 256   (n ≤ kMaxHc)
-//   hc_post  grid ceil(rows·D / 256)      block 256
-//   hc_head  grid out_rows                block 256   (after hc_mix of its M = n values)
+//   hc_mix       grid (rows, slices)          block 256   partials [rows, M, slices]
+//   hc_pre       grid rows                    block 256   (n ≤ kMaxHc)
+//   hc_post      grid ceil(rows·D / 256)      block 256
+//   hc_post_moe  grid ceil(rows·D / 256)      block 256   (eo [rows·k, D], ew [rows, k], shared [rows, D])
+//   hc_head      grid out_rows                block 256   (after hc_mix of its M = n values)
 #include "common.cuh"
 #include "ops.h"
 
@@ -241,24 +245,58 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
   if (!in_warp) collapse(threadIdx.x, kBlock);
 }
 
+// Element (t, i) of hc_post given its y value: one body for hc_post and hc_post_moe, so the two
+// cannot drift apart.
+__device__ __forceinline__ void hc_post_element(float* X, float yv, const float* post, const float* comb, int64_t t,
+                                                int i, int n, int D) {
+  float* Xt = X + t * n * D;
+  const float* C = comb + t * n * n;
+  float xs[kMaxHc];
+#pragma unroll
+  for (int j = 0; j < kMaxHc; ++j) xs[j] = j < n ? Xt[static_cast<int64_t>(j) * D + i] : 0.0f;
+  for (int k = 0; k < n; ++k) {
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kMaxHc; ++j)
+      if (j < n) s = __fmaf_rn(C[j * n + k], xs[j], s);
+    Xt[static_cast<int64_t>(k) * D + i] = post[t * n + k] * yv + s;
+  }
+}
+
 __global__ void hc_post_kernel(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D) {
   const int64_t total = static_cast<int64_t>(rows) * D;
   for (int64_t id = global_thread(); id < total; id += global_stride()) {
     const int64_t t = id / D;
     const int i = static_cast<int>(id % D);
-    float* Xt = X + t * n * D;
-    const float* C = comb + t * n * n;
-    float xs[kMaxHc];
+    hc_post_element(X, y[t * D + i], post, comb, t, i, n, D);
+  }
+}
+
+// hc_post with y[t, i] = moe_combine's value, computed in place of its load: routed from +0 over the
+// slots ascending, each step `routed + eo·ew` (a product and a sum, rounded apart under
+// --fmad=false, as combine_kernel), then + shared. The slots' loads go kSlotBatch at a time ahead of
+// the chain (one round trip for V4-Flash's k = 6); the chain itself is combine_kernel's.
+__global__ void hc_post_moe_kernel(float* X, const float* eo, const float* ew, const float* shared, int k,
+                                   const float* post, const float* comb, int rows, int n, int D) {
+  constexpr int kSlotBatch = 8;
+  const int64_t total = static_cast<int64_t>(rows) * D;
+  for (int64_t id = global_thread(); id < total; id += global_stride()) {
+    const int64_t t = id / D;
+    const int i = static_cast<int>(id % D);
+    float routed = 0.0f;
+    for (int s0 = 0; s0 < k; s0 += kSlotBatch) {
+      float e[kSlotBatch], w[kSlotBatch];
 #pragma unroll
-    for (int j = 0; j < kMaxHc; ++j) xs[j] = j < n ? Xt[static_cast<int64_t>(j) * D + i] : 0.0f;
-    const float yv = y[t * D + i];
-    for (int k = 0; k < n; ++k) {
-      float s = 0.0f;
+      for (int u = 0; u < kSlotBatch; ++u) {
+        const int s = s0 + u;
+        e[u] = s < k ? eo[(t * k + s) * D + i] : 0.0f;
+        w[u] = s < k ? ew[t * k + s] : 0.0f;
+      }
 #pragma unroll
-      for (int j = 0; j < kMaxHc; ++j)
-        if (j < n) s = __fmaf_rn(C[j * n + k], xs[j], s);
-      Xt[static_cast<int64_t>(k) * D + i] = post[t * n + k] * yv + s;
+      for (int u = 0; u < kSlotBatch; ++u)
+        if (s0 + u < k) routed = routed + e[u] * w[u];
     }
+    hc_post_element(X, routed + shared[id], post, comb, t, i, n, D);
   }
 }
 
@@ -328,6 +366,16 @@ cudaError_t hc_post(float* X, const float* y, const float* post, const float* co
   if (rows == 0) return cudaSuccess;
   if (!X || !y || !post || !comb || rows < 0 || n < 1 || n > kMaxHc || D <= 0) return cudaErrorInvalidValue;
   hc_post_kernel<<<elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream>>>(X, y, post, comb, rows, n, D);
+  return cudaGetLastError();
+}
+
+cudaError_t hc_post_moe(float* X, const float* eo, const float* ew, const float* shared, int k, const float* post,
+                        const float* comb, int rows, int n, int D, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (!X || !eo || !ew || !shared || !post || !comb || rows < 0 || k < 1 || n < 1 || n > kMaxHc || D <= 0)
+    return cudaErrorInvalidValue;
+  hc_post_moe_kernel<<<elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream>>>(X, eo, ew, shared, k, post,
+                                                                                                comb, rows, n, D);
   return cudaGetLastError();
 }
 

@@ -10,11 +10,16 @@
 //   group  (1 block)  pairs sorted by (expert, pair), cut into groups of ≤ 8 rows of one expert
 //   up     grid (max_groups, ceil(I/8))  block 256: h = swiglu(x·w1ᵀ, x·w3ᵀ) for the group's rows
 //   down   grid (max_groups, ceil(D/8))  block 256: eo = h·w2ᵀ
+//   one row (a decode step, ExpertsArgs::sync given): one persistent launch instead, up then down
+//   tiles of each pair in one grid (moe_one_row_kernel), no grouping.
 //   Each element is dot_rows (dot_exact.cuh), the same fixed-order dot as linear_exact: a pair's
 //   output does not depend on which other rows share its expert, and equals the per-expert path
 //   (linear_exact on the gathered rows) by bits. Packed experts (FP8/FP4, scales stacked like the
 //   codes) are decoded as they are loaded (dot_exact.cuh stack_row).
 // moe_combine      out = (Σ_{slot asc} eo·ew) + shared, one thread per element.
+#include <algorithm>
+#include <cstdlib>
+
 #include "common.cuh"
 #include "dot_exact.cuh"
 #include "ops.h"
@@ -213,6 +218,86 @@ __global__ void __launch_bounds__(kBlock) moe_down_kernel(ExpertsArgs a) {
   else group_down<Row, kGroupRows>(a, e, o, pair, nr);
 }
 
+// One row (a batch-1 decode step) in one launch. With one row every pair is a group of its own, so
+// the grouping launch is not needed, and up and down run in one persistent grid: item it (blocks
+// take it = blockIdx.x, + gridDim.x, …) is an up tile (pair p, kWarps rows of w1/w3) for it < k·up_tiles,
+// else a down tile (pair p, kDownOuts rows of w2); a down tile starts once all up tiles of its pair
+// have counted themselves done in sync[p]. The three launches cost a decode step ~15 us beyond the
+// weight stream (the group kernel, the up → down boundary, down's 3072 short blocks at 2.9 TB/s:
+// ncu, run 34). A down tile copies its pair's h (written by other blocks: through L2) into shared
+// memory once and its warps take two w2 rows each from there: run 46's version read h per warp
+// through L2 (8 KB per output, 200 MB per step for V4-Flash) and ran 25% slower than the grouped
+// launches. Each element is group_up/group_down's dot for one row (dot_rows_pair: two dot_rows<Row, 1>
+// sequences), so the bits are the grouped launches'.
+// No deadlock: a block takes its items in ascending order and every up item precedes every down
+// item, so a waiting block waits only on up items that blocks not waiting are running; the grid is
+// at most the kernel's resident capacity, so every block gets an SM once other kernels drain.
+// sync [k + 1]: [0, k) up tiles done per pair, [k] blocks finished; the last block to finish zeroes it
+// for the next launch (zeroed at allocation). Dynamic shared memory: I floats.
+constexpr int kDownOuts = 2 * kWarps;  // w2 rows per down tile: two per warp
+
+template <typename Row>
+__global__ void __launch_bounds__(kBlock) moe_one_row_kernel(ExpertsArgs a, int up_tiles, int down_tiles) {
+  extern __shared__ __align__(16) float h_s[];  // [I]: the down tile's pair's h
+  const int k = a.k, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int n_up = k * up_tiles, n_items = n_up + k * down_tiles;
+  int32_t* sync = a.sync;
+  for (int it = blockIdx.x; it < n_items; it += gridDim.x) {
+    if (it < n_up) {
+      const int p = it / up_tiles, i = (it % up_tiles) * kWarps + warp;
+      if (i < a.I) {
+        const int e = a.eid[p];
+        float g, u;
+        dot_rows_pair<Row>(a.x, stack_row<Row>(a.w1, a.s1, e, a.I, a.D, i), stack_row<Row>(a.w3, a.s3, e, a.I, a.D, i),
+                           a.D, g, u);
+        if (lane == 0) {
+          a.h[static_cast<int64_t>(p) * a.I + i] = swiglu_f(g, u, a.limit);
+          __threadfence();  // the value reaches L2 before the count below says so
+        }
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) atomicAdd(&sync[p], 1);
+    } else {
+      const int q = it - n_up, p = q / down_tiles, o = (q % down_tiles) * kDownOuts + 2 * warp;
+      if (threadIdx.x == 0) {
+        const long long start = clock64();
+        while (*reinterpret_cast<volatile int32_t*>(&sync[p]) < up_tiles) {
+          __nanosleep(64);
+          if (clock64() - start > (1ll << 33)) __trap();  // seconds: a broken invariant, not a hang
+        }
+        __threadfence();
+      }
+      __syncthreads();
+      const float* hg = a.h + static_cast<int64_t>(p) * a.I;
+#pragma unroll 4
+      for (int i = threadIdx.x; i < a.I; i += kBlock) h_s[i] = __ldcg(hg + i);  // L2: other blocks wrote it
+      __syncthreads();
+      const int e = a.eid[p];
+      float* eo = a.eo + static_cast<int64_t>(p) * a.D;
+      if (o + 1 < a.D) {
+        float acc0, acc1;
+        dot_rows_pair<Row>(h_s, stack_row<Row>(a.w2, a.s2, e, a.D, a.I, o), stack_row<Row>(a.w2, a.s2, e, a.D, a.I, o + 1),
+                           a.I, acc0, acc1);
+        if (lane == 0) eo[o] = acc0, eo[o + 1] = acc1;
+      } else if (o < a.D) {
+        const float* hr[1] = {h_s};
+        float acc[1];
+        dot_rows<Row, 1>(hr, 1, stack_row<Row>(a.w2, a.s2, e, a.D, a.I, o), a.I, acc);
+        if (lane == 0) eo[o] = acc[0];
+      }
+      __syncthreads();  // h_s is rewritten by this block's next down tile
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&sync[k], 1) == static_cast<int>(gridDim.x) - 1) {
+      for (int p = 0; p <= k; ++p) sync[p] = 0;
+      __threadfence();
+    }
+  }
+}
+
 __global__ void swiglu_kernel(const float* g, const float* u, float* h, int64_t n, float limit) {
   for (int64_t i = global_thread(); i < n; i += global_stride()) h[i] = swiglu_f(g[i], u[i], limit);
 }
@@ -232,8 +317,41 @@ int grid_for(int64_t total) {
   return static_cast<int>(b < 65535 * 8 ? (b > 0 ? b : 1) : 65535 * 8);
 }
 
+// MEMRA_CUDA_MOE_ONE_ROW=0 keeps one-row rounds on the grouped launches (an A/B switch; same bits).
+bool one_row_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("MEMRA_CUDA_MOE_ONE_ROW");
+    return !(v && v[0] == '0');
+  }();
+  return on;
+}
+
+// A one-row round takes the one-row kernel when its counters are given and its h tile fits the
+// default shared memory (V4-Flash: I = 2048, 8 KB).
+bool one_row(const ExpertsArgs& a) {
+  return a.rows == 1 && a.sync && one_row_enabled() && static_cast<size_t>(a.I) * sizeof(float) <= 48 * 1024;
+}
+
+template <typename Row>
+cudaError_t launch_one_row(const ExpertsArgs& a, cudaStream_t stream) {
+  const size_t smem = static_cast<size_t>(a.I) * sizeof(float);
+  int dev = 0, sms = 0, per_sm = 0;
+  cudaError_t err;
+  if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
+      (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+      (err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, moe_one_row_kernel<Row>, kBlock, smem)) != cudaSuccess)
+    return err;
+  if (per_sm < 1) return cudaErrorInvalidConfiguration;
+  const int up_tiles = (a.I + kWarps - 1) / kWarps, down_tiles = (a.D + kDownOuts - 1) / kDownOuts;
+  const int64_t items = static_cast<int64_t>(a.k) * (up_tiles + down_tiles);
+  const int grid = static_cast<int>(std::min<int64_t>(items, static_cast<int64_t>(per_sm) * sms));
+  moe_one_row_kernel<Row><<<grid, kBlock, smem, stream>>>(a, up_tiles, down_tiles);
+  return cudaGetLastError();
+}
+
 template <typename Row>
 cudaError_t launch_experts(const ExpertsArgs& a, int max_groups, cudaStream_t stream) {
+  if (one_row(a)) return launch_one_row<Row>(a, stream);
   moe_up_kernel<Row><<<dim3(max_groups, (a.I + kWarps - 1) / kWarps), kBlock, 0, stream>>>(a);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
@@ -271,9 +389,11 @@ cudaError_t experts_fused(const ExpertsArgs& a, cudaStream_t stream) {
   if (smem > 48 * 1024 || max_groups > 0x7fffffff || (a.I + kWarps - 1) / kWarps > 65535 ||
       (a.D + kWarps - 1) / kWarps > 65535)
     return cudaErrorInvalidValue;
-  moe_group_kernel<<<1, 1024, smem, stream>>>(a.eid, P, a.E, a.pair_order, a.groups, a.n_groups);
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) return err;
+  if (!one_row(a)) {  // the one-row kernel needs no groups
+    moe_group_kernel<<<1, 1024, smem, stream>>>(a.eid, P, a.E, a.pair_order, a.groups, a.n_groups);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
   switch (a.wtype) {
     case WType::kF32: return launch_experts<PlainRow<float>>(a, max_groups, stream);
     case WType::kBF16: return launch_experts<PlainRow<__nv_bfloat16>>(a, max_groups, stream);

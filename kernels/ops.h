@@ -145,6 +145,10 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream);
 // X[t,k,:] = post[t,k]·y[t,:] + Σ_j comb[t,j,k]·X[t,j,:]  in place.
 cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,
                     cudaStream_t stream);
+// hc_post with y = moe_combine(eo, ew, shared) (moe.cu) computed in place, never stored: the bits of
+// moe_combine then hc_post, one launch instead of two.
+cudaError_t hc_post_moe(float* X, const float* eo, const float* ew, const float* shared, int k, const float* post,
+                        const float* comb, int rows, int n, int D, cudaStream_t stream);
 // hc head for the rows listed in `rows_idx` [out_rows]: h [out_rows, D] = Σ_j pre_j X[row, j, :].
 cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n, int D, const float* fn,
                     const float* base, const float* scale, float norm_eps, float hc_eps, float* h, float* partial,
@@ -229,6 +233,14 @@ struct AttentionArgs {
   float* o = nullptr;  // [rows, H·d]
 };
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream);
+// Decode-sized rounds (attention_cluster.cu): one cluster of 8 blocks per (row, group of `heads`
+// heads), the bits of attention(). attention() takes it for rows ≤ kAttentionClusterRows where
+// attention_cluster_ok(a) (d ∈ {64, 128, 256, 512}, shared memory, a cluster-capable device). heads:
+// 4 or 8; 0 = the default, 4 (MEMRA_CUDA_ATTN_CLUSTER=8: 8; =0: never taken by attention()).
+// attention_cluster returns cudaErrorInvalidValue where attention_cluster_ok is false.
+inline constexpr int kAttentionClusterRows = 23;
+bool attention_cluster_ok(const AttentionArgs& a, int heads = 0);
+cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int heads = 0);
 // cuda-fast: the same attention on tensor cores (TF32; attention_fast.cu), for rounds of many rows.
 // Falls back to attention() where attention_fast_ok is false (d not 64/128/256/512, or more keys
 // than its shared memory holds).
@@ -281,6 +293,9 @@ struct ExpertsArgs {
   int32_t* n_groups = nullptr;
   float* h = nullptr;
   float* eo = nullptr;  // out: [rows·k, D] expert outputs, pair p = row·k + slot
+  // [k + 1] counters of the one-row launch, zero before it and left zero after it; null: one-row
+  // rounds take the grouped launches too
+  int32_t* sync = nullptr;
 };
 int experts_max_groups(int rows, int k, int E);
 // The fused path: every selected (row, expert) pair of every row in one launch per stage

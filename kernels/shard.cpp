@@ -203,7 +203,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
                         &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &hh_, &logits_})
     sig.push_back(reinterpret_cast<uint64_t>(f->get()));
-  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_}) sig.push_back(reinterpret_cast<uint64_t>(i->get()));
+  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &moe_sync_}) sig.push_back(reinterpret_cast<uint64_t>(i->get()));
   return sig;
 }
 
@@ -213,7 +213,7 @@ size_t Shard::scratch_bytes() const {
                         &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &xg_, &eg_, &eu_, &eh_,
                         &eoe_, &hh_, &logits_})
     b += f->bytes();
-  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &order_}) b += i->bytes();
+  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &order_, &moe_sync_}) b += i->bytes();
   return b;
 }
 
@@ -296,6 +296,11 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   groups_.ensure(dv, 3 * static_cast<size_t>(experts_max_groups(static_cast<int>(R), static_cast<int>(k), static_cast<int>(E))),
                  "expert groups");
   n_groups_.ensure(dv, 1, "expert group count");
+  {  // zeroed once per allocation: the one-row MoE launch leaves its counters zero
+    const int32_t* before = moe_sync_.get();
+    int32_t* sync = moe_sync_.ensure(dv, k + 1, "expert sync counters");
+    if (sync != before) check(cudaMemsetAsync(sync, 0, moe_sync_.bytes(), stream_), "expert sync counters");
+  }
   sg_.ensure(dv, R * I, "shared expert gate");
   su_.ensure(dv, R * I, "shared expert up");
   sh_.ensure(dv, R * I, "shared expert hidden");
@@ -410,8 +415,12 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   hp.fn = w.hc_ffn_fn, hp.base = w.hc_ffn_base, hp.scale = w.hc_ffn_scale;
   launched(hc_pre(hp, stream_), "hc_pre (ffn)");
   norm(x_.get(), D, R, 1, D, w.ffn_norm, nullptr, "norm_rope (ffn_norm)");
-  moe_site(w, x_.get(), y_.get(), trace);
-  launched(hc_post(X_.get(), y_.get(), post_.get(), comb_.get(), R, n, D, stream_), "hc_post (ffn)");
+  // The MoE combine runs inside the ffn hc_post (the same bits, one dependent launch fewer): y_ is
+  // not written, nothing after the site reads it.
+  moe_site(w, x_.get(), nullptr, trace);
+  launched(hc_post_moe(X_.get(), eo_.get(), ew_.get(), sy_.get(), static_cast<int>(cfg_.num_experts_per_tok), post_.get(),
+                       comb_.get(), R, n, D, stream_),
+           "hc_post+combine (ffn)");
   const auto tap = std::find(tap_layers_.begin(), tap_layers_.end(), l);
   if (tap != tap_layers_.end()) {
     const size_t count = static_cast<size_t>(R) * n * D;
@@ -815,6 +824,7 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
     ea.pair_order = pair_order_.get();
     ea.groups = groups_.get();
     ea.n_groups = n_groups_.get();
+    ea.sync = moe_sync_.get();
     ea.h = h_.get();
     ea.eo = eo_.get();
     launched(experts_fused(ea, stream_), "experts_fused");
@@ -826,7 +836,9 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
     moe_ran_ = "per-expert";
   }
   if (ov) join_from(0);
-  launched(moe_combine(eo_.get(), ew_.get(), sy_.get(), R, k, D, y, stream_), "moe_combine");
+  // y == nullptr: the caller combines eo_/ew_/sy_ itself (layer(): hc_post_moe); every path above
+  // leaves the routed outputs in eo_ in the combine's layout.
+  if (y) launched(moe_combine(eo_.get(), ew_.get(), sy_.get(), R, k, D, y, stream_), "moe_combine");
   if (trace) {
     trace->experts.resize(static_cast<size_t>(R) * k);
     trace->router_margin.resize(R);

@@ -164,6 +164,7 @@ class Shard {
 
   Scratch<float> X_, x_, y_, post_, comb_, qr_, q_, kv_, o_, z_, ckv_, csc_, ikv_, isc_, qi_, wi_, scores_;
   Scratch<int32_t> selected_, eid_, pair_order_, groups_, n_groups_, order_;
+  Scratch<int32_t> moe_sync_;  // the one-row MoE launch's counters (zero between launches)
   Scratch<float> rlogits_, ew_, margin_, rscale_, h_, eo_, sg_, su_, sh_, sy_, xg_, eg_, eu_, eh_, eoe_, hh_, logits_;
   Scratch<uint8_t> conv_, dq_;  // bf16 activations; one dequantised matrix (cuda-fast, packed weights)
   Scratch<uint8_t> xb_;         // batched experts: the slot rows, then the hidden rows, in bf16/f16

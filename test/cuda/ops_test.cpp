@@ -334,6 +334,56 @@ void test_mhc(Rng& rng, Report& rep) {
   }
 }
 
+// hc_post_moe (the MoE combine inside the ffn hc_post) against moe_combine then hc_post, by bits:
+// the decode path uses the fused form, the CPU twins and the site tests the two launches.
+void test_hc_post_moe(Rng& rng, Report& rep) {
+  for (int n : {4, 3}) {
+    for (int k : {6, 9, 1}) {  // 9: two of the kernel's slot batches (8), the second partial
+      for (int D : {1000, 77}) {  // not multiples of the 256-thread block
+        const int T = 5;
+        const std::vector<float> X = rng.normals(static_cast<size_t>(T) * n * D);
+        const std::vector<float> eo = rng.normals(static_cast<size_t>(T) * k * D);
+        const std::vector<float> shared = rng.normals(static_cast<size_t>(T) * D, 0.5f);
+        std::vector<float> ew(static_cast<size_t>(T) * k), post(static_cast<size_t>(T) * n), comb(static_cast<size_t>(T) * n * n);
+        for (auto& v : ew) v = rng.uniform(0.05f, 2.5f);
+        for (auto& v : post) v = rng.uniform(0.0f, 2.0f);
+        for (auto& v : comb) v = rng.uniform(0.0f, 1.0f);
+        DevVec<float> deo(eo), dew(ew), dshared(shared), dpost(post), dcomb(comb), dXa(X), dXb(X), dy(static_cast<size_t>(T) * D);
+        dy.poison();  // an element the combine skips stays NaN in the two-launch X
+        check(moe_combine(deo.get(), dew.get(), dshared.get(), T, k, D, dy.get(), nullptr), "moe_combine");
+        check(hc_post(dXa.get(), dy.get(), dpost.get(), dcomb.get(), T, n, D, nullptr), "hc_post");
+        check(hc_post_moe(dXb.get(), deo.get(), dew.get(), dshared.get(), k, dpost.get(), dcomb.get(), T, n, D, nullptr),
+              "hc_post_moe");
+        const std::vector<float> two = dXa.download(), fused = dXb.download();
+        // X is updated in place: an element the fused kernel skips keeps its input, which the
+        // reference replaced, so the memcmp sees it.
+        size_t nan = 0, kept = 0;
+        for (size_t i = 0; i < two.size(); ++i) nan += std::isnan(two[i]), kept += std::memcmp(&fused[i], &X[i], 4) == 0;
+        const bool same = bits_equal(fused, two);
+        // The inputs tell slot orders apart: the combine's chain taken descending (a planted bug)
+        // differs from the ascending one on some element, so such a kernel fails the memcmp above.
+        size_t order_differs = 0;
+        for (int t = 0; t < T; ++t)
+          for (int i = 0; i < D; ++i) {
+            volatile float up = 0.0f, down = 0.0f;  // volatile: each product and sum rounded apart, as on the device
+            for (int s = 0; s < k; ++s) {
+              volatile float p = eo[(static_cast<size_t>(t) * k + s) * D + i] * ew[t * k + s];
+              up = up + p;
+              volatile float q = eo[(static_cast<size_t>(t) * k + (k - 1 - s)) * D + i] * ew[t * k + (k - 1 - s)];
+              down = down + q;
+            }
+            order_differs += up != down;
+          }
+        const bool discriminating = k < 3 || order_differs > 0;  // two terms commute: k ≤ 2 cannot tell
+        const std::string tag = " n=" + std::to_string(n) + " k=" + std::to_string(k) + " D=" + std::to_string(D);
+        rep.add("hc_post_moe == moe_combine + hc_post (bits)" + tag, same && nan == 0 && kept < two.size() / 100 && discriminating,
+                std::string(same ? "bit-equal" : "DIFFER") + ", " + std::to_string(nan) + " NaN, " + std::to_string(order_differs) +
+                    " elements where descending slots differ");
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // top-k (ties to the lower index), exact
 
@@ -1037,12 +1087,63 @@ void test_indexer_scores(Rng& rng, Report& rep) {
 //   logit j: |Δl_j| ≤ E_j = scale · (2u_t + u_t² + γ_d) · Σ_i |q_i k_ji|,   E = max_j E_j
 //   p_j' / p_j ∈ [e^(−2E), e^(2E)] (the sink term is exact), so |Δp_j| ≤ (e^(2E) − 1) · p_j
 //   o_i: |Δo_i| ≤ (e^(2E) − 1 + 2u_t + γ_n + 2⁻²⁰) · Σ_j p_j |k_ji|; a RoPE pair adds its partner's bound.
-// One sequence of 70 rows past the window (keys from the ring and from this round), H = 40 (a full
-// and a partial 32-head block), d = 128 and 512, CSA (a selection with −1 padding) and HCA.
+// The exact attention's other launches against `exact`, the launch of all of a's rows (≥ 24 rows:
+// several heads per block), by bits. few: attention() on 1-3 rows with max_keys past the cluster
+// kernel's shared memory (the one-head kernels: 1-2 rows 1024 threads, 3 rows 256). cluster:
+// attention() on 1-3 rows (taken: the cluster kernel ran, attention_cluster.cu) and
+// attention_cluster on all rows with 4 and 8 heads per cluster.
+struct OtherLaunchBits {
+  bool few = true, cluster = true, taken = true;
+};
+OtherLaunchBits other_launch_bits(const AttentionArgs& a, const std::vector<float>& exact) {
+  OtherLaunchBits r;
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  const size_t row_floats = static_cast<size_t>(a.H) * a.d;
+  for (int rows : {1, 2, 3}) {
+    for (bool cluster : {true, false}) {
+      AttentionArgs b = a;
+      if (!cluster) b.max_keys = attention_max_keys(a.d, dev);  // the one-head kernel's limit
+      DevVec<float> dout(rows * row_floats);
+      dout.poison();
+      b.rows = rows, b.o = dout.get();
+      const bool taken = rows <= kAttentionClusterRows && attention_cluster_ok(b);
+      check(attention(b, nullptr), "attention (few rows)");
+      const bool same = std::memcmp(dout.download().data(), exact.data(), rows * row_floats * 4) == 0;
+      if (cluster)
+        r.cluster = r.cluster && same, r.taken = r.taken && taken;
+      else
+        r.few = r.few && same && !taken;
+    }
+  }
+  for (int heads : {4, 8}) {
+    AttentionArgs b = a;
+    DevVec<float> dout(a.rows * row_floats);
+    dout.poison();
+    b.o = dout.get();
+    if (!attention_cluster_ok(b, heads)) {
+      r.taken = false;
+      continue;
+    }
+    check(attention_cluster(b, nullptr, heads), "attention_cluster");
+    r.cluster = r.cluster && std::memcmp(dout.download().data(), exact.data(), a.rows * row_floats * 4) == 0;
+  }
+  return r;
+}
+
+void report_other_launches(Report& rep, const OtherLaunchBits& r, const std::string& tag) {
+  rep.add("attention 1-3 rows (one-head kernels) == all-rows bits " + tag, r.few, r.few ? "bit-equal" : "DIFFER");
+  rep.add("attention cluster kernel (1-3 rows; all rows with 4, 8 heads) == all-rows bits " + tag, r.cluster && r.taken,
+          std::string(r.cluster ? "bit-equal" : "DIFFER") + (r.taken ? "" : " (NOT TAKEN: attention_cluster_ok false)"));
+}
+
+// One sequence of 70 rows past the window (keys from the ring and from this round), H = 42 (a full
+// and a partial 32-head block; a partial group of 4 and of 8 heads for the exact kernels), d = 64
+// (the fixtures' head dim), 128 and 512, CSA (a selection with −1 padding) and HCA.
 void test_attention_fast(Rng& rng, Report& rep) {
-  for (int d : {128, 512}) {
+  for (int d : {64, 128, 512}) {
     for (AttnKind kind : {AttnKind::kCSA, AttnKind::kHCA}) {
-      const int H = 40, T = 70, W = 32, K = 24, m = 4, half = 16, n_entries = 60;
+      const int H = 42, T = 70, W = 32, K = 24, m = 4, half = 16, n_entries = 60;
       const int64_t pos0 = 100;
       const std::vector<float> window = rng.normals(static_cast<size_t>(W) * d), entries = rng.normals(static_cast<size_t>(n_entries) * d),
                                kv = rng.normals(static_cast<size_t>(T) * d), q = rng.normals(static_cast<size_t>(T) * H * d, 0.5f),
@@ -1080,17 +1181,8 @@ void test_attention_fast(Rng& rng, Report& rep) {
       const bool ok = attention_fast_ok(a);
       check(attention_fast(a, nullptr), "attention_fast");
       const std::vector<float> exact = dexact.download(), fast = dfast.download();
-      // The few-row kernels (1-2 rows: 1024 threads; 3: 256 threads, one head per block) give each
-      // row the 70-row launch's bits (8 heads per block).
-      bool few_bits = true;
-      for (int rows : {1, 2, 3}) {
-        AttentionArgs b = a;
-        DevVec<float> dfew(static_cast<size_t>(rows) * H * d);
-        dfew.poison();
-        b.rows = rows, b.o = dfew.get();
-        check(attention(b, nullptr), "attention (few rows)");
-        few_bits = few_bits && std::memcmp(dfew.download().data(), exact.data(), static_cast<size_t>(rows) * H * d * 4) == 0;
-      }
+      // The few-row kernels (one-head, cluster) give each row the 70-row launch's bits (8 heads per block).
+      const OtherLaunchBits few = other_launch_bits(a, exact);
       // The band, from the keys each row attends to (key_table's rule) and the exact softmax in double.
       const double ut = std::ldexp(1.0, -11), u = std::ldexp(1.0, -24);
       std::vector<double> bound(exact.size());
@@ -1129,13 +1221,64 @@ void test_attention_fast(Rng& rng, Report& rep) {
         }
       }
       const Diff df = compare(fast, exact, &bound);
-      const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=" + std::to_string(d) + " H=40 70 rows";
-      rep.add("attention 1-3 rows == 70-row bits " + tag, few_bits, few_bits ? "bit-equal" : "DIFFER");
+      const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=" + std::to_string(d) + " H=" +
+                              std::to_string(H) + " 70 rows";
+      report_other_launches(rep, few, tag);
       rep.add("attention cuda-fast (tensor cores) vs exact " + tag,
               ok && df.unwritten == 0 && df.nonfinite == 0 && df.worst_ratio <= 1.0,
               "err/bound " + fmt("%.3f", df.worst_ratio) + " rel " + fmt("%.2e", df.rel_to_max()) + " unwritten " +
                   std::to_string(df.unwritten) + (ok ? "" : " (NOT TAKEN: fell back to the exact kernel)"));
     }
+  }
+}
+
+// The exact attention at V4-Flash's key counts (d = 512, window 128, CSA 128 + 512 selected keys
+// less some −1 padding, HCA 628-644 keys): ten 64-key chunks of key slices and three key passes per
+// warp in the cluster kernel, H = 12 (a partial group of 8 heads). The 64-row launch (8 heads per
+// block) against the one-head and the cluster kernels, by bits.
+void test_attention_many_keys(Rng& rng, Report& rep) {
+  const int d = 512, H = 12, T = 64, W = 128, K = 512, m = 4, half = 32, n_entries = 700;
+  const int64_t pos0 = 2000;  // HCA: (pos + 1) / m ≤ 516 visible entries
+  for (AttnKind kind : {AttnKind::kCSA, AttnKind::kHCA}) {
+    const std::vector<float> window = rng.normals(static_cast<size_t>(W) * d), entries = rng.normals(static_cast<size_t>(n_entries) * d),
+                             kv = rng.normals(static_cast<size_t>(T) * d), q = rng.normals(static_cast<size_t>(T) * H * d, 0.5f),
+                             sink = rng.normals(H), inv_freq = rng.normals(half, 0.1f);
+    std::vector<int32_t> selected(static_cast<size_t>(T) * K, -1), row_pos(T), row_seq(T, 0);
+    for (int r = 0; r < T; ++r) {
+      row_pos[r] = static_cast<int32_t>(pos0 + r);
+      std::vector<int32_t> pick(n_entries);
+      std::iota(pick.begin(), pick.end(), 0);
+      std::shuffle(pick.begin(), pick.end(), rng.gen);
+      const int n_sel = K - r % 5;
+      std::sort(pick.begin(), pick.begin() + n_sel);
+      std::copy(pick.begin(), pick.begin() + n_sel, selected.begin() + static_cast<int64_t>(r) * K);
+    }
+    DevVec<float> dwin(window), dent(entries), dkv(kv), dq(q), dsink(sink), dfreq(inv_freq);
+    DevVec<int32_t> dsel(selected), dpos(row_pos), dseq(row_seq);
+    LayerDev ld;
+    ld.window = dwin.get();
+    ld.cmp.entries = dent.get();
+    DevVec<LayerDev> dld(std::vector<LayerDev>{ld});
+    SeqDesc sd;
+    sd.pos0 = static_cast<int32_t>(pos0), sd.T = T, sd.row0 = 0, sd.layers = dld.get();
+    DevVec<SeqDesc> dsd(std::vector<SeqDesc>{sd});
+    AttentionArgs a;
+    a.seqs = dsd.get(), a.row_seq = dseq.get(), a.row_pos = dpos.get(), a.layer = 0, a.rows = T, a.kind = kind;
+    a.q = dq.get(), a.kv = dkv.get(), a.sink = dsink.get(), a.selected = dsel.get(), a.K = K, a.H = H, a.d = d, a.W = W, a.m = m;
+    a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+    a.inv_freq = dfreq.get(), a.half = half;
+    a.max_keys = W + (kind == AttnKind::kCSA ? K : static_cast<int>((pos0 + T) / m));
+    DevVec<float> dexact(static_cast<size_t>(T) * H * d);
+    dexact.poison();
+    a.o = dexact.get();
+    check(attention(a, nullptr), "attention");
+    const std::vector<float> exact = dexact.download();
+    size_t nonfinite = 0;
+    for (float v : exact) nonfinite += std::isfinite(v) ? 0 : 1;
+    const OtherLaunchBits r = other_launch_bits(a, exact);
+    const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=512 H=12 max_keys=" + std::to_string(a.max_keys) + " 64 rows";
+    report_other_launches(rep, r, tag);
+    rep.add("attention 64 rows all written, finite " + tag, nonfinite == 0, "nonfinite " + std::to_string(nonfinite));
   }
 }
 
@@ -1270,6 +1413,19 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
       shard.moe_site(sm.dev[l], dxr.get(), dyr.get(), nullptr);
       invariant += std::memcmp(dyr.download().data(), fused.data(), static_cast<size_t>(rows) * D * 4) == 0;
     }
+    // Single rows alone (a decode step: the one-row kernel, moe.cu), each after another row, so
+    // that the h scratch holds that row's values: a down tile that did not wait for its pair's up
+    // tiles reads them and differs. Each must give its row of the 64-row bits.
+    for (int r : {5, 40, 17, 63}) {
+      RoundPlan p;
+      plan_add_sequence(p, c, 0, std::span<const int32_t>(tokens).subspan(r, 1));
+      shard.upload_plan(p, {g->trunk().table(0)});
+      DevVec<float> dxr(std::vector<float>(x.begin() + static_cast<int64_t>(r) * D, x.begin() + static_cast<int64_t>(r + 1) * D)),
+          dyr(static_cast<size_t>(D));
+      dyr.poison();
+      shard.moe_site(sm.dev[l], dxr.get(), dyr.get(), nullptr);
+      invariant += std::memcmp(dyr.download().data(), fused.data() + static_cast<int64_t>(r) * D, static_cast<size_t>(D) * 4) == 0;
+    }
     // Negative control: the same launch with every expert's w1 read one row late (the last row of
     // the last expert then runs into the guard region) must fail the comparison above.
     {
@@ -1290,9 +1446,9 @@ void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16)
     rep.add("moe site vs cpu" + tag, d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 1e-5 && route_diff == 0,
             "rel " + fmt("%.2e", d.rel_to_max()) + " routing diffs " + std::to_string(route_diff) + " (near-tie " +
                 std::to_string(near) + ")");
-    rep.add("moe fused == per-expert (bits)" + tag, bits_equal(fused, per) && invariant == 7,
+    rep.add("moe fused == per-expert (bits)" + tag, bits_equal(fused, per) && invariant == 11,
             std::string("fused vs per-expert ") + (bits_equal(fused, per) ? "equal" : "DIFFER") + ", row subsets bit-equal " +
-                std::to_string(invariant) + "/7");
+                std::to_string(invariant) + "/11");
     if (bf16) check_fast_moe(rng, rep, sm, l, "moe site cuda-fast 256 rows (batched cuBLAS) vs cpu" + tag, "batched");
   }
 }
@@ -1831,13 +1987,17 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
   };
   group("linear", [&] { test_linear(rng, rep, quick); });
   group("norm", [&] { test_norm_rope(rng, rep); });
-  group("mhc", [&] { test_mhc(rng, rep); });
+  group("mhc", [&] {
+    test_mhc(rng, rep);
+    test_hc_post_moe(rng, rep);
+  });
   group("topk", [&] { test_topk(rng, rep); });
   group("compressor", [&] { test_compressor(rng, rep); });
   group("attention", [&] {
     test_attention_site(rng, rep, false);
     test_attention_site(rng, rep, true);
     test_attention_fast(rng, rep);
+    test_attention_many_keys(rng, rep);
     test_indexer_scores(rng, rep);
   });
   group("moe", [&] {

@@ -1,0 +1,362 @@
+// Core attention for decode-sized rounds on thread-block clusters (sm_90): attention_kernel's
+// operations (attention.cu) shared out over a cluster of 8 blocks per (row, group of HB heads), so
+// that each key is read once for HB heads and a row's logits and outputs run on 8 SMs at once
+// instead of one. The one-head kernel re-read all keys per head through one SM and was bound by
+// issuing its dependent chains (bench/NOTES.md, run 44d).
+//
+//   grid (8·⌈H/HB⌉, rows)   cluster 8 blocks = one (row, head group)   block 256
+//   1. logits: block r of the cluster takes keys [r·ch, (r+1)·ch), ch = ⌈n/8⌉ (key_table order);
+//      one warp per key, HB heads' lane-strided fma chains side by side from +0, warp_sum, · scale
+//   2. every block gathers the cluster's HB·n logits through distributed shared memory and runs
+//      each head's softmax as attention_kernel does: mx = fmaxf thread-strided from the sink +
+//      block_max<256>; p = exp(logit − mx), Σp thread-strided (j ascending per thread) +
+//      block_sum<256>; denom = exp(sink − mx) + Σp; p / denom
+//   3. block r: o[h][i] for the dims i of its slice [r·d/8, (r+1)·d/8): the j-ascending fma chain
+//      over all n keys from +0 (key slices staged through shared memory, 64 keys at a time, the
+//      next chunk's loads in flight meanwhile); inverse RoPE on the slice's pairs
+// Every value is made by attention_kernel's operations in its order, so the bits equal the other
+// exact kernels' for any HB, row count or round (test_attention_cluster compares them by bits).
+//
+//   dynamic smem (cluster_layout): max_keys·8 (key pointers) + HB·stride·4 (logits; stride =
+//   max_keys rounded up to 4, + 4) + d·HB·4 (q) + 2·64·(d/8)·4 (key slices) + HB·(d/8)·4 (o):
+//   56 KB at d = 512, 640 keys, HB = 4 (two blocks per SM, as the ≤ 128 registers allow)
+#include <cooperative_groups.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "attention_keys.cuh"
+#include "common.cuh"
+#include "ops.h"
+#include "rope.cuh"
+
+namespace memra::cuda {
+
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kC = 8;         // blocks per cluster: the portable maximum
+constexpr int kBlock = 256;   // the softmax's block_max/block_sum<256> are attention_kernel's
+constexpr int kWarps = kBlock / kWarp;
+constexpr int kChunk = 64;    // keys per staged chunk of key slices (phase 3)
+
+struct ClusterLayout {
+  int stride;                          // floats per head's logit row: a multiple of 4 (float4 reads)
+  size_t logit, q, stage, o, bytes;    // byte offsets of the parts; the key pointers sit at 0
+};
+
+__host__ __device__ inline ClusterLayout cluster_layout(int max_keys, int d, int hb) {
+  ClusterLayout l;
+  l.stride = (max_keys + 3) / 4 * 4 + 4;
+  l.logit = (static_cast<size_t>(max_keys) * sizeof(float*) + 15) / 16 * 16;
+  l.q = l.logit + static_cast<size_t>(hb) * l.stride * sizeof(float);
+  l.stage = l.q + static_cast<size_t>(d) * hb * sizeof(float);
+  l.o = l.stage + 2 * static_cast<size_t>(kChunk) * (d / kC) * sizeof(float);
+  l.bytes = l.o + static_cast<size_t>(hb) * (d / kC) * sizeof(float);
+  return l;
+}
+
+// block_max<256> / block_sum<256> of HB heads at once: per head the same butterflies and the same
+// warp-0 butterfly over the 8 warp results (lanes ≥ 8 with −inf / +0), one pair of barriers.
+template <int HB>
+__device__ __forceinline__ void block_max_heads(float (&v)[HB], float* scratch) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+#pragma unroll
+  for (int u = 0; u < HB; ++u) v[u] = warp_max(v[u]);
+  __syncthreads();  // scratch may still be read by a previous reduction
+  if (lane == 0)
+#pragma unroll
+    for (int u = 0; u < HB; ++u) scratch[u * kWarps + warp] = v[u];
+  __syncthreads();
+#pragma unroll
+  for (int u = 0; u < HB; ++u) v[u] = warp_max(lane < kWarps ? scratch[u * kWarps + lane] : -INFINITY);
+}
+
+template <int HB>
+__device__ __forceinline__ void block_sum_heads(float (&v)[HB], float* scratch) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+#pragma unroll
+  for (int u = 0; u < HB; ++u) v[u] = warp_sum(v[u]);
+  __syncthreads();
+  if (lane == 0)
+#pragma unroll
+    for (int u = 0; u < HB; ++u) scratch[u * kWarps + warp] = v[u];
+  __syncthreads();
+#pragma unroll
+  for (int u = 0; u < HB; ++u) v[u] = warp_sum(lane < kWarps ? scratch[u * kWarps + lane] : 0.0f);
+}
+
+// Phase 1's keys per warp and pass: their KP·d/32 key values per lane are loaded before the chains
+// run (≤ 64 registers), with KP·HB accumulators (≤ 32).
+__host__ __device__ constexpr int keys_per_pass(int per_lane, int hb) {
+  int k = 64 / per_lane;
+  if (32 / hb < k) k = 32 / hb;
+  return k < 8 ? k : 8;
+}
+
+// D = head dim (a.d), HB = heads per cluster (a multiple of 4: q is read as float4 per dim).
+template <int D, int HB>
+__global__ void __launch_bounds__(kBlock, 2) attention_cluster_kernel(AttentionArgs a) {
+  constexpr int S = D / kC;                  // phase 3: dims per block
+  constexpr int kPL = D / kWarp;             // phase 1: q·key terms per lane
+  constexpr int KP = keys_per_pass(kPL, HB);
+  constexpr int kHS = kBlock / S;            // phase 3: head slots per dim
+  constexpr int NCH = (HB + kHS - 1) / kHS;  // phase 3: chains per thread (heads u0, u0 + kHS, …)
+  constexpr int kF4 = kChunk * S / 4;        // float4 per staged chunk
+  constexpr int NLD = (kF4 + kBlock - 1) / kBlock;  // … per thread (d = 64: half the threads load one)
+  static_assert(D % (kC * 4) == 0 && S % 2 == 0 && kBlock % S == 0 && (kF4 % kBlock == 0 || kF4 < kBlock), "head dim");
+  static_assert(HB % 4 == 0 && KP >= 1, "heads per cluster");
+
+  extern __shared__ __align__(16) unsigned char smem[];
+  const ClusterLayout L = cluster_layout(a.max_keys, D, HB);
+  const int stride = L.stride;
+  const float** keys = reinterpret_cast<const float**>(smem);      // [max_keys]
+  float* lg = reinterpret_cast<float*>(smem + L.logit);            // [HB][stride]
+  float* q_s = reinterpret_cast<float*>(smem + L.q);               // [D][HB]
+  float* stage = reinterpret_cast<float*>(smem + L.stage);         // [2][kChunk][S]
+  float* o_s = reinterpret_cast<float*>(smem + L.o);               // [HB][S]
+  __shared__ float scratch[HB * kWarps];
+  __shared__ int s_ncmp;
+
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int row = blockIdx.y, h0 = static_cast<int>(blockIdx.x / kC) * HB;
+  const int nh = min(HB, a.H - h0);  // a partial last group: heads ≥ nh run on q = 0, never written
+  const int t = threadIdx.x, warp = t / kWarp, lane = t % kWarp;
+  const int64_t pos = a.row_pos[row];
+  const float* q = a.q + (static_cast<int64_t>(row) * a.H + h0) * D;
+  for (int e = t; e < HB * D; e += kBlock) {
+    const int u = e / D, i = e % D;
+    q_s[i * HB + u] = u < nh ? q[e] : 0.0f;
+  }
+  const int n = key_table(a, row, keys, &s_ncmp);  // its barriers also publish q_s
+
+  // 1. Logits of this block's keys. A warp takes KP keys at once (their loads in flight together);
+  // each (head, key) is attention_kernel's chain: i = lane, lane + 32, … from +0, warp_sum, · scale.
+  const int ch = (n + kC - 1) / kC, lo = rank * ch, hi = min(n, lo + ch);
+  for (int j0 = lo + warp; j0 < hi; j0 += KP * kWarps) {
+    const float* k[KP];
+    float acc[KP][HB];
+#pragma unroll
+    for (int p = 0; p < KP; ++p) {
+      const int j = j0 + p * kWarps;
+      k[p] = keys[j < hi ? j : j0];  // a dead slot reads a live key and is dropped
+#pragma unroll
+      for (int u = 0; u < HB; ++u) acc[p][u] = 0.0f;
+    }
+#pragma unroll
+    for (int c = 0; c < kPL; ++c) {
+      const int i = lane + c * kWarp;
+      float kv[KP], qv[HB];
+#pragma unroll
+      for (int p = 0; p < KP; ++p) kv[p] = __ldg(k[p] + i);  // keys are read-only in this kernel
+#pragma unroll
+      for (int v = 0; v < HB; v += 4) {
+        const float4 q4 = *reinterpret_cast<const float4*>(q_s + i * HB + v);
+        qv[v] = q4.x, qv[v + 1] = q4.y, qv[v + 2] = q4.z, qv[v + 3] = q4.w;
+      }
+#pragma unroll
+      for (int p = 0; p < KP; ++p)
+#pragma unroll
+        for (int u = 0; u < HB; ++u) acc[p][u] = __fmaf_rn(qv[u], kv[p], acc[p][u]);
+    }
+#pragma unroll
+    for (int p = 0; p < KP; ++p) {
+      const int j = j0 + p * kWarps;
+      if (j < hi)  // warp-uniform
+#pragma unroll
+        for (int u = 0; u < HB; ++u) {
+          const float sum = warp_sum(acc[p][u]);
+          if (lane == 0) lg[u * stride + j] = sum * a.scale;
+        }
+    }
+  }
+
+  // Phase 3's first chunk of key slices: its loads fly during the exchange and the softmax.
+  const int slice = rank * S;
+  const int n_chunks = (n + kChunk - 1) / kChunk;
+  float4 pre[NLD];
+  auto load_chunk = [&](int c) {
+    const int jb = c * kChunk;
+#pragma unroll
+    for (int l = 0; l < NLD; ++l) {
+      const int f = t + l * kBlock, jj = f / (S / 4);
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (f < kF4 && jb + jj < n) {
+        const float* src = keys[jb + jj] + slice + (f % (S / 4)) * 4;
+        if ((reinterpret_cast<uintptr_t>(src) & 15) == 0)
+          v = __ldg(reinterpret_cast<const float4*>(src));
+        else
+          v = make_float4(__ldg(src), __ldg(src + 1), __ldg(src + 2), __ldg(src + 3));
+      }
+      pre[l] = v;
+    }
+  };
+  auto store_chunk = [&](int c) {
+    float4* buf = reinterpret_cast<float4*>(stage + (c & 1) * kChunk * S);
+#pragma unroll
+    for (int l = 0; l < NLD; ++l)
+      if (t + l * kBlock < kF4) buf[t + l * kBlock] = pre[l];
+  };
+  load_chunk(0);
+
+  // 2. Every block collects the cluster's logits, then runs the softmax of its HB heads (the same
+  // in every block). The second cluster barrier keeps each block's logits unchanged (and the block
+  // alive) until every peer has copied them.
+  cluster.sync();
+  for (int e = t; e < HB * n; e += kBlock) {
+    const int u = e / n, j = e - u * n, owner = j / ch;
+    if (owner != rank) lg[u * stride + j] = cluster.map_shared_rank(lg, owner)[u * stride + j];
+  }
+  cluster.sync();
+
+  float sink[HB], mx[HB], part[HB], denom[HB];
+#pragma unroll
+  for (int u = 0; u < HB; ++u) sink[u] = u < nh ? a.sink[h0 + u] : 0.0f, mx[u] = sink[u], part[u] = 0.0f;
+  for (int j = t; j < n; j += kBlock)
+#pragma unroll
+    for (int u = 0; u < HB; ++u) mx[u] = fmaxf(mx[u], lg[u * stride + j]);
+  block_max_heads<HB>(mx, scratch);
+  for (int j = t; j < n; j += kBlock)
+#pragma unroll
+    for (int u = 0; u < HB; ++u) {
+      const float p = expf(lg[u * stride + j] - mx[u]);
+      lg[u * stride + j] = p;
+      part[u] += p;
+    }
+  block_sum_heads<HB>(part, scratch);
+#pragma unroll
+  for (int u = 0; u < HB; ++u) denom[u] = expf(sink[u] - mx[u]) + part[u];
+  for (int j = t; j < n; j += kBlock)
+#pragma unroll
+    for (int u = 0; u < HB; ++u) lg[u * stride + j] = lg[u * stride + j] / denom[u];
+  store_chunk(0);
+  __syncthreads();
+
+  // 3. o[u][slice + s] = Σ_j fma(p_uj, key_j[slice + s]), j ascending from +0. Thread (s, u0) runs
+  // the chains of heads u0, u0 + kHS, … (one key value read for all of them; p as float4 over 4 keys).
+  const int s = t % S, u0 = t / S;
+  float acc[NCH];
+#pragma unroll
+  for (int m = 0; m < NCH; ++m) acc[m] = 0.0f;
+  for (int c = 0; c < n_chunks; ++c) {
+    if (c + 1 < n_chunks) load_chunk(c + 1);
+    const float* buf = stage + (c & 1) * kChunk * S;
+    const int jb = c * kChunk, kc = min(kChunk, n - jb);
+    if (u0 < HB) {
+      int jj = 0;
+#pragma unroll 4
+      for (; jj + 4 <= kc; jj += 4) {
+        const float k0 = buf[jj * S + s], k1 = buf[(jj + 1) * S + s], k2 = buf[(jj + 2) * S + s], k3 = buf[(jj + 3) * S + s];
+#pragma unroll
+        for (int m = 0; m < NCH; ++m) {
+          const int u = u0 + m * kHS;
+          if (u < HB) {
+            const float4 p = *reinterpret_cast<const float4*>(lg + u * stride + jb + jj);
+            acc[m] = __fmaf_rn(p.x, k0, acc[m]);
+            acc[m] = __fmaf_rn(p.y, k1, acc[m]);
+            acc[m] = __fmaf_rn(p.z, k2, acc[m]);
+            acc[m] = __fmaf_rn(p.w, k3, acc[m]);
+          }
+        }
+      }
+      for (; jj < kc; ++jj) {
+        const float kv = buf[jj * S + s];
+#pragma unroll
+        for (int m = 0; m < NCH; ++m) {
+          const int u = u0 + m * kHS;
+          if (u < HB) acc[m] = __fmaf_rn(lg[u * stride + jb + jj], kv, acc[m]);
+        }
+      }
+    }
+    if (c + 1 < n_chunks) store_chunk(c + 1);  // the buffer computed on in chunk c − 1
+    __syncthreads();
+  }
+#pragma unroll
+  for (int m = 0; m < NCH; ++m) {
+    const int u = u0 + m * kHS;
+    if (u0 < HB && u < HB) o_s[u * S + s] = acc[m];
+  }
+  __syncthreads();
+  // Inverse RoPE of the pairs (tail + 2p, tail + 2p + 1) in this slice: tail and the slice bounds
+  // are even, so no pair straddles two blocks.
+  const int tail = D - 2 * a.half;
+  for (int e = t; e < HB * (S / 2); e += kBlock) {
+    const int u = e / (S / 2), i = slice + 2 * (e % (S / 2));
+    if (i >= tail) rope_pair(o_s + u * S + (i - slice), a.inv_freq[(i - tail) / 2], static_cast<int32_t>(pos), -1.0f);
+  }
+  __syncthreads();
+  float* o = a.o + (static_cast<int64_t>(row) * a.H + h0) * D + slice;
+  for (int e = t; e < nh * S; e += kBlock) o[(e / S) * D + e % S] = o_s[e];
+}
+
+using ClusterKernel = void (*)(AttentionArgs);
+
+template <int HB>
+ClusterKernel cluster_kernel_for(int d) {
+  switch (d) {
+    case 64: return attention_cluster_kernel<64, HB>;
+    case 128: return attention_cluster_kernel<128, HB>;
+    case 256: return attention_cluster_kernel<256, HB>;
+    case 512: return attention_cluster_kernel<512, HB>;
+    default: return nullptr;
+  }
+}
+
+ClusterKernel cluster_kernel(int d, int heads) {
+  return heads == 4 ? cluster_kernel_for<4>(d) : heads == 8 ? cluster_kernel_for<8>(d) : nullptr;
+}
+
+// MEMRA_CUDA_ATTN_CLUSTER: 0 = the cluster kernel off (A/B), 8 = 8 heads per cluster, else 4.
+int default_heads() {
+  static const int heads = [] {
+    const char* v = std::getenv("MEMRA_CUDA_ATTN_CLUSTER");
+    if (v && std::strcmp(v, "0") == 0) return 0;
+    if (v && std::strcmp(v, "8") == 0) return 8;
+    return 4;
+  }();
+  return heads;
+}
+
+}  // namespace
+
+bool attention_cluster_ok(const AttentionArgs& a, int heads) {
+  if (heads == 0) heads = default_heads();
+  if (!cluster_kernel(a.d, heads) || a.rows > 65535 || a.H < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d)
+    return false;
+  int dev = 0, optin = 0, clusters = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev) != cudaSuccess)
+    return false;
+  return clusters != 0 && cluster_layout(a.max_keys, a.d, heads).bytes + 1024 <= static_cast<size_t>(optin);
+}
+
+cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int heads) {
+  if (a.rows == 0) return cudaSuccess;
+  if (heads == 0) heads = default_heads();
+  if (!attention_cluster_ok(a, heads) || !a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o ||
+      a.rows < 0 || a.W < 1 || (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
+      (a.kind != AttnKind::kSliding && a.m < 1))
+    return cudaErrorInvalidValue;
+  const ClusterKernel kernel = cluster_kernel(a.d, heads);
+  const size_t smem = cluster_layout(a.max_keys, a.d, heads).bytes;
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = kC;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(kC * ((a.H + heads - 1) / heads), a.rows);
+  cfg.blockDim = dim3(kBlock);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, a);
+}
+
+}  // namespace memra::cuda
