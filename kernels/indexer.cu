@@ -15,7 +15,8 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / kWarp;
 constexpr int kHeadsAtOnce = 8;
-constexpr int kManyRows = 16;  // rounds of at least this many rows take 4 entries per warp
+constexpr int kManyRows = 16;       // rounds of at least this many rows take 4 entries per warp,
+constexpr int kManyEntries = 4096;  // and so do rounds whose rows see at least this many entries
 
 // EPW entries per warp (4 for rounds of many rows: a prefill's warps each re-read the row's whole
 // query, 32 KB at V4-Flash geometry, once per entry; with 4 entries a query load serves 4 dot
@@ -88,8 +89,10 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream) {
   if (!a.seqs || !a.row_seq || !a.row_pos || !a.qi || !a.wi || !a.scores || a.rows < 0 || a.Hi <= 0 || a.di <= 0 ||
       a.m <= 0 || a.max_visible < 0 || a.score_stride < a.max_visible)
     return cudaErrorInvalidValue;
-  // Few rows (a decode step) keep one entry per warp: as many warps as entries.
-  const int epw = a.rows >= kManyRows ? 4 : 1;
+  // Few rows with few entries (a decode step at short context) keep one entry per warp: as many
+  // warps as entries. Past kManyEntries (16k tokens of context for m = 4) a decode row's warps are
+  // bound by re-reading its query (32 KB per entry: 256 MB at 32k), as a prefill's are: 4 per warp.
+  const int epw = a.rows >= kManyRows || a.max_visible >= kManyEntries ? 4 : 1;
   const int64_t gy = (static_cast<int64_t>(a.max_visible) + kWarps * epw - 1) / (kWarps * epw);
   if (gy > 65535) return cudaErrorInvalidValue;
   if (epw == 4)

@@ -1,10 +1,15 @@
 // Top-k per row with ties to the lower index (docs/architecture.md §5), for the lightning indexer.
 // Exact by construction, no floating-point arithmetic: scores map to order-preserving u32 keys
-// (−0 folded onto +0); a 4-pass radix select (8 bits a pass, shared-memory histogram with integer
-// atomics, whose result does not depend on their order) finds the k-th largest key τ and how many
-// of the keys equal to τ belong to the set (`want`); a block scan then emits, in ascending index
-// order, every index with key > τ and the first `want` indices with key == τ. That is exactly the
-// set a stable descending sort would keep, whatever the row count or launch.
+// (−0 folded onto +0); a 4-pass radix select (8 bits a pass, integer histograms whose counts do
+// not depend on the order of their atomics) finds the k-th largest key τ and how many of the keys
+// equal to τ belong to the set (`want`); a block scan then emits, in ascending index order, every
+// index with key > τ and the first `want` indices with key == τ. That is exactly the set a stable
+// descending sort would keep, whatever the row count or launch.
+// Each pass: one histogram per warp, the lanes that share a bin adding once (__match_any_sync:
+// relu'd indexer scores share their top bytes, and same-address atomics serialise), then the
+// 256 bins summed over the warps and the crossing bin found by a block scan over the bins in
+// descending order (one thread walking 256 bins was a chain of 256 dependent loads per pass: the
+// 32k decode step's topk took 30 us, run 43).
 //
 //   grid rows   block 512   (N ≤ k: all N indices; slots past the set are −1)
 #include "common.cuh"
@@ -40,13 +45,31 @@ __device__ int block_exclusive_count(bool flag, int* warp_counts, int* total) {
   return before + in_warp;
 }
 
+// Inclusive prefix sum of v over the block's first 256 threads (thread order); the others
+// return 0. scratch: 8 ints.
+__device__ int prefix256(int v, int* scratch) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+#pragma unroll
+  for (int d = 1; d < kWarp; d <<= 1) {
+    const int u = __shfl_up_sync(kFullMask, v, d);
+    if (lane >= d) v += u;
+  }
+  __syncthreads();  // scratch may still be read by the previous call
+  if (lane == kWarp - 1 && warp < 8) scratch[warp] = v;
+  __syncthreads();
+  if (threadIdx.x >= 256) return 0;
+  for (int w = 0; w < warp; ++w) v += scratch[w];
+  return v;
+}
+
 __global__ void __launch_bounds__(kBlock) topk_kernel(const float* scores, int64_t stride, int n_fixed,
                                                       const int32_t* row_pos, int m, int k, int32_t* out) {
-  __shared__ unsigned hist[256];
+  __shared__ unsigned hist[kWarps][256];
+  __shared__ int scan_scratch[8];
   __shared__ uint32_t s_prefix;
   __shared__ int s_want;
   __shared__ int warp_counts[kWarps];
-  const int row = blockIdx.x;
+  const int row = blockIdx.x, lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const float* sc = scores + static_cast<int64_t>(row) * stride;
   int32_t* o = out + static_cast<int64_t>(row) * k;
   const int64_t N = row_pos ? (static_cast<int64_t>(row_pos[row]) + 1) / m : n_fixed;
@@ -57,24 +80,27 @@ __global__ void __launch_bounds__(kBlock) topk_kernel(const float* scores, int64
   uint32_t prefix = 0, mask = 0;
   int want = k;  // keys still to take among those matching prefix under mask
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int b = threadIdx.x; b < 256; b += kBlock) hist[b] = 0;
+    for (int b = threadIdx.x; b < kWarps * 256; b += kBlock) (&hist[0][0])[b] = 0;
     __syncthreads();
-    for (int64_t s = threadIdx.x; s < N; s += kBlock) {
-      const uint32_t key = order_key(sc[s]);
-      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    // Whole warps iterate together (base is uniform), so every lane takes part in the match.
+    for (int64_t base = 0; base < N; base += kBlock) {
+      const int64_t s = base + threadIdx.x;
+      const uint32_t key = s < N ? order_key(sc[s]) : 0u;
+      const bool in = s < N && (key & mask) == prefix;
+      const unsigned bin = in ? (key >> shift) & 255u : 256u;  // 256: not counted
+      const unsigned peers = __match_any_sync(kFullMask, bin);
+      if (in && lane == __ffs(peers) - 1) atomicAdd(&hist[warp][bin], static_cast<unsigned>(__popc(peers)));
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      int above = 0;
-      for (int b = 255; b >= 0; --b) {
-        const int h = static_cast<int>(hist[b]);
-        if (above + h >= want) {
-          s_prefix = prefix | (static_cast<uint32_t>(b) << shift);
-          s_want = want - above;
-          break;
-        }
-        above += h;
-      }
+    // Thread t < 256 holds bin 255 − t (descending): cum = the keys in bins ≥ that bin.
+    int c = 0;
+    if (threadIdx.x < 256)
+      for (int w = 0; w < kWarps; ++w) c += static_cast<int>(hist[w][255 - threadIdx.x]);
+    const int cum = prefix256(c, scan_scratch);
+    // The one bin where the count from the top first reaches `want` (cum is non-decreasing).
+    if (threadIdx.x < 256 && cum >= want && cum - c < want) {
+      s_prefix = prefix | (static_cast<uint32_t>(255 - threadIdx.x) << shift);
+      s_want = want - (cum - c);
     }
     __syncthreads();
     prefix = s_prefix;

@@ -396,17 +396,28 @@ std::vector<int32_t> cpu_topk_row(const std::vector<float>& s, int64_t N, int k)
   return out;
 }
 
+// stride 3000: many exact ties (zeros of both signs, a few repeated values); stride 10000 (a 40k-
+// token decode row's entries): relu'd scores, half zeros and the rest positive with shared top
+// bytes (the histograms' busiest bins), one row all +0, one all equal to 1.5.
 void test_topk(Rng& rng, Report& rep) {
-  for (int k : {4, 64, 512}) {
-    const int R = 24, m = 4, stride = 3000;
+  for (auto [k, stride] : {std::pair{4, 3000}, {64, 3000}, {512, 3000}, {512, 10000}, {64, 10000}}) {
+    const int R = stride > 3000 ? 8 : 24, m = 4;
     std::vector<float> s(static_cast<size_t>(R) * stride);
-    for (auto& v : s) {  // many exact ties: zeros (both signs) and a few repeated values
+    for (auto& v : s) {
       const int64_t c = rng.integer(0, 9);
-      v = c < 5 ? (c == 0 ? -0.0f : 0.0f) : c < 8 ? static_cast<float>(rng.integer(-3, 3)) * 0.25f : rng.normal();
+      if (stride > 3000)
+        v = c < 5 ? 0.0f : std::abs(rng.normal()) * 0.01f + 1.0f;
+      else
+        v = c < 5 ? (c == 0 ? -0.0f : 0.0f) : c < 8 ? static_cast<float>(rng.integer(-3, 3)) * 0.25f : rng.normal();
     }
     std::vector<int32_t> pos(R);
     for (auto& p : pos) p = static_cast<int32_t>(rng.integer(0, stride * m - 1));
     pos[0] = 2, pos[1] = k * m - 1, pos[2] = k * m;  // fewer than k, exactly k, one more
+    if (stride > 3000) {
+      pos[3] = pos[4] = stride * m - 1;  // every entry visible
+      std::fill(s.begin() + 3 * stride, s.begin() + 4 * stride, 0.0f);
+      std::fill(s.begin() + 4 * stride, s.begin() + 5 * stride, 1.5f);
+    }
     DevVec<float> ds(s);
     DevVec<int32_t> dpos(pos), dout(static_cast<size_t>(R) * k);
     dout.poison();
@@ -418,7 +429,7 @@ void test_topk(Rng& rng, Report& rep) {
                                                      (pos[r] + 1) / m, k);
       bad += std::memcmp(want.data(), got.data() + r * k, k * 4) != 0;
     }
-    rep.add("topk_rows k=" + std::to_string(k) + " (ties, causal N)", bad == 0, std::to_string(bad) + "/" + std::to_string(R) + " rows differ");
+    rep.add("topk_rows k=" + std::to_string(k) + " stride " + std::to_string(stride) + " (ties, causal N)", bad == 0, std::to_string(bad) + "/" + std::to_string(R) + " rows differ");
   }
 }
 
