@@ -28,21 +28,21 @@ __device__ __forceinline__ uint32_t order_key(float v) {
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 
-// Exclusive prefix count of `flag` over the block (thread order); *total gets the block's count.
-__device__ int block_exclusive_count(bool flag, int* warp_counts, int* total) {
+// Exclusive prefix counts of two flags over the block (thread order), with one pair of barriers;
+// *_total get the block's counts. warp_counts: 2·kWarps ints.
+__device__ void block_exclusive_count2(bool fa, bool fb, int* warp_counts, int& a_before, int& b_before, int& a_total,
+                                       int& b_total) {
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const unsigned ballot = __ballot_sync(kFullMask, flag);
-  const int in_warp = __popc(ballot & ((1u << lane) - 1u));
+  const unsigned ba = __ballot_sync(kFullMask, fa), bb = __ballot_sync(kFullMask, fb);
+  const unsigned below = (1u << lane) - 1u;
   __syncthreads();  // warp_counts may still be read by the previous call
-  if (lane == 0) warp_counts[warp] = __popc(ballot);
+  if (lane == 0) warp_counts[warp] = __popc(ba), warp_counts[kWarps + warp] = __popc(bb);
   __syncthreads();
-  int before = 0, all = 0;
+  a_before = __popc(ba & below), b_before = __popc(bb & below), a_total = 0, b_total = 0;
   for (int w = 0; w < kWarps; ++w) {
-    if (w < warp) before += warp_counts[w];
-    all += warp_counts[w];
+    if (w < warp) a_before += warp_counts[w], b_before += warp_counts[kWarps + w];
+    a_total += warp_counts[w], b_total += warp_counts[kWarps + w];
   }
-  *total = all;
-  return before + in_warp;
 }
 
 // Inclusive prefix sum of v over the block's first 256 threads (thread order); the others
@@ -62,13 +62,18 @@ __device__ int prefix256(int v, int* scratch) {
   return v;
 }
 
+// KPT > 0: the row's keys (N ≤ KPT·kBlock) are loaded once, all at once, into registers, and the
+// four passes and the emission read them there; KPT = 0: every pass reads the row from memory
+// (rows past 16384 entries). Run 48: with the loads in the passes' loops (one dependent round trip
+// per 512 keys, 4 passes + the emission) a 32k decode step's top-k took 31-35 us.
+template <int KPT>
 __global__ void __launch_bounds__(kBlock) topk_kernel(const float* scores, int64_t stride, int n_fixed,
                                                       const int32_t* row_pos, int m, int k, int32_t* out) {
   __shared__ unsigned hist[kWarps][256];
   __shared__ int scan_scratch[8];
   __shared__ uint32_t s_prefix;
   __shared__ int s_want;
-  __shared__ int warp_counts[kWarps];
+  __shared__ int warp_counts[2 * kWarps];
   const int row = blockIdx.x, lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const float* sc = scores + static_cast<int64_t>(row) * stride;
   int32_t* o = out + static_cast<int64_t>(row) * k;
@@ -77,20 +82,40 @@ __global__ void __launch_bounds__(kBlock) topk_kernel(const float* scores, int64
     for (int i = threadIdx.x; i < k; i += kBlock) o[i] = i < N ? i : -1;
     return;
   }
+  uint32_t cache[KPT > 0 ? KPT : 1];
+  if constexpr (KPT > 0) {
+    if (N > static_cast<int64_t>(KPT) * kBlock) __trap();  // the host picked KPT from the stride: N ≤ stride broken
+#pragma unroll
+    for (int j = 0; j < KPT; ++j) {
+      const int64_t s = static_cast<int64_t>(j) * kBlock + threadIdx.x;
+      cache[j] = s < N ? order_key(sc[s]) : 0u;
+    }
+  }
+  // f(s, key) for s = base + threadIdx.x, base = 0, kBlock, … < N: the whole block steps together
+  // (base is uniform), so warp-wide and block-wide operations inside f are safe; key is 0 past N.
+  auto for_each_chunk = [&](auto&& f) {
+    if constexpr (KPT > 0) {
+#pragma unroll
+      for (int j = 0; j < KPT; ++j)
+        if (static_cast<int64_t>(j) * kBlock < N) f(static_cast<int64_t>(j) * kBlock + threadIdx.x, cache[j]);
+    } else {
+      for (int64_t base = 0; base < N; base += kBlock) {
+        const int64_t s = base + threadIdx.x;
+        f(s, s < N ? order_key(sc[s]) : 0u);
+      }
+    }
+  };
   uint32_t prefix = 0, mask = 0;
   int want = k;  // keys still to take among those matching prefix under mask
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int b = threadIdx.x; b < kWarps * 256; b += kBlock) (&hist[0][0])[b] = 0;
     __syncthreads();
-    // Whole warps iterate together (base is uniform), so every lane takes part in the match.
-    for (int64_t base = 0; base < N; base += kBlock) {
-      const int64_t s = base + threadIdx.x;
-      const uint32_t key = s < N ? order_key(sc[s]) : 0u;
+    for_each_chunk([&](int64_t s, uint32_t key) {
       const bool in = s < N && (key & mask) == prefix;
       const unsigned bin = in ? (key >> shift) & 255u : 256u;  // 256: not counted
       const unsigned peers = __match_any_sync(kFullMask, bin);
       if (in && lane == __ffs(peers) - 1) atomicAdd(&hist[warp][bin], static_cast<unsigned>(__popc(peers)));
-    }
+    });
     __syncthreads();
     // Thread t < 256 holds bin 255 − t (descending): cum = the keys in bins ≥ that bin.
     int c = 0;
@@ -107,22 +132,26 @@ __global__ void __launch_bounds__(kBlock) topk_kernel(const float* scores, int64
     want = s_want;
     mask |= 255u << shift;
   }
-  // prefix = τ; take every key > τ and the first `want` keys == τ, in index order.
-  int taken = 0, equal_seen = 0;
-  for (int64_t base = 0; base < N; base += kBlock) {
-    const int64_t s = base + threadIdx.x;
-    const uint32_t key = s < N ? order_key(sc[s]) : 0u;
-    const bool eq = s < N && key == prefix;
-    int eq_total = 0;
-    const int eq_rank = equal_seen + block_exclusive_count(eq, warp_counts, &eq_total);
-    const bool take = s < N && (key > prefix || (eq && eq_rank < want));
-    int take_total = 0;
-    const int slot = taken + block_exclusive_count(take, warp_counts, &take_total);
-    if (take && slot < k) o[slot] = static_cast<int32_t>(s);
-    taken += take_total;
-    equal_seen += eq_total;
-  }
+  // prefix = τ; take every key > τ and the first `want` keys == τ, in index order. Before index s
+  // the set holds (keys > τ before s) + min(keys == τ before s, want).
+  int gt_seen = 0, eq_seen = 0;
+  for_each_chunk([&](int64_t s, uint32_t key) {
+    const bool gt = s < N && key > prefix, eq = s < N && key == prefix;
+    int gt_before, eq_before, gt_total, eq_total;
+    block_exclusive_count2(gt, eq, warp_counts, gt_before, eq_before, gt_total, eq_total);
+    const int eq_rank = eq_seen + eq_before;
+    const int slot = gt_seen + gt_before + min(eq_rank, want);
+    if ((gt || (eq && eq_rank < want)) && slot < k) o[slot] = static_cast<int32_t>(s);
+    gt_seen += gt_total;
+    eq_seen += eq_total;
+  });
+  const int taken = gt_seen + min(eq_seen, want);
   for (int i = taken + threadIdx.x; i < k; i += kBlock) o[i] = -1;
+}
+
+// Keys per thread held in registers for a launch's longest row (0: read from memory each pass).
+int keys_per_thread(int64_t max_n) {
+  return max_n <= 4 * kBlock ? 4 : max_n <= 16 * kBlock ? 16 : max_n <= 32 * kBlock ? 32 : 0;
 }
 
 }  // namespace
@@ -132,7 +161,13 @@ cudaError_t topk_rows(const float* scores, int64_t stride, int rows, int n_fixed
   if (rows == 0) return cudaSuccess;
   if (!scores || !out || rows < 0 || k < 1 || (row_pos && m < 1) || (!row_pos && n_fixed < 0))
     return cudaErrorInvalidValue;
-  topk_kernel<<<rows, kBlock, 0, stream>>>(scores, stride, n_fixed, row_pos, m, k, out);
+  // The longest row: N ≤ stride (a row's scores fit its stride), and n_fixed when no positions are given.
+  switch (keys_per_thread(row_pos ? stride : n_fixed)) {
+    case 4: topk_kernel<4><<<rows, kBlock, 0, stream>>>(scores, stride, n_fixed, row_pos, m, k, out); break;
+    case 16: topk_kernel<16><<<rows, kBlock, 0, stream>>>(scores, stride, n_fixed, row_pos, m, k, out); break;
+    case 32: topk_kernel<32><<<rows, kBlock, 0, stream>>>(scores, stride, n_fixed, row_pos, m, k, out); break;
+    default: topk_kernel<0><<<rows, kBlock, 0, stream>>>(scores, stride, n_fixed, row_pos, m, k, out); break;
+  }
   return cudaGetLastError();
 }
 

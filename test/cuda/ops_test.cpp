@@ -396,11 +396,13 @@ std::vector<int32_t> cpu_topk_row(const std::vector<float>& s, int64_t N, int k)
   return out;
 }
 
-// stride 3000: many exact ties (zeros of both signs, a few repeated values); stride 10000 (a 40k-
-// token decode row's entries): relu'd scores, half zeros and the rest positive with shared top
+// stride ≤ 3000: many exact ties (zeros of both signs, a few repeated values); stride ≥ 10000 (a
+// 40k-token decode row's entries): relu'd scores, half zeros and the rest positive with shared top
 // bytes (the histograms' busiest bins), one row all +0, one all equal to 1.5.
 void test_topk(Rng& rng, Report& rep) {
-  for (auto [k, stride] : {std::pair{4, 3000}, {64, 3000}, {512, 3000}, {512, 10000}, {64, 10000}}) {
+  // strides 1500 / 3000 / 10000 / 20000: the kernel's 4 / 16 / 32 keys per thread in registers and
+  // its read-every-pass form
+  for (auto [k, stride] : {std::pair{4, 3000}, {64, 3000}, {512, 3000}, {512, 1500}, {512, 10000}, {64, 10000}, {512, 20000}}) {
     const int R = stride > 3000 ? 8 : 24, m = 4;
     std::vector<float> s(static_cast<size_t>(R) * stride);
     for (auto& v : s) {
