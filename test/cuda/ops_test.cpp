@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <numeric>
 #include <set>
 
@@ -1100,6 +1101,56 @@ void test_indexer_scores(Rng& rng, Report& rep) {
 //   logit j: |Δl_j| ≤ E_j = scale · (2u_t + u_t² + γ_d) · Σ_i |q_i k_ji|,   E = max_j E_j
 //   p_j' / p_j ∈ [e^(−2E), e^(2E)] (the sink term is exact), so |Δp_j| ≤ (e^(2E) − 1) · p_j
 //   o_i: |Δo_i| ≤ (e^(2E) − 1 + 2u_t + γ_n + 2⁻²⁰) · Σ_j p_j |k_ji|; a RoPE pair adds its partner's bound.
+// One sequence of T rows at positions pos0… past a window of W: random q (H heads × d), this round's
+// kv, the window ring and n_entries compressed entries, a CSA selection of K sorted entries per row
+// (rows with r % 5 > 0 padded with −1); host copies for the references, device copies behind `a`
+// (a.o left for the caller). Heap-held: `a` points into the device buffers.
+struct AttentionCase {
+  std::vector<float> window, entries, kv, q, sink, inv_freq;
+  std::vector<int32_t> selected, row_pos, row_seq;
+  DevVec<float> dwin, dent, dkv, dq, dsink, dfreq;
+  DevVec<int32_t> dsel, dpos, dseq;
+  DevVec<LayerDev> dld;
+  DevVec<SeqDesc> dsd;
+  AttentionArgs a;
+};
+
+std::unique_ptr<AttentionCase> attention_case(Rng& rng, AttnKind kind, int d, int H, int T, int W, int K, int m, int half,
+                                              int n_entries, int64_t pos0) {
+  auto c = std::make_unique<AttentionCase>();
+  c->window = rng.normals(static_cast<size_t>(W) * d), c->entries = rng.normals(static_cast<size_t>(n_entries) * d);
+  c->kv = rng.normals(static_cast<size_t>(T) * d), c->q = rng.normals(static_cast<size_t>(T) * H * d, 0.5f);
+  c->sink = rng.normals(H), c->inv_freq = rng.normals(half, 0.1f);
+  c->selected.assign(static_cast<size_t>(T) * K, -1), c->row_pos.resize(T), c->row_seq.assign(T, 0);
+  for (int r = 0; r < T; ++r) {
+    c->row_pos[r] = static_cast<int32_t>(pos0 + r);
+    std::vector<int32_t> pick(n_entries);
+    std::iota(pick.begin(), pick.end(), 0);
+    std::shuffle(pick.begin(), pick.end(), rng.gen);
+    const int n_sel = K - r % 5;  // some rows padded with −1
+    std::sort(pick.begin(), pick.begin() + n_sel);
+    std::copy(pick.begin(), pick.begin() + n_sel, c->selected.begin() + static_cast<int64_t>(r) * K);
+  }
+  c->dwin = DevVec<float>(c->window), c->dent = DevVec<float>(c->entries), c->dkv = DevVec<float>(c->kv);
+  c->dq = DevVec<float>(c->q), c->dsink = DevVec<float>(c->sink), c->dfreq = DevVec<float>(c->inv_freq);
+  c->dsel = DevVec<int32_t>(c->selected), c->dpos = DevVec<int32_t>(c->row_pos), c->dseq = DevVec<int32_t>(c->row_seq);
+  LayerDev ld;
+  ld.window = c->dwin.get();
+  ld.cmp.entries = c->dent.get();
+  c->dld = DevVec<LayerDev>(std::vector<LayerDev>{ld});
+  SeqDesc sd;
+  sd.pos0 = static_cast<int32_t>(pos0), sd.T = T, sd.row0 = 0, sd.layers = c->dld.get();
+  c->dsd = DevVec<SeqDesc>(std::vector<SeqDesc>{sd});
+  AttentionArgs& a = c->a;
+  a.seqs = c->dsd.get(), a.row_seq = c->dseq.get(), a.row_pos = c->dpos.get(), a.layer = 0, a.rows = T, a.kind = kind;
+  a.q = c->dq.get(), a.kv = c->dkv.get(), a.sink = c->dsink.get(), a.selected = c->dsel.get(), a.K = K, a.H = H, a.d = d;
+  a.W = W, a.m = m;
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  a.inv_freq = c->dfreq.get(), a.half = half;
+  a.max_keys = W + (kind == AttnKind::kCSA ? K : static_cast<int>((pos0 + T) / m));
+  return c;
+}
+
 // The exact attention's other launches against `exact`, the launch of all of a's rows (≥ 24 rows:
 // several heads per block), by bits. few: attention() on 1-3 rows with max_keys past the cluster
 // kernel's shared memory (the one-head kernels: 1-2 rows 1024 threads, 3 rows 256). cluster:
@@ -1158,34 +1209,10 @@ void test_attention_fast(Rng& rng, Report& rep, bool quick) {
     for (AttnKind kind : {AttnKind::kCSA, AttnKind::kHCA}) {
       const int H = 42, T = 70, W = 32, K = 24, m = 4, half = 16, n_entries = 60;
       const int64_t pos0 = 100;
-      const std::vector<float> window = rng.normals(static_cast<size_t>(W) * d), entries = rng.normals(static_cast<size_t>(n_entries) * d),
-                               kv = rng.normals(static_cast<size_t>(T) * d), q = rng.normals(static_cast<size_t>(T) * H * d, 0.5f),
-                               sink = rng.normals(H), inv_freq = rng.normals(half, 0.1f);
-      std::vector<int32_t> selected(static_cast<size_t>(T) * K, -1), row_pos(T), row_seq(T, 0);
-      for (int r = 0; r < T; ++r) {
-        row_pos[r] = static_cast<int32_t>(pos0 + r);
-        std::vector<int32_t> pick(n_entries);
-        std::iota(pick.begin(), pick.end(), 0);
-        std::shuffle(pick.begin(), pick.end(), rng.gen);
-        const int n_sel = K - r % 5;  // some rows padded with −1
-        std::sort(pick.begin(), pick.begin() + n_sel);
-        std::copy(pick.begin(), pick.begin() + n_sel, selected.begin() + static_cast<int64_t>(r) * K);
-      }
-      DevVec<float> dwin(window), dent(entries), dkv(kv), dq(q), dsink(sink), dfreq(inv_freq);
-      DevVec<int32_t> dsel(selected), dpos(row_pos), dseq(row_seq);
-      LayerDev ld;
-      ld.window = dwin.get();
-      ld.cmp.entries = dent.get();
-      DevVec<LayerDev> dld(std::vector<LayerDev>{ld});
-      SeqDesc sd;
-      sd.pos0 = static_cast<int32_t>(pos0), sd.T = T, sd.row0 = 0, sd.layers = dld.get();
-      DevVec<SeqDesc> dsd(std::vector<SeqDesc>{sd});
-      AttentionArgs a;
-      a.seqs = dsd.get(), a.row_seq = dseq.get(), a.row_pos = dpos.get(), a.layer = 0, a.rows = T, a.kind = kind;
-      a.q = dq.get(), a.kv = dkv.get(), a.sink = dsink.get(), a.selected = dsel.get(), a.K = K, a.H = H, a.d = d, a.W = W, a.m = m;
-      a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-      a.inv_freq = dfreq.get(), a.half = half;
-      a.max_keys = W + (kind == AttnKind::kCSA ? K : static_cast<int>((pos0 + T) / m));
+      const auto c = attention_case(rng, kind, d, H, T, W, K, m, half, n_entries, pos0);
+      const std::vector<float>&window = c->window, &entries = c->entries, &kv = c->kv, &q = c->q, &sink = c->sink;
+      const std::vector<int32_t>& selected = c->selected;
+      AttentionArgs a = c->a;
       DevVec<float> dexact(static_cast<size_t>(T) * H * d), dfast(static_cast<size_t>(T) * H * d);
       dexact.poison(), dfast.poison();
       a.o = dexact.get();
@@ -1253,34 +1280,8 @@ void test_attention_many_keys(Rng& rng, Report& rep) {
   const int d = 512, H = 12, T = 64, W = 128, K = 512, m = 4, half = 32, n_entries = 700;
   const int64_t pos0 = 2000;  // HCA: (pos + 1) / m ≤ 516 visible entries
   for (AttnKind kind : {AttnKind::kCSA, AttnKind::kHCA}) {
-    const std::vector<float> window = rng.normals(static_cast<size_t>(W) * d), entries = rng.normals(static_cast<size_t>(n_entries) * d),
-                             kv = rng.normals(static_cast<size_t>(T) * d), q = rng.normals(static_cast<size_t>(T) * H * d, 0.5f),
-                             sink = rng.normals(H), inv_freq = rng.normals(half, 0.1f);
-    std::vector<int32_t> selected(static_cast<size_t>(T) * K, -1), row_pos(T), row_seq(T, 0);
-    for (int r = 0; r < T; ++r) {
-      row_pos[r] = static_cast<int32_t>(pos0 + r);
-      std::vector<int32_t> pick(n_entries);
-      std::iota(pick.begin(), pick.end(), 0);
-      std::shuffle(pick.begin(), pick.end(), rng.gen);
-      const int n_sel = K - r % 5;
-      std::sort(pick.begin(), pick.begin() + n_sel);
-      std::copy(pick.begin(), pick.begin() + n_sel, selected.begin() + static_cast<int64_t>(r) * K);
-    }
-    DevVec<float> dwin(window), dent(entries), dkv(kv), dq(q), dsink(sink), dfreq(inv_freq);
-    DevVec<int32_t> dsel(selected), dpos(row_pos), dseq(row_seq);
-    LayerDev ld;
-    ld.window = dwin.get();
-    ld.cmp.entries = dent.get();
-    DevVec<LayerDev> dld(std::vector<LayerDev>{ld});
-    SeqDesc sd;
-    sd.pos0 = static_cast<int32_t>(pos0), sd.T = T, sd.row0 = 0, sd.layers = dld.get();
-    DevVec<SeqDesc> dsd(std::vector<SeqDesc>{sd});
-    AttentionArgs a;
-    a.seqs = dsd.get(), a.row_seq = dseq.get(), a.row_pos = dpos.get(), a.layer = 0, a.rows = T, a.kind = kind;
-    a.q = dq.get(), a.kv = dkv.get(), a.sink = dsink.get(), a.selected = dsel.get(), a.K = K, a.H = H, a.d = d, a.W = W, a.m = m;
-    a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-    a.inv_freq = dfreq.get(), a.half = half;
-    a.max_keys = W + (kind == AttnKind::kCSA ? K : static_cast<int>((pos0 + T) / m));
+    const auto c = attention_case(rng, kind, d, H, T, W, K, m, half, n_entries, pos0);
+    AttentionArgs a = c->a;
     DevVec<float> dexact(static_cast<size_t>(T) * H * d);
     dexact.poison();
     a.o = dexact.get();
