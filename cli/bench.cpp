@@ -361,6 +361,9 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
     }
     const bool graph_bits = std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)) == 0;
     if (!graph_bits) out["failures"].push_back("decode at " + std::to_string(ctx_len) + ": CUDA graphs change the logits");
+    // the decode graph's kernel → kernel edges, and how many are programmatic (kernels/launch.cuh)
+    const auto graph_rep = exact->device_report();
+    auto rep_of = [&](const char* k) { return graph_rep.count(k) ? graph_rep.at(k) : 0.0; };
     const double step_s = steps_s[1];
     std::vector<int64_t> six(L, cfg.num_experts_per_tok);
     const Floor f = floor_for(cfg, {ctx_len}, six, copy_gbs);
@@ -376,7 +379,9 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                              {"floor_bytes", f.bytes},
                              {"floor_ms", f.ms},
                              {"floor_ms_per_layer", f.layer_ms},
-                             {"ratio_to_floor", step_s * 1e3 / f.ms}});
+                             {"ratio_to_floor", step_s * 1e3 / f.ms},
+                             {"graph_kernel_edges", rep_of("graph_kernel_edges")},
+                             {"graph_programmatic_edges", rep_of("graph_programmatic_edges")}});
     if (opt.timeline) out["decode"].back()["timeline"] = timeline;
     note(ctx, "decode at " + std::to_string(ctx_len) + ": " + fmt("%.3f", step_s * 1e3 / L) + " ms/layer/token, floor " +
                   fmt("%.3f", f.layer_ms));

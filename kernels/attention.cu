@@ -14,10 +14,12 @@
 //
 //   grid (rows, H)   block 256   dynamic smem: max_keys·(4 + 8) + 16 + d·4 bytes (key pointers, logits, o)
 // window_update: grid rows, block 256: the last min(T, W) rows of each sequence into its ring.
+#include "attention_keys.cuh"
 #include "common.cuh"
+#include "device_caps.h"
+#include "launch.cuh"
 #include "ops.h"
 #include "rope.cuh"
-#include "attention_keys.cuh"
 
 namespace memra::cuda {
 
@@ -58,6 +60,7 @@ __global__ void __launch_bounds__(BLOCK) attention_kernel(AttentionArgs a) {
   float* o_s = logit + a.max_keys + kLogitPad;                                    // [d]
   __shared__ float scratch[kW];
   __shared__ int s_ncmp;
+  pdl_begin();
 
   const int row = blockIdx.x, h = blockIdx.y;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
@@ -164,6 +167,7 @@ __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a
   float* q_s = o_s + HB * d;                                                          // [HB][d]
   __shared__ float scratch[kWarps];
   __shared__ int s_ncmp;
+  pdl_begin();
 
   const int row = blockIdx.x, h0 = blockIdx.y * HB;
   const int nh = min(HB, a.H - h0);
@@ -245,6 +249,7 @@ __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a
 __global__ void __launch_bounds__(kBlock) window_update_kernel(const SeqDesc* seqs, const int32_t* row_seq,
                                                                const int32_t* row_pos, int layer, const float* kv,
                                                                int d, int W) {
+  pdl_begin();
   const int row = blockIdx.x;
   const SeqDesc& s = seqs[row_seq[row]];
   const int64_t pos = row_pos[row];
@@ -276,43 +281,37 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream) {
   if (a.rows <= kAttentionClusterRows && attention_cluster_ok(a)) return attention_cluster(a, stream);
   // Heads per block: 1 for few rows (a decode step: latency, as many blocks as possible), more for
   // many rows (each key read once for HB heads), as far as shared memory allows. Bits do not depend on it.
-  int optin = 0, dev = 0;
-  cudaError_t err;
-  if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
-      (err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess)
-    return err;
+  DeviceCaps caps;
+  if (const cudaError_t err = current_device_caps(caps); err != cudaSuccess) return err;
   const int want = a.rows >= 64 ? 8 : a.rows >= 24 ? 4 : 1;  // 16 rows: 4 heads measured 8% slower
   int hb = want;
-  while (hb > 1 && attention_heads_smem(a.max_keys, a.d, hb) + 1024 > static_cast<size_t>(optin)) hb /= 2;
+  while (hb > 1 && attention_heads_smem(a.max_keys, a.d, hb) + 1024 > static_cast<size_t>(caps.smem_optin)) hb /= 2;
   if (hb == 1) {
     const size_t smem = attention_smem(a.max_keys, a.d);
     auto launch1 = [&](auto kernel, int threads) {
-      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
       if (e != cudaSuccess) return e;
-      kernel<<<dim3(a.rows, a.H), threads, smem, stream>>>(a);
-      return cudaGetLastError();
+      return launch(kernel, dim3(a.rows, a.H), threads, smem, stream, a);
     };
     if (a.rows <= 2) return launch1(attention_kernel<kWideBlock>, kWideBlock);
     return launch1(attention_kernel<kBlock>, kBlock);
   }
-  auto launch = [&](auto kernel, int heads) {
+  auto launch_heads = [&](auto kernel, int heads) {
     const size_t smem = attention_heads_smem(a.max_keys, a.d, heads);
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
     if (e != cudaSuccess) return e;
-    kernel<<<dim3(a.rows, (a.H + heads - 1) / heads), kBlock, smem, stream>>>(a);
-    return cudaGetLastError();
+    return launch(kernel, dim3(a.rows, (a.H + heads - 1) / heads), kBlock, smem, stream, a);
   };
-  if (hb == 8) return launch(attention_heads_kernel<8>, 8);
-  if (hb == 4) return launch(attention_heads_kernel<4>, 4);
-  return launch(attention_heads_kernel<2>, 2);
+  if (hb == 8) return launch_heads(attention_heads_kernel<8>, 8);
+  if (hb == 4) return launch_heads(attention_heads_kernel<4>, 4);
+  return launch_heads(attention_heads_kernel<2>, 2);
 }
 
 cudaError_t window_update(const SeqDesc* seqs, const int32_t* row_seq, const int32_t* row_pos, int layer, int rows,
                           const float* kv, int d, int W, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (!seqs || !row_seq || !row_pos || !kv || rows < 0 || d <= 0 || W < 1) return cudaErrorInvalidValue;
-  window_update_kernel<<<rows, kBlock, 0, stream>>>(seqs, row_seq, row_pos, layer, kv, d, W);
-  return cudaGetLastError();
+  return launch(window_update_kernel, rows, kBlock, 0, stream, seqs, row_seq, row_pos, layer, kv, d, W);
 }
 
 }  // namespace memra::cuda

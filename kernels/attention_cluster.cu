@@ -27,6 +27,8 @@
 
 #include "attention_keys.cuh"
 #include "common.cuh"
+#include "device_caps.h"
+#include "launch.cuh"
 #include "ops.h"
 #include "rope.cuh"
 
@@ -98,6 +100,7 @@ __host__ __device__ constexpr int keys_per_pass(int per_lane, int hb) {
 // D = head dim (a.d), HB = heads per cluster (a multiple of 4: q is read as float4 per dim).
 template <int D, int HB>
 __global__ void __launch_bounds__(kBlock, 2) attention_cluster_kernel(AttentionArgs a) {
+  pdl_begin();
   constexpr int S = D / kC;                  // phase 3: dims per block
   constexpr int kPL = D / kWarp;             // phase 1: q·key terms per lane
   constexpr int KP = keys_per_pass(kPL, HB);
@@ -325,12 +328,9 @@ bool attention_cluster_ok(const AttentionArgs& a, int heads) {
   if (heads == 0) heads = default_heads();
   if (!cluster_kernel(a.d, heads) || a.rows > 65535 || a.H < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d)
     return false;
-  int dev = 0, optin = 0, clusters = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev) != cudaSuccess)
-    return false;
-  return clusters != 0 && cluster_layout(a.max_keys, a.d, heads).bytes + 1024 <= static_cast<size_t>(optin);
+  DeviceCaps caps;
+  if (current_device_caps(caps) != cudaSuccess) return false;
+  return caps.clusters && cluster_layout(a.max_keys, a.d, heads).bytes + 1024 <= static_cast<size_t>(caps.smem_optin);
 }
 
 cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int heads) {
@@ -342,21 +342,14 @@ cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int h
     return cudaErrorInvalidValue;
   const ClusterKernel kernel = cluster_kernel(a.d, heads);
   const size_t smem = cluster_layout(a.max_keys, a.d, heads).bytes;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  const cudaError_t err = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (err != cudaSuccess) return err;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = kC;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(kC * ((a.H + heads - 1) / heads), a.rows);
-  cfg.blockDim = dim3(kBlock);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, a);
+  cudaLaunchAttribute cluster[1];
+  cluster[0].id = cudaLaunchAttributeClusterDimension;
+  cluster[0].val.clusterDim.x = kC;
+  cluster[0].val.clusterDim.y = 1;
+  cluster[0].val.clusterDim.z = 1;
+  return launch_with(cluster, 1, kernel, dim3(kC * ((a.H + heads - 1) / heads), a.rows), kBlock, smem, stream, a);
 }
 
 }  // namespace memra::cuda

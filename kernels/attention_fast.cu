@@ -21,6 +21,8 @@
 
 #include "attention_keys.cuh"
 #include "common.cuh"
+#include "device_caps.h"
+#include "launch.cuh"
 #include "ops.h"
 #include "rope.cuh"
 
@@ -66,6 +68,7 @@ size_t fast_smem(int max_keys, int d) {
 // ND = d / 64: each warp's pass-2 output is ND tiles of 16 dims (a quarter of d).
 template <int ND>
 __global__ void __launch_bounds__(kBlock) attention_fast_kernel(AttentionArgs a, int s_ld, int stage_n) {
+  pdl_begin();
   constexpr int d = ND * 64, DC = dim_chunk(d), DCP = DC + kPad, DP = d + kPad;
   extern __shared__ __align__(128) unsigned char smem[];
   float* S = reinterpret_cast<float*>(smem);                                    // [kHeads][s_ld] (s_ld: the padded row stride)
@@ -212,10 +215,9 @@ __global__ void __launch_bounds__(kBlock) attention_fast_kernel(AttentionArgs a,
 bool attention_fast_ok(const AttentionArgs& a) {
   const int nd = a.d / 64;
   if (a.d % 64 != 0 || !(nd == 1 || nd == 2 || nd == 4 || nd == 8)) return false;
-  int dev = 0, optin = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-    return false;
-  return fast_smem(a.max_keys, a.d) + 1024 <= static_cast<size_t>(optin);
+  DeviceCaps caps;
+  if (current_device_caps(caps) != cudaSuccess) return false;
+  return fast_smem(a.max_keys, a.d) + 1024 <= static_cast<size_t>(caps.smem_optin);
 }
 
 cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream) {
@@ -228,17 +230,16 @@ cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   const int s_ld = s_stride(a.max_keys), stage_n = stage_floats(a.d);
   const size_t smem = fast_smem(a.max_keys, a.d);
-  auto launch = [&](auto kernel) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  auto launch_nd = [&](auto kernel) {
+    cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
     if (e != cudaSuccess) return e;
-    kernel<<<dim3(a.rows, (a.H + kHeads - 1) / kHeads), kBlock, smem, stream>>>(a, s_ld, stage_n);
-    return cudaGetLastError();
+    return launch(kernel, dim3(a.rows, (a.H + kHeads - 1) / kHeads), kBlock, smem, stream, a, s_ld, stage_n);
   };
   switch (a.d / 64) {
-    case 1: return launch(attention_fast_kernel<1>);
-    case 2: return launch(attention_fast_kernel<2>);
-    case 4: return launch(attention_fast_kernel<4>);
-    default: return launch(attention_fast_kernel<8>);
+    case 1: return launch_nd(attention_fast_kernel<1>);
+    case 2: return launch_nd(attention_fast_kernel<2>);
+    case 4: return launch_nd(attention_fast_kernel<4>);
+    default: return launch_nd(attention_fast_kernel<8>);
   }
 }
 

@@ -21,6 +21,17 @@ namespace memra::cuda {
 inline constexpr int kWarp = 32;
 inline constexpr unsigned kFullMask = 0xffffffffu;
 
+// The start of every kernel's work (launch.cuh): wait until the grids this one depends on have
+// completed and their writes are visible (returns at once for a launch without PDL), then let the
+// next kernel of the stream launch, so its blocks are resident when this one ends. Nothing an
+// earlier kernel wrote is read, and nothing is written, before it; weights may be read before it.
+__device__ __forceinline__ void pdl_begin() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float to_f32(float v) { return v; }
 __device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
@@ -31,6 +42,36 @@ __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(kFullMask, v, off);
   return v;
+}
+
+// warp_sum of N values at once (N a power of two ≤ 32) in 31 + log2(32/N) shuffles instead of 5·N:
+// each of the first log2(N) butterfly levels halves the values a lane carries (the lanes whose
+// level bit is set keep the upper half, their partners the lower, each adding its partner's copy
+// of what it keeps), then the remaining levels are plain butterflies. Every partial is a lane's
+// own value plus its partner's, as in warp_sum, so value j's sum has warp_sum's bits. Returns the
+// sum of value j = lane >> (5 − log2 N) (lanes j·32/N … (j+1)·32/N − 1 hold value j).
+template <int C, int N>
+__device__ __forceinline__ void warp_halve(float (&v)[N], int lane, int off) {
+  if constexpr (C > 1) {
+    const bool upper = lane & off;
+#pragma unroll
+    for (int i = 0; i < C / 2; ++i) {
+      const float keep = upper ? v[i + C / 2] : v[i];
+      const float send = upper ? v[i] : v[i + C / 2];
+      v[i] = keep + __shfl_xor_sync(kFullMask, send, off);
+    }
+    warp_halve<C / 2>(v, lane, off >> 1);
+  }
+}
+
+template <int N>
+__device__ __forceinline__ float warp_sum_many(float (&v)[N]) {
+  static_assert(N >= 1 && N <= kWarp && (N & (N - 1)) == 0, "a power of two up to 32");
+  warp_halve<N>(v, threadIdx.x % kWarp, 16);
+  float s = v[0];
+#pragma unroll
+  for (int off = 16 / N; off > 0; off >>= 1) s += __shfl_xor_sync(kFullMask, s, off);
+  return s;
 }
 
 __device__ __forceinline__ float warp_max(float v) {

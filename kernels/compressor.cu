@@ -14,6 +14,7 @@
 //   PREV ← Ca half of the last window closed in the round (CSA); barrier; PEND ← the round's rows of
 //   the open window. The barrier orders PREV's reads of old PEND rows before PEND is overwritten.
 #include "common.cuh"
+#include "launch.cuh"
 #include "ops.h"
 #include "rope.cuh"
 
@@ -65,6 +66,7 @@ __device__ __forceinline__ void pool_row(const CompressorArgs& a, const SeqDesc&
 }
 
 __global__ void __launch_bounds__(kBlock) compressor_close_kernel(CompressorArgs a, const Closing* closings) {
+  pdl_begin();
   extern __shared__ float entry[];  // [w]
   __shared__ float scratch[kBlock / kWarp];
   const Closing cl = closings[blockIdx.x];
@@ -106,6 +108,7 @@ __global__ void __launch_bounds__(kBlock) compressor_close_kernel(CompressorArgs
 }
 
 __global__ void __launch_bounds__(kBlock) compressor_update_kernel(CompressorArgs a) {
+  pdl_begin();
   const SeqDesc& s = a.seqs[blockIdx.x];
   const CompressorDev& st = state_of(a, s);
   const int m = a.m, w = a.w, cw = a.c * a.w;
@@ -145,15 +148,13 @@ cudaError_t compressor_close(const CompressorArgs& a, const Closing* closings, i
   if (!valid(a) || !a.norm || !closings || n_closings < 0) return cudaErrorInvalidValue;
   const size_t smem = sizeof(float) * static_cast<size_t>(a.w);
   if (smem > 48 * 1024) return cudaErrorInvalidValue;
-  compressor_close_kernel<<<n_closings, kBlock, smem, stream>>>(a, closings);
-  return cudaGetLastError();
+  return launch(compressor_close_kernel, n_closings, kBlock, smem, stream, a, closings);
 }
 
 cudaError_t compressor_update(const CompressorArgs& a, int n_seqs, cudaStream_t stream) {
   if (n_seqs == 0) return cudaSuccess;
   if (!valid(a) || n_seqs < 0) return cudaErrorInvalidValue;
-  compressor_update_kernel<<<n_seqs, kBlock, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launch(compressor_update_kernel, n_seqs, kBlock, 0, stream, a);
 }
 
 }  // namespace memra::cuda

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "core/error.h"
 #include "cuda_check.h"
 #include "model/model.h"
+#include "pdl.h"
 #include "synthetic_weights.h"
 
 namespace memra::cuda {
@@ -174,7 +176,37 @@ std::map<std::string, double> CudaBackend::device_report() const {
   if (fp4_values > 0) out["weights_fp4_bytes"] = fp4_bytes, out["weights_fp4_values"] = fp4_values;
   if (flop > 0) out["linear_ms"] = ms, out["linear_flop"] = flop;
   for (const auto& [name, t] : sites) out["timeline_ms:" + name] = t.ms, out["timeline_launches:" + name] = t.launches;
+  if (graph_kernels_ > 0) {
+    out["graph_kernels"] = static_cast<double>(graph_kernels_);
+    out["graph_kernel_edges"] = static_cast<double>(graph_kernel_edges_);
+    out["graph_programmatic_edges"] = static_cast<double>(graph_programmatic_edges_);
+  }
   return out;
+}
+
+// The last captured round's kernels, kernel → kernel edges, and how many of those are programmatic
+// (launch.cuh): device_report() shows whether PDL reached the graph.
+void CudaBackend::count_graph(cudaGraph_t graph) const {
+  size_t n_nodes = 0, n_edges = 0;
+  check(cudaGraphGetNodes(graph, nullptr, &n_nodes), "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> nodes(n_nodes);
+  if (n_nodes > 0) check(cudaGraphGetNodes(graph, nodes.data(), &n_nodes), "cudaGraphGetNodes");
+  check(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &n_edges), "cudaGraphGetEdges");
+  std::vector<cudaGraphNode_t> from(n_edges), to(n_edges);
+  std::vector<cudaGraphEdgeData> data(n_edges);
+  if (n_edges > 0) check(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &n_edges), "cudaGraphGetEdges");
+  auto is_kernel = [](cudaGraphNode_t node) {
+    cudaGraphNodeType t;
+    return cudaGraphNodeGetType(node, &t) == cudaSuccess && t == cudaGraphNodeTypeKernel;
+  };
+  int64_t kernels = 0, kernel_edges = 0, programmatic = 0;
+  for (cudaGraphNode_t node : nodes) kernels += is_kernel(node);
+  for (size_t i = 0; i < n_edges; ++i) {
+    if (!is_kernel(from[i]) || !is_kernel(to[i])) continue;
+    ++kernel_edges;
+    programmatic += data[i].type == cudaGraphDependencyTypeProgrammatic;
+  }
+  graph_kernels_ = kernels, graph_kernel_edges_ = kernel_edges, graph_programmatic_edges_ = programmatic;
 }
 
 std::unique_ptr<State> CudaBackend::new_state(int64_t capacity) const {
@@ -334,6 +366,8 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   // device, so one graph serves every decode step of a batch shape within the shape's buckets
   // (Shard::upload_plan). MEMRA_CUDA_GRAPHS=0 launches each kernel instead.
   Shard& first_shard = *shards_[0];
+  std::optional<PdlOff> no_pdl;  // a timeline round times each launch alone
+  if (first_shard.timeline_on()) no_pdl.emplace();
   const bool graphs = graphs_enabled() && S == 1 && realization_.exact && !staged_tracing &&
                       first_shard.moe_path() == MoePath::kFused && !sync_each_launch() && !first_shard.timeline_on();
   if (graphs) {
@@ -359,6 +393,7 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
         throw;
       }
       check(cudaStreamEndCapture(first_shard.stream(), &graph), "cudaStreamEndCapture");
+      count_graph(graph);
       cudaGraphExec_t exec = nullptr;
       const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
       cudaGraphDestroy(graph);

@@ -41,6 +41,7 @@ class CudaBackend final : public Backend {
  private:
   struct Item;
   void run_round(std::vector<Item>& items, const std::vector<int>& in_round, const std::vector<int64_t>& take) const;
+  void count_graph(cudaGraph_t graph) const;
 
   const RealizationInfo& realization_;
   const Model& model_;
@@ -57,6 +58,7 @@ class CudaBackend final : public Backend {
   mutable int64_t forwards_ = 0;
   // Captured rounds by Shard::launch_signature (one device, exact, untraced): run_round replays them.
   mutable std::map<std::vector<uint64_t>, cudaGraphExec_t> graphs_;
+  mutable int64_t graph_kernels_ = 0, graph_kernel_edges_ = 0, graph_programmatic_edges_ = 0;  // the last capture
 };
 
 // Checks that `config` is within what the kernels support (throws Error naming the limit).

@@ -8,6 +8,7 @@
 #include <cuda_bf16.h>
 
 #include "common.cuh"
+#include "launch.cuh"
 #include "ops.h"
 #include "packed_decode.h"
 
@@ -20,6 +21,7 @@ constexpr int kBlock = 256;
 template <bool kFp4>
 __global__ void __launch_bounds__(kBlock) dequant_kernel(const uint8_t* w, WScale ws, int64_t rows, int64_t cols,
                                                          __nv_bfloat16* out) {
+  pdl_begin();
   const int64_t total = rows * cols;
   for (int64_t id = global_thread(); id < total; id += global_stride()) {
     const int64_t r = id / cols, k = id % cols;
@@ -41,9 +43,8 @@ cudaError_t dequant_bf16(const void* w, WType wtype, const WScale& ws, int64_t r
   const int grid = static_cast<int>(blocks < 65535 * 8 ? blocks : 65535 * 8);
   const auto* codes = static_cast<const uint8_t*>(w);
   auto* dst = static_cast<__nv_bfloat16*>(out);
-  if (wtype == WType::kFp4Block) dequant_kernel<true><<<grid, kBlock, 0, stream>>>(codes, ws, rows, cols, dst);
-  else dequant_kernel<false><<<grid, kBlock, 0, stream>>>(codes, ws, rows, cols, dst);
-  return cudaGetLastError();
+  if (wtype == WType::kFp4Block) return launch(dequant_kernel<true>, grid, kBlock, 0, stream, codes, ws, rows, cols, dst);
+  return launch(dequant_kernel<false>, grid, kBlock, 0, stream, codes, ws, rows, cols, dst);
 }
 
 }  // namespace memra::cuda

@@ -79,6 +79,14 @@ struct PlainRow {
   }
   __device__ __forceinline__ void load(int base, float (&out)[kV]) const { load_w16(w + base, out); }
   __device__ __forceinline__ float value(int i) const { return to_f32(w[i]); }
+  // load() in two halves: the 16 bytes now (a load issued early, held in 4 registers), their V
+  // values later.
+  __device__ __forceinline__ uint4 load_raw(int base) const { return *reinterpret_cast<const uint4*>(w + base); }
+  __device__ __forceinline__ static void decode(const uint4& v, float (&out)[kV]) {
+    const WT* h = reinterpret_cast<const WT*>(&v);
+#pragma unroll
+    for (int i = 0; i < kV; ++i) out[i] = to_f32(h[i]);
+  }
 };
 
 // FP8 e4m3 row: 8 codes (8 bytes) per step; `s` is the row's scale row, value i uses s[i / bc].

@@ -6,6 +6,7 @@
 // All: block 256, grid ≤ 524280 blocks; the row moves and the conversion take one block per row
 // (grid-stride over rows), the embedding and the fill a grid-stride loop over elements.
 #include "common.cuh"
+#include "launch.cuh"
 #include "ops.h"
 
 namespace memra::cuda {
@@ -21,6 +22,7 @@ int grid_for(int64_t total) {
 
 template <typename WT>
 __global__ void embed_kernel(const WT* embed, const int32_t* tokens, int rows, int n, int D, float* X) {
+  pdl_begin();
   const int64_t total = static_cast<int64_t>(rows) * n * D;
   for (int64_t id = global_thread(); id < total; id += global_stride()) {
     const int64_t t = id / (static_cast<int64_t>(n) * D);
@@ -43,17 +45,20 @@ __device__ __forceinline__ void copy_row(const float* __restrict__ s, float* __r
 
 __global__ void gather_kernel(const float* src, int64_t src_stride, const int32_t* rows_idx, int out_rows, int width,
                               float* out, int64_t out_stride, bool vec) {
+  pdl_begin();
   for (int r = blockIdx.x; r < out_rows; r += gridDim.x)
     copy_row(src + static_cast<int64_t>(rows_idx[r]) * src_stride, out + static_cast<int64_t>(r) * out_stride, width, vec);
 }
 
 __global__ void scatter_kernel(const float* src, int64_t src_stride, const int32_t* rows_idx, int src_rows, int width,
                                float* out, int64_t out_stride, bool vec) {
+  pdl_begin();
   for (int r = blockIdx.x; r < src_rows; r += gridDim.x)
     copy_row(src + static_cast<int64_t>(r) * src_stride, out + static_cast<int64_t>(rows_idx[r]) * out_stride, width, vec);
 }
 
 __global__ void fill_kernel(float* p, int64_t n, float value) {
+  pdl_begin();
   for (int64_t i = global_thread(); i < n; i += global_stride()) p[i] = value;
 }
 
@@ -70,6 +75,7 @@ __device__ __forceinline__ __half from_f32<__half>(float v) {
 
 template <typename T>
 __global__ void convert_kernel(const float* src, int64_t src_stride, int rows, int cols, T* dst, bool vec) {
+  pdl_begin();
   for (int r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* s = src + static_cast<int64_t>(r) * src_stride;
     T* d = dst + static_cast<int64_t>(r) * cols;
@@ -105,15 +111,15 @@ cudaError_t embed_rows(const void* embed, WType wtype, const int32_t* tokens, in
   if (!embed || !tokens || !X || rows < 0 || n < 1 || D <= 0) return cudaErrorInvalidValue;
   const int grid = grid_for(static_cast<int64_t>(rows) * n * D);
   switch (wtype) {
-    case WType::kF32: embed_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const float*>(embed), tokens, rows, n, D, X); break;
+    case WType::kF32: return launch(embed_kernel<float>, grid, kBlock, 0, stream, static_cast<const float*>(embed), tokens, rows, n, D, X);
     case WType::kBF16:
-      embed_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const __nv_bfloat16*>(embed), tokens, rows, n, D, X);
-      break;
-    case WType::kF16: embed_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const __half*>(embed), tokens, rows, n, D, X); break;
+      return launch(embed_kernel<__nv_bfloat16>, grid, kBlock, 0, stream, static_cast<const __nv_bfloat16*>(embed), tokens, rows,
+                    n, D, X);
+    case WType::kF16: return launch(embed_kernel<__half>, grid, kBlock, 0, stream, static_cast<const __half*>(embed), tokens, rows, n, D, X);
     case WType::kFp8Block:
     case WType::kFp4Block: return cudaErrorInvalidValue;  // the embedding is uploaded plain (weights.cpp)
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t gather_rows(const float* src, int64_t src_stride, const int32_t* rows_idx, int out_rows, int width,
@@ -121,9 +127,8 @@ cudaError_t gather_rows(const float* src, int64_t src_stride, const int32_t* row
   if (out_rows == 0) return cudaSuccess;
   if (!src || !rows_idx || !out || out_rows < 0 || width <= 0 || src_stride < width || out_stride < width)
     return cudaErrorInvalidValue;
-  gather_kernel<<<grid_rows(out_rows), kBlock, 0, stream>>>(src, src_stride, rows_idx, out_rows, width, out, out_stride,
-                                                            rows_vec(src, src_stride, out, out_stride, width, 4));
-  return cudaGetLastError();
+  return launch(gather_kernel, grid_rows(out_rows), kBlock, 0, stream, src, src_stride, rows_idx, out_rows, width, out, out_stride,
+                rows_vec(src, src_stride, out, out_stride, width, 4));
 }
 
 cudaError_t scatter_rows(const float* src, int64_t src_stride, const int32_t* rows_idx, int src_rows, int width,
@@ -131,16 +136,14 @@ cudaError_t scatter_rows(const float* src, int64_t src_stride, const int32_t* ro
   if (src_rows == 0) return cudaSuccess;
   if (!src || !rows_idx || !out || src_rows < 0 || width <= 0 || src_stride < width || out_stride < width)
     return cudaErrorInvalidValue;
-  scatter_kernel<<<grid_rows(src_rows), kBlock, 0, stream>>>(src, src_stride, rows_idx, src_rows, width, out, out_stride,
-                                                             rows_vec(src, src_stride, out, out_stride, width, 4));
-  return cudaGetLastError();
+  return launch(scatter_kernel, grid_rows(src_rows), kBlock, 0, stream, src, src_stride, rows_idx, src_rows, width, out,
+                out_stride, rows_vec(src, src_stride, out, out_stride, width, 4));
 }
 
 cudaError_t fill_f32(float* p, int64_t n, float value, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if (!p || n < 0) return cudaErrorInvalidValue;
-  fill_kernel<<<grid_for(n), kBlock, 0, stream>>>(p, n, value);
-  return cudaGetLastError();
+  return launch(fill_kernel, grid_for(n), kBlock, 0, stream, p, n, value);
 }
 
 cudaError_t convert_rows(const float* src, int64_t src_stride, int rows, int cols, void* dst, WType dst_type,
@@ -151,16 +154,15 @@ cudaError_t convert_rows(const float* src, int64_t src_stride, int rows, int col
   const bool vec = rows_vec(src, src_stride, dst, cols, cols, 2);
   switch (dst_type) {
     case WType::kBF16:
-      convert_kernel<<<grid, kBlock, 0, stream>>>(src, src_stride, rows, cols, static_cast<__nv_bfloat16*>(dst), vec);
-      break;
+      return launch(convert_kernel<__nv_bfloat16>, grid, kBlock, 0, stream, src, src_stride, rows, cols,
+                    static_cast<__nv_bfloat16*>(dst), vec);
     case WType::kF16:
-      convert_kernel<<<grid, kBlock, 0, stream>>>(src, src_stride, rows, cols, static_cast<__half*>(dst), vec);
-      break;
+      return launch(convert_kernel<__half>, grid, kBlock, 0, stream, src, src_stride, rows, cols, static_cast<__half*>(dst), vec);
     case WType::kF32:
     case WType::kFp8Block:
     case WType::kFp4Block: return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace memra::cuda

@@ -1,11 +1,13 @@
 // The lightning indexer's scores (docs/architecture.md §3.6) for CSA layers:
 //   score[t, s] = Σ_h relu(qi[t,h]·IDXK[s]) · softmax_scale · (wi[t,h] · weight_scale),  s < (pos_t+1)/m
-// One warp per (row, entry) or (row, 4 entries): each head's dot is a lane-strided fma chain + warp_sum, the heads are
-// summed h-ascending in one fma chain. A row's scores depend only on its own q, weights and the
+// One warp per (row, entry) or (row, 4 entries): each head's dot is a lane-strided fma chain + a
+// butterfly with warp_sum's bits (warp_sum_many for 8 heads at once), the heads are summed
+// h-ascending in one fma chain. A row's scores depend only on its own q, weights and the
 // keys, never on the launch's row count. Entries past a row's causal limit are not written.
 //
 //   grid (rows, ceil(max_visible / (8·EPW)))   block 256 (8 warps, EPW = 1 or 4 entries each)
 #include "common.cuh"
+#include "launch.cuh"
 #include "ops.h"
 
 namespace memra::cuda {
@@ -23,6 +25,7 @@ constexpr int kManyEntries = 4096;  // and so do rounds whose rows see at least 
 // products). Each entry's operations are the one-entry loop's, so EPW changes no bit.
 template <int EPW>
 __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
+  pdl_begin();
   const int row = blockIdx.x;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int64_t s0 = (static_cast<int64_t>(blockIdx.y) * kWarps + warp) * EPW;
@@ -34,18 +37,20 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
   for (int e = 0; e < EPW; ++e) key[e] = entries + (s0 + e < visible ? s0 + e : s0) * a.di;
   const float* q = a.qi + static_cast<int64_t>(row) * a.Hi * a.di;
   const float* wr = a.wi + static_cast<int64_t>(row) * a.Hi;
-  // kHeadsAtOnce heads' dot products side by side (their loads and butterflies overlap), then
-  // added into acc in h order: each value's operations are the one-head loop's.
-  float acc[EPW];
-#pragma unroll
-  for (int e = 0; e < EPW; ++e) acc[e] = 0.0f;
+  // Lane l accumulates entry me = l % EPW's score (lanes < EPW write them).
+  const int me = lane % EPW;
+  float acc = 0.0f;
   int h0 = 0;
+  // kHeadsAtOnce heads × EPW entries: their dot products side by side (loads and FMAs overlap),
+  // reduced together by warp_sum_many (warp_sum's bits in a fifth of the shuffles), then added
+  // into each entry's chain in h order: each value's operations are the one-head loop's.
+  constexpr int kVals = kHeadsAtOnce * EPW;  // value j = e·kHeadsAtOnce + u
+  constexpr int kShift = kVals == 32 ? 0 : kVals == 8 ? 2 : -1;  // lane of value j: j << kShift
+  static_assert(kShift >= 0, "8 or 32 values per warp");
   for (; h0 + kHeadsAtOnce <= a.Hi; h0 += kHeadsAtOnce) {
-    float d[EPW][kHeadsAtOnce];
+    float d[kVals];
 #pragma unroll
-    for (int e = 0; e < EPW; ++e)
-#pragma unroll
-      for (int u = 0; u < kHeadsAtOnce; ++u) d[e][u] = 0.0f;
+    for (int j = 0; j < kVals; ++j) d[j] = 0.0f;
     for (int i = lane; i < a.di; i += kWarp) {
       float k[EPW];
 #pragma unroll
@@ -54,16 +59,15 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
       for (int u = 0; u < kHeadsAtOnce; ++u) {
         const float qv = q[static_cast<int64_t>(h0 + u) * a.di + i];
 #pragma unroll
-        for (int e = 0; e < EPW; ++e) d[e][u] = __fmaf_rn(qv, k[e], d[e][u]);
+        for (int e = 0; e < EPW; ++e) d[e * kHeadsAtOnce + u] = __fmaf_rn(qv, k[e], d[e * kHeadsAtOnce + u]);
       }
     }
+    const float term = fmaxf(warp_sum_many<kVals>(d), 0.0f) * a.softmax_scale;  // value lane >> kShift
 #pragma unroll
-    for (int e = 0; e < EPW; ++e)
-#pragma unroll
-      for (int u = 0; u < kHeadsAtOnce; ++u) {
-        const float term = fmaxf(warp_sum(d[e][u]), 0.0f) * a.softmax_scale;
-        acc[e] = __fmaf_rn(term, wr[h0 + u] * a.weight_scale, acc[e]);
-      }
+    for (int u = 0; u < kHeadsAtOnce; ++u) {
+      const float t = __shfl_sync(kFullMask, term, (me * kHeadsAtOnce + u) << kShift);
+      acc = __fmaf_rn(t, wr[h0 + u] * a.weight_scale, acc);
+    }
   }
   for (int h = h0; h < a.Hi; ++h) {
     const float* qh = q + static_cast<int64_t>(h) * a.di;
@@ -73,13 +77,10 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
       for (int i = lane; i < a.di; i += kWarp) d = __fmaf_rn(qh[i], key[e][i], d);
       d = warp_sum(d);
       const float term = fmaxf(d, 0.0f) * a.softmax_scale;
-      acc[e] = __fmaf_rn(term, wr[h] * a.weight_scale, acc[e]);
+      if (e == me) acc = __fmaf_rn(term, wr[h] * a.weight_scale, acc);
     }
   }
-  if (lane == 0)
-#pragma unroll
-    for (int e = 0; e < EPW; ++e)
-      if (s0 + e < visible) a.scores[static_cast<int64_t>(row) * a.score_stride + s0 + e] = acc[e];
+  if (lane < EPW && s0 + lane < visible) a.scores[static_cast<int64_t>(row) * a.score_stride + s0 + lane] = acc;
 }
 
 }  // namespace
@@ -95,11 +96,8 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream) {
   const int epw = a.rows >= kManyRows || a.max_visible >= kManyEntries ? 4 : 1;
   const int64_t gy = (static_cast<int64_t>(a.max_visible) + kWarps * epw - 1) / (kWarps * epw);
   if (gy > 65535) return cudaErrorInvalidValue;
-  if (epw == 4)
-    indexer_scores_kernel<4><<<dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream>>>(a);
-  else
-    indexer_scores_kernel<1><<<dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream>>>(a);
-  return cudaGetLastError();
+  if (epw == 4) return launch(indexer_scores_kernel<4>, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream, a);
+  return launch(indexer_scores_kernel<1>, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream, a);
 }
 
 }  // namespace memra::cuda

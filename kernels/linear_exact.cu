@@ -5,9 +5,12 @@
 // the grid: no split-K, no shape-dependent kernel choice that changes a reduction. Packed weights
 // (FP8/FP4 with e8m0 block scales) are decoded in registers as they are loaded (dot_exact.cuh).
 //
-// Two kernels, one (row, o) order, so the same bits from either:
-//   linear_exact_kernel        one output per warp; RB = 1 for a single row (decode GEMV), else 8
-//                              (packed weights, unaligned rows)
+// Three kernels, one (row, o) order, so the same bits from any of them:
+//   linear_one_row_kernel      one row of a plain matrix (decode GEMV), one output per warp, its
+//                              first weights loaded before pdl_begin()
+//                                                        grid (ceil(out / 8), 1, groups)
+//   linear_exact_kernel        one output per warp; RB = 1 for a single row of packed weights,
+//                              else 8 (packed weights, unaligned rows)
 //                                                        grid (ceil(out / 8), ceil(rows / 8), groups)
 //   linear_exact_tiled_kernel  rows > 1, plain weights, aligned: 4 outputs per warp, the 8 rows'
 //                              activations staged in shared memory, row groups on grid x
@@ -18,6 +21,7 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "launch.cuh"
 #include "dot_exact.cuh"
 #include "ops.h"
 
@@ -30,6 +34,7 @@ constexpr int kOutsPerBlock = kBlock / kWarp;
 
 template <typename Row, int RB>
 __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
+  pdl_begin();
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int o = blockIdx.x * kOutsPerBlock + warp;
   const int r0 = blockIdx.y * RB;
@@ -52,6 +57,65 @@ __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
   }
 }
 
+// One row of a plain matrix (a decode step's GEMV): dot_rows<Row, 1>'s sequence, with the warp's
+// first kPreSteps lane steps of weights loaded before pdl_begin(). Launched with PDL, the kernel's
+// first blocks are resident while the kernel before it finishes, and those weight bytes (wq_b's
+// 2 KB rows: all of them) are read meanwhile instead of after a full drain and launch.
+constexpr int kPreSteps = 4;
+
+template <typename Row>
+__global__ void __launch_bounds__(kBlock) linear_one_row_kernel(LinearArgs a) {
+  constexpr int V = Row::kV, kStep = kWarp * V;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int o = blockIdx.x * kOutsPerBlock + warp;
+  const int g = blockIdx.z;
+  const bool mine = o < a.out;
+  const Row w = Row::at(a.w, a.ws, g * a.w_gstride / a.in + (mine ? o : 0), a.in);
+  const float* x = a.x + g * a.x_gstride;
+  const bool vec = w.vec_ok(a.in) && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  uint4 pre[kPreSteps];
+  if (mine && vec) {
+#pragma unroll
+    for (int j = 0; j < kPreSteps; ++j)
+      if (lane * V + j * kStep < a.in) pre[j] = w.load_raw(lane * V + j * kStep);
+  }
+  pdl_begin();
+  if (!mine) return;  // whole warp; no block barrier follows
+  float acc = 0.0f;
+  if (vec) {
+    int base = lane * V;
+#pragma unroll
+    for (int j = 0; j < kPreSteps; ++j, base += kStep) {
+      if (base < a.in) {
+        float wf[V], xf[V];
+        Row::decode(pre[j], wf);
+        load_x<V>(x + base, xf);
+#pragma unroll
+        for (int v = 0; v < V; ++v) acc = __fmaf_rn(xf[v], wf[v], acc);
+      }
+    }
+#pragma unroll 8
+    for (; base < a.in; base += kStep) {
+      float wf[V], xf[V];
+      w.load(base, wf);
+      load_x<V>(x + base, xf);
+#pragma unroll
+      for (int v = 0; v < V; ++v) acc = __fmaf_rn(xf[v], wf[v], acc);
+    }
+    acc = warp_sum(acc);
+  } else {
+    const float* const xr[1] = {x};
+    float r[1];
+    dot_rows<Row, 1>(xr, 1, w, a.in, r);
+    acc = r[0];
+  }
+  if (lane == 0) a.y[g * a.y_gstride + o] = acc;
+}
+
+template <typename Row>
+inline constexpr bool kPlainRow = std::is_same_v<Row, PlainRow<float>> || std::is_same_v<Row, PlainRow<__nv_bfloat16>> ||
+                                  std::is_same_v<Row, PlainRow<__half>>;
+
 constexpr int kOutsPerWarp = 4;  // outputs per warp in the tiled kernel
 
 // Rows > 1 of a plain matrix on the vector path, activations staged in shared memory: the block's
@@ -68,6 +132,7 @@ constexpr int kTileSteps = 4;
 
 template <typename Row>
 __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArgs a) {
+  pdl_begin();
   constexpr int RB = 8, V = Row::kV, kStep = kWarp * V, kChunk = kStep * kTileSteps, kQuads = kChunk / 4;
   // Element e = k·32·V + lane·V + v of a chunk sits at float4 (k·V/4 + v/4)·32 + lane: a warp's
   // float4 read of one (k, v/4) is 512 contiguous bytes, free of bank conflicts.
@@ -158,17 +223,17 @@ template <typename Row>
 cudaError_t launch(const LinearArgs& a, cudaStream_t stream) {
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
-  constexpr bool plain = std::is_same_v<Row, PlainRow<float>> || std::is_same_v<Row, PlainRow<__nv_bfloat16>> ||
-                         std::is_same_v<Row, PlainRow<__half>>;
+  constexpr bool plain = kPlainRow<Row>;
   const int per_block = kOutsPerBlock * kOutsPerWarp;
   const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
-  if (a.rows == 1)
-    linear_exact_kernel<Row, 1><<<dim3(gx, 1, a.groups), kBlock, 0, stream>>>(a);
+  if (a.rows == 1) {
+    if constexpr (plain) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
+    return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
+  }
   else if (plain && !tiled_off() && tiled_ok<Row>(a, gm))
-    linear_exact_tiled_kernel<Row><<<dim3(gy, gm, a.groups), kBlock, 0, stream>>>(a);
+    return launch(linear_exact_tiled_kernel<Row>, dim3(gy, gm, a.groups), kBlock, 0, stream, a);
   else  // packed weights, unaligned rows
-    linear_exact_kernel<Row, 8><<<dim3(gx, gy, a.groups), kBlock, 0, stream>>>(a);
-  return cudaGetLastError();
+    return launch(linear_exact_kernel<Row, 8>, dim3(gx, gy, a.groups), kBlock, 0, stream, a);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 //    blocks instead of one block per row, which one SM streamed at a fraction of HBM speed;
 //  - Sinkhorn: one thread per matrix element, each sum in the CPU's order (f32 instead of double);
 //  - the collapse / combine: per element, a fixed j-ascending fma chain;
-//  - hc_post_moe: hc_post whose y is the MoE combine (moe.cu's combine_kernel, the same slot-ascending
+//  - hc_post_moe: hc_post whose y is the MoE combine (moe_combine.cuh: combine_kernel's slot-ascending
 //    mul-then-add chain + shared), computed per element where hc_post would load it: one dependent
 //    launch fewer per layer on the decode path, and y is never stored.
 //
@@ -19,6 +19,8 @@
 //   hc_post_moe  grid ceil(rows·D / 256)      block 256   (eo [rows·k, D], ew [rows, k], shared [rows, D])
 //   hc_head      grid out_rows                block 256   (after hc_mix of its M = n values)
 #include "common.cuh"
+#include "launch.cuh"
+#include "moe_combine.cuh"
 #include "ops.h"
 
 namespace memra::cuda {
@@ -68,6 +70,7 @@ int slices_of(int nD) { return (nD + kSlice - 1) / kSlice; }
 // (or blockIdx.x), slice s = blockIdx.y. Every block recomputes the row's r (the same bits).
 __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const int32_t* rows_idx, int nD, float eps,
                                                         const float* fn, int M, float* partial, const float* rms) {
+  pdl_begin();
   __shared__ float scratch[kWarps];
   const int t = rows_idx ? rows_idx[blockIdx.x] : blockIdx.x, s = blockIdx.y, S = gridDim.y;
   const float* Xt = X + static_cast<int64_t>(t) * nD;
@@ -115,6 +118,7 @@ __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const in
 // rms[t] = stream_rms of row t, once per row: many-row rounds (a prefill) then spare each of the
 // row's slice blocks re-reading its n·D values (same function, same bits).
 __global__ void __launch_bounds__(kBlock) hc_rms_kernel(const float* X, int nD, float eps, float* rms) {
+  pdl_begin();
   __shared__ float scratch[kWarps];
   const float r = stream_rms(X + static_cast<int64_t>(blockIdx.x) * nD, nD, eps, scratch);
   if (threadIdx.x == 0) rms[blockIdx.x] = r;
@@ -140,6 +144,7 @@ __device__ void gather_mix(const float* partial, int row, int M, int S, float* m
 }
 
 __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float* partial, int S) {
+  pdl_begin();
   __shared__ float scratch[kWarps];
   __shared__ float mix[kMaxMix];
   __shared__ float pre[kMaxHc];
@@ -264,6 +269,7 @@ __device__ __forceinline__ void hc_post_element(float* X, float yv, const float*
 }
 
 __global__ void hc_post_kernel(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D) {
+  pdl_begin();
   const int64_t total = static_cast<int64_t>(rows) * D;
   for (int64_t id = global_thread(); id < total; id += global_stride()) {
     const int64_t t = id / D;
@@ -272,31 +278,16 @@ __global__ void hc_post_kernel(float* X, const float* y, const float* post, cons
   }
 }
 
-// hc_post with y[t, i] = moe_combine's value, computed in place of its load: routed from +0 over the
-// slots ascending, each step `routed + eo·ew` (a product and a sum, rounded apart under
-// --fmad=false, as combine_kernel), then + shared. The slots' loads go kSlotBatch at a time ahead of
-// the chain (one round trip for V4-Flash's k = 6); the chain itself is combine_kernel's.
+// hc_post with y[t, i] = moe_combine's value (moe_combine.cuh, the chain combine_kernel runs),
+// computed in place of its load, then + shared.
 __global__ void hc_post_moe_kernel(float* X, const float* eo, const float* ew, const float* shared, int k,
                                    const float* post, const float* comb, int rows, int n, int D) {
-  constexpr int kSlotBatch = 8;
+  pdl_begin();
   const int64_t total = static_cast<int64_t>(rows) * D;
   for (int64_t id = global_thread(); id < total; id += global_stride()) {
     const int64_t t = id / D;
     const int i = static_cast<int>(id % D);
-    float routed = 0.0f;
-    for (int s0 = 0; s0 < k; s0 += kSlotBatch) {
-      float e[kSlotBatch], w[kSlotBatch];
-#pragma unroll
-      for (int u = 0; u < kSlotBatch; ++u) {
-        const int s = s0 + u;
-        e[u] = s < k ? eo[(t * k + s) * D + i] : 0.0f;
-        w[u] = s < k ? ew[t * k + s] : 0.0f;
-      }
-#pragma unroll
-      for (int u = 0; u < kSlotBatch; ++u)
-        if (s0 + u < k) routed = routed + e[u] * w[u];
-    }
-    hc_post_element(X, routed + shared[id], post, comb, t, i, n, D);
+    hc_post_element(X, moe_routed(eo, ew, k, D, t, i) + shared[id], post, comb, t, i, n, D);
   }
 }
 
@@ -304,6 +295,7 @@ __global__ void __launch_bounds__(kBlock) hc_head_kernel(const float* X, const i
                                                          const float* fn, const float* base, const float* scale,
                                                          float norm_eps, float hc_eps, float* h, const float* partial,
                                                          int S) {
+  pdl_begin();
   __shared__ float scratch[kWarps];
   __shared__ float mix[kMaxHc];
   const int out_row = blockIdx.x, nD = n * D;
@@ -349,24 +341,20 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
     float* rms = nullptr;
     if (a.rows >= kRmsOnceRows) {
       rms = a.partial + static_cast<int64_t>(a.rows) * M * S;  // hc_mix_scratch's tail
-      hc_rms_kernel<<<a.rows, kBlock, 0, stream>>>(a.X, nD, a.norm_eps, rms);
-      const cudaError_t err = cudaGetLastError();
+      const cudaError_t err = launch(hc_rms_kernel, a.rows, kBlock, 0, stream, a.X, nD, a.norm_eps, rms);
       if (err != cudaSuccess) return err;
     }
-    hc_mix_kernel<<<dim3(a.rows, S), kBlock, 0, stream>>>(a.X, nullptr, nD, a.norm_eps, a.fn, M, a.partial, rms);
-    const cudaError_t err = cudaGetLastError();
+    const cudaError_t err = launch(hc_mix_kernel, dim3(a.rows, S), kBlock, 0, stream, a.X, nullptr, nD, a.norm_eps, a.fn, M, a.partial, rms);
     if (err != cudaSuccess) return err;
   }
-  hc_pre_kernel<<<a.rows, kBlock, 0, stream>>>(a, a.partial, S);
-  return cudaGetLastError();
+  return launch(hc_pre_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
 }
 
 cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,
                     cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (!X || !y || !post || !comb || rows < 0 || n < 1 || n > kMaxHc || D <= 0) return cudaErrorInvalidValue;
-  hc_post_kernel<<<elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream>>>(X, y, post, comb, rows, n, D);
-  return cudaGetLastError();
+  return launch(hc_post_kernel, elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream, X, y, post, comb, rows, n, D);
 }
 
 cudaError_t hc_post_moe(float* X, const float* eo, const float* ew, const float* shared, int k, const float* post,
@@ -374,9 +362,8 @@ cudaError_t hc_post_moe(float* X, const float* eo, const float* ew, const float*
   if (rows == 0) return cudaSuccess;
   if (!X || !eo || !ew || !shared || !post || !comb || rows < 0 || k < 1 || n < 1 || n > kMaxHc || D <= 0)
     return cudaErrorInvalidValue;
-  hc_post_moe_kernel<<<elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream>>>(X, eo, ew, shared, k, post,
+  return launch(hc_post_moe_kernel, elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream, X, eo, ew, shared, k, post,
                                                                                                 comb, rows, n, D);
-  return cudaGetLastError();
 }
 
 cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n, int D, const float* fn,
@@ -387,12 +374,10 @@ cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n
     return cudaErrorInvalidValue;
   const int S = slices_of(n * D);
   if (partial) {
-    hc_mix_kernel<<<dim3(out_rows, S), kBlock, 0, stream>>>(X, rows_idx, n * D, norm_eps, fn, n, partial, nullptr);
-    const cudaError_t err = cudaGetLastError();
+    const cudaError_t err = launch(hc_mix_kernel, dim3(out_rows, S), kBlock, 0, stream, X, rows_idx, n * D, norm_eps, fn, n, partial, nullptr);
     if (err != cudaSuccess) return err;
   }
-  hc_head_kernel<<<out_rows, kBlock, 0, stream>>>(X, rows_idx, n, D, fn, base, scale, norm_eps, hc_eps, h, partial, S);
-  return cudaGetLastError();
+  return launch(hc_head_kernel, out_rows, kBlock, 0, stream, X, rows_idx, n, D, fn, base, scale, norm_eps, hc_eps, h, partial, S);
 }
 
 }  // namespace memra::cuda

@@ -19,9 +19,15 @@
 // moe_combine      out = (Σ_{slot asc} eo·ew) + shared, one thread per element.
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "common.cuh"
+#include "device_caps.h"
 #include "dot_exact.cuh"
+#include "launch.cuh"
+#include "moe_combine.cuh"
 #include "ops.h"
 
 namespace memra::cuda {
@@ -34,6 +40,7 @@ constexpr int kMaxK = 16;
 constexpr int kGroupRows = 8;
 
 __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
+  pdl_begin();
   extern __shared__ float sm[];
   float* score = sm;      // [E]
   float* sel = sm + a.E;  // [E]
@@ -114,6 +121,7 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
 // ≤ kGroupRows pairs: groups[3g] = expert, groups[3g+1] = first slot in pair_order, groups[3g+2] = count.
 __global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int P, int E, int32_t* pair_order,
                                                          int32_t* groups, int32_t* n_groups) {
+  pdl_begin();
   extern __shared__ int cnt[];  // [E] counts, then [E] offsets
   int* off = cnt + E;
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
@@ -196,6 +204,7 @@ __device__ __forceinline__ bool group_of(const ExpertsArgs& a, int& e, int (&pai
 
 template <typename Row>
 __global__ void __launch_bounds__(kBlock) moe_up_kernel(ExpertsArgs a) {
+  pdl_begin();
   int e, nr, pair[kGroupRows];
   if (!group_of(a, e, pair, nr)) return;
   const int i = blockIdx.y * kWarps + threadIdx.x / kWarp;
@@ -208,6 +217,7 @@ __global__ void __launch_bounds__(kBlock) moe_up_kernel(ExpertsArgs a) {
 
 template <typename Row>
 __global__ void __launch_bounds__(kBlock) moe_down_kernel(ExpertsArgs a) {
+  pdl_begin();
   int e, nr, pair[kGroupRows];
   if (!group_of(a, e, pair, nr)) return;
   const int o = blockIdx.y * kWarps + threadIdx.x / kWarp;
@@ -238,6 +248,7 @@ constexpr int kDownOuts = 2 * kWarps;  // w2 rows per down tile: two per warp
 
 template <typename Row>
 __global__ void __launch_bounds__(kBlock) moe_one_row_kernel(ExpertsArgs a, int up_tiles, int down_tiles) {
+  pdl_begin();
   extern __shared__ __align__(16) float h_s[];  // [I]: the down tile's pair's h
   const int k = a.k, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int n_up = k * up_tiles, n_items = n_up + k * down_tiles;
@@ -299,16 +310,16 @@ __global__ void __launch_bounds__(kBlock) moe_one_row_kernel(ExpertsArgs a, int 
 }
 
 __global__ void swiglu_kernel(const float* g, const float* u, float* h, int64_t n, float limit) {
+  pdl_begin();
   for (int64_t i = global_thread(); i < n; i += global_stride()) h[i] = swiglu_f(g[i], u[i], limit);
 }
 
 __global__ void combine_kernel(const float* eo, const float* ew, const float* shared, int rows, int k, int D, float* out) {
+  pdl_begin();
   const int64_t total = static_cast<int64_t>(rows) * D;
   for (int64_t id = global_thread(); id < total; id += global_stride()) {
-    const int64_t t = id / D, o = id % D;
-    float routed = 0.0f;
-    for (int s = 0; s < k; ++s) routed = routed + eo[(t * k + s) * D + o] * ew[t * k + s];
-    out[id] = routed + shared[id];
+    const int64_t t = id / D;
+    out[id] = moe_routed(eo, ew, k, D, t, static_cast<int>(id % D)) + shared[id];
   }
 }
 
@@ -332,31 +343,49 @@ bool one_row(const ExpertsArgs& a) {
   return a.rows == 1 && a.sync && one_row_enabled() && static_cast<size_t>(a.I) * sizeof(float) <= 48 * 1024;
 }
 
+// The one-row kernel's resident blocks per SM for `smem` bytes of dynamic shared memory, asked of
+// the runtime once per (Row, smem, device): the persistent grid is sized by it at every launch.
+template <typename Row>
+cudaError_t one_row_blocks_per_sm(size_t smem, int& per_sm) {
+  static std::mutex mutex;
+  static std::map<std::pair<size_t, int>, int> known;
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return err;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find({smem, dev});
+  if (it == known.end()) {
+    if ((err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, moe_one_row_kernel<Row>, kBlock, smem)) != cudaSuccess)
+      return err;
+    it = known.emplace(std::pair{smem, dev}, per_sm).first;
+  }
+  per_sm = it->second;
+  return cudaSuccess;
+}
+
 template <typename Row>
 cudaError_t launch_one_row(const ExpertsArgs& a, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>(a.I) * sizeof(float);
-  int dev = 0, sms = 0, per_sm = 0;
+  DeviceCaps caps;
+  int per_sm = 0;
   cudaError_t err;
-  if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
-      (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-      (err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, moe_one_row_kernel<Row>, kBlock, smem)) != cudaSuccess)
+  if ((err = current_device_caps(caps)) != cudaSuccess ||
+      (err = one_row_blocks_per_sm<Row>(smem, per_sm)) != cudaSuccess)
     return err;
+  const int sms = caps.sms;
   if (per_sm < 1) return cudaErrorInvalidConfiguration;
   const int up_tiles = (a.I + kWarps - 1) / kWarps, down_tiles = (a.D + kDownOuts - 1) / kDownOuts;
   const int64_t items = static_cast<int64_t>(a.k) * (up_tiles + down_tiles);
   const int grid = static_cast<int>(std::min<int64_t>(items, static_cast<int64_t>(per_sm) * sms));
-  moe_one_row_kernel<Row><<<grid, kBlock, smem, stream>>>(a, up_tiles, down_tiles);
-  return cudaGetLastError();
+  return launch(moe_one_row_kernel<Row>, grid, kBlock, smem, stream, a, up_tiles, down_tiles);
 }
 
 template <typename Row>
 cudaError_t launch_experts(const ExpertsArgs& a, int max_groups, cudaStream_t stream) {
   if (one_row(a)) return launch_one_row<Row>(a, stream);
-  moe_up_kernel<Row><<<dim3(max_groups, (a.I + kWarps - 1) / kWarps), kBlock, 0, stream>>>(a);
-  cudaError_t err = cudaGetLastError();
+  cudaError_t err = launch(moe_up_kernel<Row>, dim3(max_groups, (a.I + kWarps - 1) / kWarps), kBlock, 0, stream, a);
   if (err != cudaSuccess) return err;
-  moe_down_kernel<Row><<<dim3(max_groups, (a.D + kWarps - 1) / kWarps), kBlock, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launch(moe_down_kernel<Row>, dim3(max_groups, (a.D + kWarps - 1) / kWarps), kBlock, 0, stream, a);
 }
 
 }  // namespace
@@ -368,8 +397,7 @@ cudaError_t route(const RouteArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   const size_t smem = sizeof(float) * 2 * static_cast<size_t>(a.E);
   if (smem > 48 * 1024) return cudaErrorInvalidValue;
-  route_kernel<<<a.rows, kBlock, smem, stream>>>(a);
-  return cudaGetLastError();
+  return launch(route_kernel, a.rows, kBlock, smem, stream, a);
 }
 
 int experts_max_groups(int rows, int k, int E) {
@@ -390,8 +418,7 @@ cudaError_t experts_fused(const ExpertsArgs& a, cudaStream_t stream) {
       (a.D + kWarps - 1) / kWarps > 65535)
     return cudaErrorInvalidValue;
   if (!one_row(a)) {  // the one-row kernel needs no groups
-    moe_group_kernel<<<1, 1024, smem, stream>>>(a.eid, P, a.E, a.pair_order, a.groups, a.n_groups);
-    const cudaError_t err = cudaGetLastError();
+    const cudaError_t err = launch(moe_group_kernel, 1, 1024, smem, stream, a.eid, P, a.E, a.pair_order, a.groups, a.n_groups);
     if (err != cudaSuccess) return err;
   }
   switch (a.wtype) {
@@ -407,16 +434,14 @@ cudaError_t experts_fused(const ExpertsArgs& a, cudaStream_t stream) {
 cudaError_t swiglu(const float* g, const float* u, float* h, int64_t n, float limit, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if (!g || !u || !h || n < 0) return cudaErrorInvalidValue;
-  swiglu_kernel<<<grid_for(n), kBlock, 0, stream>>>(g, u, h, n, limit);
-  return cudaGetLastError();
+  return launch(swiglu_kernel, grid_for(n), kBlock, 0, stream, g, u, h, n, limit);
 }
 
 cudaError_t moe_combine(const float* eo, const float* ew, const float* shared, int rows, int k, int D, float* out,
                         cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (!eo || !ew || !shared || !out || rows < 0 || k < 1 || D <= 0) return cudaErrorInvalidValue;
-  combine_kernel<<<grid_for(static_cast<int64_t>(rows) * D), kBlock, 0, stream>>>(eo, ew, shared, rows, k, D, out);
-  return cudaGetLastError();
+  return launch(combine_kernel, grid_for(static_cast<int64_t>(rows) * D), kBlock, 0, stream, eo, ew, shared, rows, k, D, out);
 }
 
 }  // namespace memra::cuda

@@ -6,6 +6,7 @@
 //
 //   grid (rows, segs)   block 256
 #include "common.cuh"
+#include "launch.cuh"
 #include "ops.h"
 #include "rope.cuh"
 
@@ -17,6 +18,7 @@ constexpr int kBlock = 256;
 constexpr int kCache = 16;  // values per thread held in registers: segments up to 4096 wide
 
 __global__ void __launch_bounds__(kBlock) norm_rope_kernel(NormRopeArgs a) {
+  pdl_begin();
   __shared__ float scratch[kBlock / kWarp];
   const int row = blockIdx.x, seg = blockIdx.y;
   float* x = a.x + static_cast<int64_t>(row) * a.row_stride + static_cast<int64_t>(seg) * a.width;
@@ -62,8 +64,7 @@ cudaError_t norm_rope(const NormRopeArgs& a, cudaStream_t stream) {
   if (!a.x || a.rows < 0 || a.segs < 1 || a.segs > 65535 || a.width <= 0 ||
       a.row_stride < static_cast<int64_t>(a.segs) * a.width || (a.inv_freq && (!a.pos || a.half < 0 || 2 * a.half > a.width)))
     return cudaErrorInvalidValue;
-  norm_rope_kernel<<<dim3(a.rows, a.segs), kBlock, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launch(norm_rope_kernel, dim3(a.rows, a.segs), kBlock, 0, stream, a);
 }
 
 }  // namespace memra::cuda

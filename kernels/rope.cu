@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common.cuh"
+#include "launch.cuh"
 #include "ops.h"
 #include "rope.cuh"
 
@@ -13,6 +14,7 @@ namespace memra::cuda {
 namespace {
 
 __global__ void rope_kernel(NormRopeArgs a) {
+  pdl_begin();
   const int64_t total = static_cast<int64_t>(a.rows) * a.segs * a.half;
   for (int64_t id = global_thread(); id < total; id += global_stride()) {
     const int i = static_cast<int>(id % a.half);
@@ -32,8 +34,7 @@ cudaError_t rope_only(const NormRopeArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   const int64_t total = static_cast<int64_t>(a.rows) * a.segs * a.half;
   const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 65535));
-  rope_kernel<<<blocks, 256, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launch(rope_kernel, blocks, 256, 0, stream, a);
 }
 
 }  // namespace memra::cuda

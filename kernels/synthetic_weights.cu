@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "launch.cuh"
 #include "core/error.h"
 #include "cuda_check.h"
 #include "engine/rope.h"
@@ -31,6 +32,7 @@ __device__ __forceinline__ uint32_t mix32(uint32_t x) {
 // value(i) of synthetic_weights.h for i in [0, n), written as T.
 template <typename T>
 __global__ void synth_kernel(T* out, int64_t n, uint32_t key, float scale, float offset) {
+  pdl_begin();
   for (int64_t i = global_thread(); i < n; i += global_stride()) {
     const uint32_t h = mix32(key + static_cast<uint32_t>(i) * 0x85ebca6bu);
     const float u = static_cast<float>(h >> 8) * 5.9604644775390625e-08f;  // 2^-24
@@ -76,10 +78,9 @@ cudaError_t synthetic_fill(void* dst, bool bf16, int64_t n, uint32_t key, float 
   if (!dst || n < 0) return cudaErrorInvalidValue;
   const int64_t blocks = std::min<int64_t>((n + 255) / 256, 65535 * 8);
   if (bf16)
-    synth_kernel<__nv_bfloat16><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), n, key, scale, offset);
-  else
-    synth_kernel<float><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(static_cast<float*>(dst), n, key, scale, offset);
-  return cudaGetLastError();
+    return launch(synth_kernel<__nv_bfloat16>, static_cast<unsigned>(blocks), 256, 0, stream, static_cast<__nv_bfloat16*>(dst), n,
+                  key, scale, offset);
+  return launch(synth_kernel<float>, static_cast<unsigned>(blocks), 256, 0, stream, static_cast<float*>(dst), n, key, scale, offset);
 }
 
 std::unique_ptr<DeviceWeights> synthetic_weights(const ModelConfig& cfg, uint64_t seed, int device, int first_layer,

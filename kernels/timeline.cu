@@ -1,7 +1,9 @@
 // Per-launch device time of a round (timeline.h).
 #include "timeline.h"
 
+#include "common.cuh"
 #include "cuda_check.h"
+#include "launch.cuh"
 
 namespace memra::cuda {
 
@@ -14,6 +16,7 @@ __device__ unsigned long long global_ns() {
 }
 
 __global__ void spin_kernel(unsigned long long ns) {
+  pdl_begin();
   const unsigned long long t0 = global_ns();
   while (global_ns() - t0 < ns) __nanosleep(1000);
 }
@@ -21,8 +24,7 @@ __global__ void spin_kernel(unsigned long long ns) {
 }  // namespace
 
 cudaError_t spin_for(unsigned long long ns, cudaStream_t stream) {
-  spin_kernel<<<1, 1, 0, stream>>>(ns);
-  return cudaGetLastError();
+  return launch(spin_kernel, 1, 1, 0, stream, ns);
 }
 
 Timeline::~Timeline() {

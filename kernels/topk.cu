@@ -13,6 +13,7 @@
 //
 //   grid rows   block 512   (N ≤ k: all N indices; slots past the set are −1)
 #include "common.cuh"
+#include "launch.cuh"
 #include "ops.h"
 
 namespace memra::cuda {
@@ -69,6 +70,7 @@ __device__ int prefix256(int v, int* scratch) {
 template <int KPT>
 __global__ void __launch_bounds__(kBlock) topk_kernel(const float* scores, int64_t stride, int n_fixed,
                                                       const int32_t* row_pos, int m, int k, int32_t* out) {
+  pdl_begin();
   __shared__ unsigned hist[kWarps][256];
   __shared__ int scan_scratch[8];
   __shared__ uint32_t s_prefix;
@@ -163,12 +165,11 @@ cudaError_t topk_rows(const float* scores, int64_t stride, int rows, int n_fixed
     return cudaErrorInvalidValue;
   // The longest row: N ≤ stride (a row's scores fit its stride), and n_fixed when no positions are given.
   switch (keys_per_thread(row_pos ? stride : n_fixed)) {
-    case 4: topk_kernel<4><<<rows, kBlock, 0, stream>>>(scores, stride, n_fixed, row_pos, m, k, out); break;
-    case 16: topk_kernel<16><<<rows, kBlock, 0, stream>>>(scores, stride, n_fixed, row_pos, m, k, out); break;
-    case 32: topk_kernel<32><<<rows, kBlock, 0, stream>>>(scores, stride, n_fixed, row_pos, m, k, out); break;
-    default: topk_kernel<0><<<rows, kBlock, 0, stream>>>(scores, stride, n_fixed, row_pos, m, k, out); break;
+    case 4: return launch(topk_kernel<4>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
+    case 16: return launch(topk_kernel<16>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
+    case 32: return launch(topk_kernel<32>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
+    default: return launch(topk_kernel<0>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
   }
-  return cudaGetLastError();
 }
 
 }  // namespace memra::cuda

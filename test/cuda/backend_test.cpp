@@ -15,13 +15,18 @@
 //    codes and scales of every quantised matrix and no dequantised copy (weights_bytes bound);
 //    the logits checks above apply unchanged (the packed kernels decode the CPU's values exactly,
 //    so the realization's bound, rel-to-max ≤ 1e-5, is the f32-accumulation one);
+//  - programmatic dependent launch: programmatic edges in the decode graph, and the bits of the
+//    graphed rounds with and without it and of the eager rounds equal;
 //  - timings (indicative only): prefill tokens/s and decode ms/token.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "cuda_backend.h"
+#include "cuda_check.h"
 #include "engine/backend.h"
 #include "engine/realization.h"
 #include "gate/band.h"
@@ -29,6 +34,7 @@
 #include "model/model.h"
 #include "parity/compare.h"
 #include "parity/decision_log.h"
+#include "pdl.h"
 
 namespace memra::cuda::test {
 
@@ -331,6 +337,59 @@ void check_timeline(const Model& model, Report& rep, const Workload& W) {
               fmt("%.0f", sites) + " sites (>= " + fmt("%.0f", want) + "), " + fmt("%.0f", nonpositive) + " without time");
 }
 
+// Programmatic dependent launch (kernels/launch.cuh) reaches the graph and moves no bit: a graphed
+// prompt and decode steps on a backend whose launches may use PDL capture programmatic kernel →
+// kernel edges, the same forwards under PdlOff capture none, and both give the same logits and
+// classes, by bits, as the eager (ungraphed) run.
+void check_pdl(const Model& model, Report& rep, const Workload& W) {
+  const ModelConfig& cfg = model.config();
+  const auto prompt = prompt_ids(cfg.vocab_size, W.prompt, 23);
+  struct Run {
+    std::vector<float> logits;
+    std::vector<CacheClass> classes;
+    double programmatic = 0, kernel_edges = 0;
+  };
+  auto go = [&](bool pdl, bool graphs) {
+    std::optional<PdlOff> off;
+    if (!pdl) off.emplace();
+    if (!graphs) setenv("MEMRA_CUDA_GRAPHS", "0", 1);
+    Run r;
+    try {
+      auto b = make_backend("cuda", model);
+      auto s = b->new_state(W.prompt + 4);
+      r.logits = run(*b, *s, prompt);
+      for (int i = 0; i < 3; ++i) {
+        const std::vector<int32_t> next = {prompt[static_cast<size_t>(i)]};
+        const auto step = run(*b, *s, next);
+        r.logits.insert(r.logits.end(), step.begin(), step.end());
+      }
+      r.classes = s->export_classes();
+      const auto m = b->device_report();
+      r.programmatic = m.count("graph_programmatic_edges") ? m.at("graph_programmatic_edges") : 0;
+      r.kernel_edges = m.count("graph_kernel_edges") ? m.at("graph_kernel_edges") : 0;
+    } catch (...) {
+      unsetenv("MEMRA_CUDA_GRAPHS");
+      throw;
+    }
+    unsetenv("MEMRA_CUDA_GRAPHS");
+    return r;
+  };
+  const char* env = std::getenv("MEMRA_CUDA_PDL");
+  const bool pdl_on = !(env && std::string(env) == "0");
+  const Run with = go(true, true), without = go(false, true), eager = go(true, false);
+  const bool same = bits_equal(with.logits, eager.logits) && bits_equal(without.logits, eager.logits) &&
+                    classes_bit_equal(with.classes, eager.classes) && classes_bit_equal(without.classes, eager.classes);
+  // MEMRA_CUDA_SYNC=1 (a synchronisation after every launch) runs every round eagerly: no graph to count.
+  const bool graphed = !sync_each_launch();
+  const bool edges = !graphed || (with.kernel_edges > 0 && (pdl_on ? with.programmatic > 0 : with.programmatic == 0) &&
+                                  without.programmatic == 0);
+  rep.add("PDL in the decode graph, bits unchanged", same && edges,
+          std::string("logits and classes ") + (same ? "equal" : "DIFFER") + " (graphed with PDL, graphed without, eager); " +
+              fmt("%.0f", with.programmatic) + " of " + fmt("%.0f", with.kernel_edges) + " kernel edges programmatic" +
+              (pdl_on ? "" : " (MEMRA_CUDA_PDL=0)") + ", without PDL " + fmt("%.0f", without.programmatic) +
+              (graphed ? "" : " (MEMRA_CUDA_SYNC=1: no graphs)"));
+}
+
 // cuda-fast is judged the way parity judges a fast realization (docs/parity.md, docs/bands.md):
 // the router and indexer decisions of both sides are compared with their selection margins. A
 // decision flip within the band is a legitimate near-tie, and everything causally after the first
@@ -485,6 +544,7 @@ int run_backend(const std::vector<std::string>& models, int device_count, bool q
       }
       check_rounds(model, rep, W);
       check_timeline(model, rep, W);
+      check_pdl(model, rep, W);
       check_fast(model, *cpu, rep, tag, W.prompt);
       if (check_packed_weights(model, rep, tag)) check_fast(model, *cpu, rep, tag, 160);
     } catch (const std::exception& e) {

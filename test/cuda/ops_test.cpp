@@ -12,6 +12,7 @@
 //  - integer decisions (top-k, routing) equal, and against itself by bits across row counts 1…64,
 //    batch compositions and chunkings.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -1038,8 +1039,26 @@ void test_attention_site(Rng& rng, Report& rep, bool bf16) {
 }
 
 
-// The indexer's scores against the CPU formula (cpu_attention.cpp), and 4 entries per warp (rounds
-// of >= 16 rows) against 1 (rows 0..2 alone) by bits; Hi = 12: a group of 8 heads and a remainder.
+// x·y as one warp of the exact kernels computes it: lane l's fma chain over i = l, l + 32, … from +0,
+// then warp_sum's butterfly (at each level every lane adds its partner's partial to its own).
+float warp_order_dot(const float* x, const float* y, int n) {
+  float s[32];
+  for (int l = 0; l < 32; ++l) {
+    s[l] = 0.0f;
+    for (int i = l; i < n; i += 32) s[l] = std::fma(x[i], y[i], s[l]);
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    float t[32];
+    for (int l = 0; l < 32; ++l) t[l] = s[l] + s[l ^ off];
+    std::memcpy(s, t, sizeof s);
+  }
+  return s[0];
+}
+
+// The indexer's scores against the CPU formula (cpu_attention.cpp), against the kernel's own order
+// emulated on the host (warp_order_dot per head, relu · scale, the h-ascending fma chain) by bits,
+// and 4 entries per warp (rounds of >= 16 rows) against 1 (rows 0..2 alone) by bits; Hi = 12: a
+// group of 8 heads (warp_sum_many) and a remainder (warp_sum).
 void test_indexer_scores(Rng& rng, Report& rep) {
   const int T = 70, Hi = 12, di = 64, m = 4, n_entries = 60;
   const int64_t pos0 = 100;
@@ -1069,7 +1088,7 @@ void test_indexer_scores(Rng& rng, Report& rep) {
   const std::vector<float> few = dscores.download();
   std::vector<float> got, want;
   int64_t past_limit_written = 0;
-  bool rows_bits = true;
+  bool rows_bits = true, order_bits = true;
   for (int r = 0; r < T; ++r) {
     const int64_t visible = (pos0 + r + 1) / m;
     for (int64_t s2 = 0; s2 < max_visible; ++s2) {
@@ -1081,19 +1100,25 @@ void test_indexer_scores(Rng& rng, Report& rep) {
         continue;
       }
       double acc = 0;
+      float ordered = 0.0f;
       for (int h = 0; h < Hi; ++h) {
-        const float dot = static_cast<float>(cpu::dot(&qi[(static_cast<int64_t>(r) * Hi + h) * di], &entries[s2 * di], di));
+        const float* qh = &qi[(static_cast<int64_t>(r) * Hi + h) * di];
+        const float dot = static_cast<float>(cpu::dot(qh, &entries[s2 * di], di));
         acc += static_cast<double>(std::max(dot, 0.0f) * a.softmax_scale) * (wi[r * Hi + h] * a.weight_scale);
+        const float term = std::max(warp_order_dot(qh, &entries[s2 * di], di), 0.0f) * a.softmax_scale;
+        ordered = std::fma(term, wi[r * Hi + h] * a.weight_scale, ordered);
       }
       got.push_back(v), want.push_back(static_cast<float>(acc));
+      order_bits = order_bits && std::memcmp(&ordered, &v, 4) == 0;
       if (r < 3) rows_bits = rows_bits && std::memcmp(&few[r * max_visible + s2], &v, 4) == 0;
     }
   }
   const Diff d = compare(got, want);
-  rep.add("indexer scores vs cpu, 70 rows (4 entries per warp) == 3 rows (1 per warp)",
-          d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 1e-5 && past_limit_written == 0 && rows_bits,
-          "rel " + fmt("%.2e", d.rel_to_max()) + (rows_bits ? ", rows 0-2 bit-equal" : ", rows 0-2 DIFFER") +
-              " past-limit written " + std::to_string(past_limit_written));
+  rep.add("indexer scores vs cpu, == the warp order on the host, 70 rows (4 entries per warp) == 3 rows (1 per warp)",
+          d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 1e-5 && past_limit_written == 0 && rows_bits && order_bits,
+          "rel " + fmt("%.2e", d.rel_to_max()) + (order_bits ? ", warp order bit-equal" : ", warp order DIFFERS") +
+              (rows_bits ? ", rows 0-2 bit-equal" : ", rows 0-2 DIFFER") + " past-limit written " +
+              std::to_string(past_limit_written));
 }
 
 // cuda-fast's tensor-core attention (attention_fast.cu) against the exact kernel on the same keys,

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# shell.kernel_rules: the rules every CUDA kernel of kernels/ keeps, read from the source (they hold
+# for kernels no GPU test reaches, and a CI machine without a GPU checks them):
+#  - every launch goes through launch()/launch_with() (kernels/launch.cuh): no `<<<…>>>`, no direct
+#    cudaLaunchKernelEx outside launch.cuh, so programmatic dependent launch (PDL) is decided in
+#    one place;
+#  - every __global__ function calls pdl_begin() (common.cuh): a kernel launched with PDL that read
+#    its inputs or wrote before it could see the previous kernel's partial results (a race no
+#    bit-comparison catches every time).
+# Env (set by CTest): MEMRA_SRC.
+set -uo pipefail
+src="${MEMRA_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}"
+command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+python3 - "$src/kernels" <<'PY'
+import pathlib, re, sys
+
+kernels = pathlib.Path(sys.argv[1])
+fails = []
+n_kernels = 0
+for path in sorted(kernels.glob("*.cu")) + sorted(kernels.glob("*.cuh")):
+    text = path.read_text()
+    code = re.sub(r"//[^\n]*", "", text)  # comments may mention <<<…>>>
+    for m in re.finditer(r"<<<", code):
+        fails.append(f"{path.name}:{code[:m.start()].count(chr(10)) + 1}: a <<<…>>> launch (use launch() from launch.cuh)")
+    if path.name != "launch.cuh":
+        for m in re.finditer(r"\bcudaLaunchKernelEx\b", code):
+            fails.append(f"{path.name}:{code[:m.start()].count(chr(10)) + 1}: cudaLaunchKernelEx outside launch.cuh")
+    for m in re.finditer(r"__global__\s", code):
+        # the body: the first '{' after the parameter list (skipping __launch_bounds__(…))
+        i = m.end()
+        name_m = re.compile(r"(\w+)\s*\(").search(code, i)
+        while name_m and name_m.group(1) == "__launch_bounds__":
+            depth, j = 0, name_m.end() - 1
+            while True:
+                depth += {"(": 1, ")": -1}.get(code[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            name_m = re.compile(r"(\w+)\s*\(").search(code, j + 1)
+        name = name_m.group(1)
+        depth, j = 0, name_m.end() - 1
+        while True:
+            depth += {"(": 1, ")": -1}.get(code[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        b = code.index("{", j)
+        depth, k = 0, b
+        while True:
+            depth += {"{": 1, "}": -1}.get(code[k], 0)
+            if depth == 0:
+                break
+            k += 1
+        n_kernels += 1
+        if "pdl_begin()" not in code[b:k]:
+            fails.append(f"{path.name}: kernel {name} never calls pdl_begin()")
+for f in fails:
+    print("FAIL:", f)
+print(f"{n_kernels} kernels checked, {len(fails)} rule breaks")
+sys.exit(1 if fails or n_kernels < 20 else 0)
+PY
