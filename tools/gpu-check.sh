@@ -3,7 +3,7 @@
 #
 #   here (dev machine):  tools/gpu-check.sh --pack
 #       builds build-cuda (Release, sm_90a) and packs what the GPU machine needs into build-gpu-pack/:
-#       bin/{memra, libmemra_cuda.so, memra_cuda_test} and deps/ (the header-only libraries and their
+#       bin/{memra, libmemra_cuda.so, memra_cuda_test} (xz-compressed) and deps/ (the header-only libraries and their
 #       CMake files, for a rebuild there). Carry build-gpu-pack (or build-cuda itself).
 #   on the GPU machine:  bash tools/gpu-check.sh
 #       uses build-gpu-pack/bin, else build-cuda/; when those binaries do not run there it builds
@@ -55,6 +55,8 @@ if [[ "${1:-}" == "--pack" ]]; then
   cp -r /usr/include/CLI /usr/include/nlohmann /usr/include/catch2 /usr/include/xxhash.h build-gpu-pack/deps/include/
   cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json build-gpu-pack/deps/share/cmake/
   cp -r /usr/lib/cmake/Catch2 build-gpu-pack/deps/lib/cmake/
+  # xz: the working tree and what it carries travel within 64 MiB (the binaries are ~22 MB, ~5 packed)
+  xz -T0 -6 -f build-gpu-pack/bin/memra build-gpu-pack/bin/libmemra_cuda.so build-gpu-pack/bin/memra_cuda_test
   du -sh build-gpu-pack
   echo "carry build-gpu-pack; on the GPU machine run: bash tools/gpu-check.sh"
   exit 0
@@ -113,6 +115,12 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 runtime=$(grep '^runtime:' "$OUT/env.txt" | cut -d' ' -f2)
 
 # ---- binaries ------------------------------------------------------------------------------
+# packed binaries (--pack) travel xz-compressed: unpack them (python3's lzma: the image may lack xz)
+for f in build-gpu-pack/bin/*.xz build-gpu-pack/*/*.xz; do
+  [[ -f "$f" && ! -f "${f%.xz}" ]] || continue
+  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$f" "${f%.xz}" &&
+    chmod +x "${f%.xz}"
+done
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib"
 bin=""
 for cand in build-gpu-pack/bin build-cuda; do
