@@ -12,10 +12,6 @@
 // 32k decode step's topk took 30 us, run 43).
 //
 //   grid rows   block 512   (N ≤ k: all N indices; slots past the set are −1)
-#include <cstdlib>
-#include <initializer_list>
-#include <string>
-
 #include "common.cuh"
 #include "launch.cuh"
 #include "ops.h"
@@ -24,7 +20,8 @@ namespace memra::cuda {
 
 namespace {
 
-constexpr int kBlock = 512;  // threads per row (1024 with MEMRA_CUDA_TOPK_BLOCK=1024 for rows of 2049-16384 entries)
+constexpr int kBlock = 512;
+constexpr int kWarps = kBlock / kWarp;
 
 __device__ __forceinline__ uint32_t order_key(float v) {
   if (v == 0.0f) v = 0.0f;  // −0 and +0 tie, as they compare equal on the CPU
@@ -34,10 +31,8 @@ __device__ __forceinline__ uint32_t order_key(float v) {
 
 // Exclusive prefix counts of two flags over the block (thread order), with one pair of barriers;
 // *_total get the block's counts. warp_counts: 2·kWarps ints.
-template <int BLOCK>
 __device__ void block_exclusive_count2(bool fa, bool fb, int* warp_counts, int& a_before, int& b_before, int& a_total,
                                        int& b_total) {
-  constexpr int kWarps = BLOCK / kWarp;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const unsigned ba = __ballot_sync(kFullMask, fa), bb = __ballot_sync(kFullMask, fb);
   const unsigned below = (1u << lane) - 1u;
@@ -72,11 +67,10 @@ __device__ int prefix256(int v, int* scratch) {
 // four passes and the emission read them there; KPT = 0: every pass reads the row from memory
 // (rows past 16384 entries). Run 48: with the loads in the passes' loops (one dependent round trip
 // per 512 keys, 4 passes + the emission) a 32k decode step's top-k took 31-35 us.
-template <int BLOCK, int KPT>
-__global__ void __launch_bounds__(BLOCK) topk_kernel(const float* scores, int64_t stride, int n_fixed,
-                                                     const int32_t* row_pos, int m, int k, int32_t* out) {
+template <int KPT>
+__global__ void __launch_bounds__(kBlock) topk_kernel(const float* scores, int64_t stride, int n_fixed,
+                                                      const int32_t* row_pos, int m, int k, int32_t* out) {
   pdl_begin();
-  constexpr int kBlock = BLOCK, kWarps = BLOCK / kWarp;
   __shared__ unsigned hist[kWarps][256];
   __shared__ int scan_scratch[8];
   __shared__ uint32_t s_prefix;
@@ -146,7 +140,7 @@ __global__ void __launch_bounds__(BLOCK) topk_kernel(const float* scores, int64_
   for_each_chunk([&](int64_t s, uint32_t key) {
     const bool gt = s < N && key > prefix, eq = s < N && key == prefix;
     int gt_before, eq_before, gt_total, eq_total;
-    block_exclusive_count2<BLOCK>(gt, eq, warp_counts, gt_before, eq_before, gt_total, eq_total);
+    block_exclusive_count2(gt, eq, warp_counts, gt_before, eq_before, gt_total, eq_total);
     const int eq_rank = eq_seen + eq_before;
     const int slot = gt_seen + gt_before + min(eq_rank, want);
     if ((gt || (eq && eq_rank < want)) && slot < k) o[slot] = static_cast<int32_t>(s);
@@ -158,33 +152,8 @@ __global__ void __launch_bounds__(BLOCK) topk_kernel(const float* scores, int64_
 }
 
 // Keys per thread held in registers for a launch's longest row (0: read from memory each pass).
-int keys_per_thread(int64_t max_n, int block) {
-  for (int kpt : block == kBlock ? std::initializer_list<int>{4, 16, 32} : std::initializer_list<int>{4, 8, 16})
-    if (max_n <= static_cast<int64_t>(kpt) * block) return kpt;
-  return 0;
-}
-
-// MEMRA_CUDA_TOPK_BLOCK=1024: rows past 2048 entries on 1024 threads (A/B timing; the same selection).
-int block_for(int64_t max_n) {
-  static const bool wide = [] {
-    const char* v = std::getenv("MEMRA_CUDA_TOPK_BLOCK");
-    return v && std::string(v) == "1024";
-  }();
-  return wide && max_n > 4 * kBlock && max_n <= 16 * 1024 ? 1024 : kBlock;
-}
-
-template <int BLOCK>
-cudaError_t launch_topk(int kpt, const float* scores, int64_t stride, int rows, int n_fixed, const int32_t* row_pos, int m,
-                        int k, int32_t* out, cudaStream_t stream) {
-  // the forms keys_per_thread picks: 512 threads 4/16/32 keys, 1024 threads 4/8/16 (32 would spill)
-  if (kpt == 4) return launch(topk_kernel<BLOCK, 4>, rows, BLOCK, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
-  if (kpt == 16) return launch(topk_kernel<BLOCK, 16>, rows, BLOCK, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
-  if constexpr (BLOCK == 1024) {
-    if (kpt == 8) return launch(topk_kernel<BLOCK, 8>, rows, BLOCK, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
-  } else {
-    if (kpt == 32) return launch(topk_kernel<BLOCK, 32>, rows, BLOCK, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
-  }
-  return launch(topk_kernel<BLOCK, 0>, rows, BLOCK, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
+int keys_per_thread(int64_t max_n) {
+  return max_n <= 4 * kBlock ? 4 : max_n <= 16 * kBlock ? 16 : max_n <= 32 * kBlock ? 32 : 0;
 }
 
 }  // namespace
@@ -195,10 +164,12 @@ cudaError_t topk_rows(const float* scores, int64_t stride, int rows, int n_fixed
   if (!scores || !out || rows < 0 || k < 1 || (row_pos && m < 1) || (!row_pos && n_fixed < 0))
     return cudaErrorInvalidValue;
   // The longest row: N ≤ stride (a row's scores fit its stride), and n_fixed when no positions are given.
-  const int64_t max_n = row_pos ? stride : n_fixed;
-  const int block = block_for(max_n), kpt = keys_per_thread(max_n, block);
-  if (block == 1024) return launch_topk<1024>(kpt, scores, stride, rows, n_fixed, row_pos, m, k, out, stream);
-  return launch_topk<kBlock>(kpt, scores, stride, rows, n_fixed, row_pos, m, k, out, stream);
+  switch (keys_per_thread(row_pos ? stride : n_fixed)) {
+    case 4: return launch(topk_kernel<4>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
+    case 16: return launch(topk_kernel<16>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
+    case 32: return launch(topk_kernel<32>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
+    default: return launch(topk_kernel<0>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
+  }
 }
 
 }  // namespace memra::cuda
