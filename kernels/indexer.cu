@@ -6,8 +6,6 @@
 // keys, never on the launch's row count. Entries past a row's causal limit are not written.
 //
 //   grid (rows, ceil(max_visible / (8·EPW)))   block 256 (8 warps, EPW = 1 or 4 entries each)
-#include <cstdlib>
-
 #include "common.cuh"
 #include "launch.cuh"
 #include "ops.h"
@@ -48,8 +46,8 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
   // 32.6 → 25.9 us for a 32k decode step), then added into each entry's chain in h order: each
   // value's operations are the one-head loop's.
   constexpr int kVals = kHeadsAtOnce * EPW;  // value j = e·kHeadsAtOnce + u
-  constexpr int kShift = kVals == 32 ? 0 : kVals == 16 ? 1 : kVals == 8 ? 2 : -1;  // lane of value j: j << kShift
-  static_assert(kShift >= 0, "8, 16 or 32 values per warp");
+  constexpr int kShift = kVals == 32 ? 0 : kVals == 8 ? 2 : -1;  // lane of value j: j << kShift
+  static_assert(kShift >= 0, "8 or 32 values per warp");
   for (; h0 + kHeadsAtOnce <= a.Hi; h0 += kHeadsAtOnce) {
     float d[kVals];
 #pragma unroll
@@ -104,18 +102,10 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream) {
   // Few rows with few entries (a decode step at short context) keep one entry per warp: as many
   // warps as entries. Past kManyEntries (16k tokens of context for m = 4) a decode row's warps are
   // bound by re-reading its query (32 KB per entry: 256 MB at 32k), as a prefill's are: 4 per warp.
-  int epw = a.rows >= kManyRows || a.max_visible >= kManyEntries ? 4 : 1;
-  // MEMRA_CUDA_INDEXER_EPW=2: decode rows past kManyEntries take 2 entries per warp (twice the warps
-  // of 4; A/B timing, the same bits)
-  static const bool two = [] {
-    const char* v = std::getenv("MEMRA_CUDA_INDEXER_EPW");
-    return v && v[0] == '2';
-  }();
-  if (two && epw == 4 && a.rows < kManyRows) epw = 2;
+  const int epw = a.rows >= kManyRows || a.max_visible >= kManyEntries ? 4 : 1;
   const int64_t gy = (static_cast<int64_t>(a.max_visible) + kWarps * epw - 1) / (kWarps * epw);
   if (gy > 65535) return cudaErrorInvalidValue;
   if (epw == 4) return launch(indexer_scores_kernel<4>, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream, a);
-  if (epw == 2) return launch(indexer_scores_kernel<2>, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream, a);
   return launch(indexer_scores_kernel<1>, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream, a);
 }
 
