@@ -1,8 +1,8 @@
 // The lightning indexer's scores (docs/architecture.md §3.6) for CSA layers:
 //   score[t, s] = Σ_h relu(qi[t,h]·IDXK[s]) · softmax_scale · (wi[t,h] · weight_scale),  s < (pos_t+1)/m
 // One warp per (row, entry) or (row, 4 entries): each head's dot is a lane-strided fma chain + a
-// butterfly with warp_sum's bits (warp_sum_many for 8 heads × 4 entries at once), the heads are summed
-// h-ascending in one fma chain. A row's scores depend only on its own q, weights and the
+// butterfly with warp_sum's bits (indexer_scores_wide_kernel: warp_sum_many for 8 heads × 4 entries
+// at once), the heads are summed h-ascending in one fma chain. A row's scores depend only on its own q, weights and the
 // keys, never on the launch's row count. Entries past a row's causal limit are not written.
 //
 //   grid (rows, ceil(max_visible / (8·EPW)))   block 256 (8 warps, EPW = 1 or 4 entries each)
@@ -37,17 +37,85 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
   for (int e = 0; e < EPW; ++e) key[e] = entries + (s0 + e < visible ? s0 + e : s0) * a.di;
   const float* q = a.qi + static_cast<int64_t>(row) * a.Hi * a.di;
   const float* wr = a.wi + static_cast<int64_t>(row) * a.Hi;
+  // kHeadsAtOnce heads' dot products side by side (their loads and butterflies overlap), then
+  // added into acc in h order: each value's operations are the one-head loop's.
+  float acc[EPW];
+#pragma unroll
+  for (int e = 0; e < EPW; ++e) acc[e] = 0.0f;
+  int h0 = 0;
+  for (; h0 + kHeadsAtOnce <= a.Hi; h0 += kHeadsAtOnce) {
+    float d[EPW][kHeadsAtOnce];
+#pragma unroll
+    for (int e = 0; e < EPW; ++e)
+#pragma unroll
+      for (int u = 0; u < kHeadsAtOnce; ++u) d[e][u] = 0.0f;
+    // unrolled by 4 (V4-Flash: di = 128, all of a lane's steps): every q and key load in flight at
+    // once. Without it, pdl_begin()'s barrier at the kernel's start left ptxas a schedule at 48
+    // registers that took a 2k decode step's scores 12.9 -> 31 us (runs 49, 51).
+#pragma unroll 4
+    for (int i = lane; i < a.di; i += kWarp) {
+      float k[EPW];
+#pragma unroll
+      for (int e = 0; e < EPW; ++e) k[e] = key[e][i];
+#pragma unroll
+      for (int u = 0; u < kHeadsAtOnce; ++u) {
+        const float qv = q[static_cast<int64_t>(h0 + u) * a.di + i];
+#pragma unroll
+        for (int e = 0; e < EPW; ++e) d[e][u] = __fmaf_rn(qv, k[e], d[e][u]);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < EPW; ++e)
+#pragma unroll
+      for (int u = 0; u < kHeadsAtOnce; ++u) {
+        const float term = fmaxf(warp_sum(d[e][u]), 0.0f) * a.softmax_scale;
+        acc[e] = __fmaf_rn(term, wr[h0 + u] * a.weight_scale, acc[e]);
+      }
+  }
+  for (int h = h0; h < a.Hi; ++h) {
+    const float* qh = q + static_cast<int64_t>(h) * a.di;
+#pragma unroll
+    for (int e = 0; e < EPW; ++e) {
+      float d = 0.0f;
+      for (int i = lane; i < a.di; i += kWarp) d = __fmaf_rn(qh[i], key[e][i], d);
+      d = warp_sum(d);
+      const float term = fmaxf(d, 0.0f) * a.softmax_scale;
+      acc[e] = __fmaf_rn(term, wr[h] * a.weight_scale, acc[e]);
+    }
+  }
+  if (lane == 0)
+#pragma unroll
+    for (int e = 0; e < EPW; ++e)
+      if (s0 + e < visible) a.scores[static_cast<int64_t>(row) * a.score_stride + s0 + e] = acc[e];
+}
+
+// Four entries per warp (rounds of many rows, rows of many entries): indexer_scores_kernel<4>'s
+// values, their 32 butterflies per head group as one warp_sum_many (warp_sum's bits in a fifth of
+// the shuffles; run 50: 32.6 -> 25.9 us for a 32k decode step). For one entry per warp the 8
+// butterflies stay side by side (indexer_scores_kernel<1>: runs 50-51 measured this kernel's form
+// 12.9 -> 22-31 us there).
+__global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs a) {
+  constexpr int EPW = 4;
+  pdl_begin();
+  const int row = blockIdx.x;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int64_t s0 = (static_cast<int64_t>(blockIdx.y) * kWarps + warp) * EPW;
+  const int64_t visible = (static_cast<int64_t>(a.row_pos[row]) + 1) / a.m;
+  if (s0 >= visible) return;
+  const float* entries = a.seqs[a.row_seq[row]].layers[a.layer].idx.entries;
+  const float* key[EPW];
+#pragma unroll
+  for (int e = 0; e < EPW; ++e) key[e] = entries + (s0 + e < visible ? s0 + e : s0) * a.di;
+  const float* q = a.qi + static_cast<int64_t>(row) * a.Hi * a.di;
+  const float* wr = a.wi + static_cast<int64_t>(row) * a.Hi;
   // Lane l accumulates entry me = l % EPW's score (lanes < EPW write them).
   const int me = lane % EPW;
   float acc = 0.0f;
   int h0 = 0;
   // kHeadsAtOnce heads × EPW entries: their dot products side by side (loads and FMAs overlap),
-  // reduced together (EPW = 4: by warp_sum_many, warp_sum's bits in a fifth of the shuffles; run 50:
-  // 32.6 → 25.9 us for a 32k decode step), then added into each entry's chain in h order: each
-  // value's operations are the one-head loop's.
-  constexpr int kVals = kHeadsAtOnce * EPW;  // value j = e·kHeadsAtOnce + u
-  constexpr int kShift = kVals == 32 ? 0 : kVals == 8 ? 2 : -1;  // lane of value j: j << kShift
-  static_assert(kShift >= 0, "8 or 32 values per warp");
+  // reduced together, then added into each entry's chain in h order: each value's operations are
+  // the one-head loop's.
+  constexpr int kVals = kHeadsAtOnce * EPW;  // value j = e·kHeadsAtOnce + u, its sum held by lane j
   for (; h0 + kHeadsAtOnce <= a.Hi; h0 += kHeadsAtOnce) {
     float d[kVals];
 #pragma unroll
@@ -63,19 +131,11 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
         for (int e = 0; e < EPW; ++e) d[e * kHeadsAtOnce + u] = __fmaf_rn(qv, k[e], d[e * kHeadsAtOnce + u]);
       }
     }
-    if constexpr (EPW == 1) {
-      // 8 values: 8 butterflies side by side (run 50: warp_sum_many and the term shuffles took a
-      // decode step's indexer 12.9 → 22.2 us at 2k context)
+    const float term = fmaxf(warp_sum_many<kVals>(d), 0.0f) * a.softmax_scale;  // value j = lane
 #pragma unroll
-      for (int u = 0; u < kHeadsAtOnce; ++u)
-        acc = __fmaf_rn(fmaxf(warp_sum(d[u]), 0.0f) * a.softmax_scale, wr[h0 + u] * a.weight_scale, acc);
-    } else {
-      const float term = fmaxf(warp_sum_many<kVals>(d), 0.0f) * a.softmax_scale;  // value lane >> kShift
-#pragma unroll
-      for (int u = 0; u < kHeadsAtOnce; ++u) {
-        const float t = __shfl_sync(kFullMask, term, (me * kHeadsAtOnce + u) << kShift);
-        acc = __fmaf_rn(t, wr[h0 + u] * a.weight_scale, acc);
-      }
+    for (int u = 0; u < kHeadsAtOnce; ++u) {
+      const float t = __shfl_sync(kFullMask, term, me * kHeadsAtOnce + u);
+      acc = __fmaf_rn(t, wr[h0 + u] * a.weight_scale, acc);
     }
   }
   for (int h = h0; h < a.Hi; ++h) {
@@ -105,7 +165,7 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream) {
   const int epw = a.rows >= kManyRows || a.max_visible >= kManyEntries ? 4 : 1;
   const int64_t gy = (static_cast<int64_t>(a.max_visible) + kWarps * epw - 1) / (kWarps * epw);
   if (gy > 65535) return cudaErrorInvalidValue;
-  if (epw == 4) return launch(indexer_scores_kernel<4>, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream, a);
+  if (epw == 4) return launch(indexer_scores_wide_kernel, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream, a);
   return launch(indexer_scores_kernel<1>, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream, a);
 }
 
