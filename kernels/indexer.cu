@@ -89,6 +89,8 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
       if (s0 + e < visible) a.scores[static_cast<int64_t>(row) * a.score_stride + s0 + e] = acc[e];
 }
 
+// Its prologue repeats indexer_scores_kernel's on purpose: with a shared inline helper ptxas gave the
+// one-entry kernel 48 registers instead of 64, the schedule that ran 12.9 -> 31 us (run 55).
 // Four entries per warp (rounds of many rows, rows of many entries): indexer_scores_kernel<4>'s
 // values, their 32 butterflies per head group as one warp_sum_many (warp_sum's bits in a fifth of
 // the shuffles; run 50: 32.6 -> 25.9 us for a 32k decode step). For one entry per warp the 8

@@ -14,6 +14,19 @@ command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 7
 python3 - "$src/kernels" <<'PY'
 import pathlib, re, sys
 
+CALL = re.compile(r"(\w+)\s*\(")
+
+
+def closing(code, i, open_, close):
+    """The index of the bracket that closes the one at code[i]."""
+    depth = 0
+    while True:
+        depth += {open_: 1, close: -1}.get(code[i], 0)
+        if depth == 0:
+            return i
+        i += 1
+
+
 kernels = pathlib.Path(sys.argv[1])
 fails = []
 n_kernels = 0
@@ -27,30 +40,12 @@ for path in sorted(kernels.glob("*.cu")) + sorted(kernels.glob("*.cuh")):
             fails.append(f"{path.name}:{code[:m.start()].count(chr(10)) + 1}: cudaLaunchKernelEx outside launch.cuh")
     for m in re.finditer(r"__global__\s", code):
         # the body: the first '{' after the parameter list (skipping __launch_bounds__(…))
-        i = m.end()
-        name_m = re.compile(r"(\w+)\s*\(").search(code, i)
+        name_m = CALL.search(code, m.end())
         while name_m and name_m.group(1) == "__launch_bounds__":
-            depth, j = 0, name_m.end() - 1
-            while True:
-                depth += {"(": 1, ")": -1}.get(code[j], 0)
-                if depth == 0:
-                    break
-                j += 1
-            name_m = re.compile(r"(\w+)\s*\(").search(code, j + 1)
+            name_m = CALL.search(code, closing(code, name_m.end() - 1, "(", ")") + 1)
         name = name_m.group(1)
-        depth, j = 0, name_m.end() - 1
-        while True:
-            depth += {"(": 1, ")": -1}.get(code[j], 0)
-            if depth == 0:
-                break
-            j += 1
-        b = code.index("{", j)
-        depth, k = 0, b
-        while True:
-            depth += {"{": 1, "}": -1}.get(code[k], 0)
-            if depth == 0:
-                break
-            k += 1
+        b = code.index("{", closing(code, name_m.end() - 1, "(", ")"))
+        k = closing(code, b, "{", "}")
         n_kernels += 1
         if "pdl_begin()" not in code[b:k]:
             fails.append(f"{path.name}: kernel {name} never calls pdl_begin()")
