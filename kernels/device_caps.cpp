@@ -3,6 +3,7 @@
 
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 namespace memra::cuda {
@@ -12,6 +13,7 @@ namespace {
 std::mutex g_mutex;
 std::map<int, DeviceCaps> g_caps;
 std::map<std::pair<const void*, int>, size_t> g_smem;  // (kernel, device) → bytes allowed
+std::map<std::tuple<const void*, int, size_t, int>, int> g_resident;  // (kernel, threads, smem, device)
 
 }  // namespace
 
@@ -45,6 +47,21 @@ cudaError_t allow_dynamic_smem(const void* kernel, size_t bytes) {
   if ((err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes))) != cudaSuccess)
     return err;
   allowed = bytes;
+  return cudaSuccess;
+}
+
+cudaError_t resident_blocks(const void* kernel, int threads, size_t smem, int& per_sm) {
+  int dev = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) return err;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const auto key = std::make_tuple(kernel, threads, smem, dev);
+  auto it = g_resident.find(key);
+  if (it == g_resident.end()) {
+    if ((err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem)) != cudaSuccess) return err;
+    it = g_resident.emplace(key, per_sm).first;
+  }
+  per_sm = it->second;
   return cudaSuccess;
 }
 

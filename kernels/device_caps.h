@@ -1,6 +1,6 @@
 // What the launchers ask of the device at each launch (shared-memory opt-in, cluster support,
-// multiprocessors), read once per device, and the dynamic shared-memory opt-in of each kernel set
-// once per (kernel, device) rather than before every launch.
+// multiprocessors, a kernel's resident blocks), read once per device, and the dynamic shared-memory
+// opt-in of each kernel set once per (kernel, device) rather than before every launch.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -21,5 +21,10 @@ cudaError_t current_device_caps(DeviceCaps& caps);
 // cudaFuncSetAttribute(kernel, MaxDynamicSharedMemorySize, bytes) on the current device unless a
 // value ≥ bytes was set for it there before.
 cudaError_t allow_dynamic_smem(const void* kernel, size_t bytes);
+
+// Blocks of `threads` threads and `smem` bytes of dynamic shared memory that one SM of the current
+// device holds at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor), asked once per (kernel,
+// threads, smem, device): a persistent grid is sized by it at every launch.
+cudaError_t resident_blocks(const void* kernel, int threads, size_t smem, int& per_sm);
 
 }  // namespace memra::cuda

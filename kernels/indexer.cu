@@ -20,9 +20,11 @@ constexpr int kHeadsAtOnce = 8;
 constexpr int kManyRows = 16;       // rounds of at least this many rows take 4 entries per warp,
 constexpr int kManyEntries = 4096;  // and so do rounds whose rows see at least this many entries
 
-// EPW entries per warp (4 for rounds of many rows: a prefill's warps each re-read the row's whole
-// query, 32 KB at V4-Flash geometry, once per entry; with 4 entries a query load serves 4 dot
-// products). Each entry's operations are the one-entry loop's, so EPW changes no bit.
+// EPW entries per warp; launched with EPW = 1 (few rows of few entries: as many warps as entries).
+// The 4-entry form (a prefill's warps each re-read the row's whole query, 32 KB at V4-Flash
+// geometry, once per entry; with 4 entries a query load serves 4 dot products) is
+// indexer_scores_wide_kernel below. Each entry's operations are the one-entry loop's, so EPW changes
+// no bit.
 template <int EPW>
 __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
   pdl_begin();

@@ -21,8 +21,8 @@
 #include <type_traits>
 
 #include "common.cuh"
-#include "launch.cuh"
 #include "dot_exact.cuh"
+#include "launch.cuh"
 #include "ops.h"
 
 namespace memra::cuda {
@@ -228,12 +228,11 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream) {
   const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
   if (a.rows == 1) {
     if constexpr (plain) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
-    return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
+    else return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
   }
-  else if (plain && !tiled_off() && tiled_ok<Row>(a, gm))
+  if (plain && !tiled_off() && tiled_ok<Row>(a, gm))
     return launch(linear_exact_tiled_kernel<Row>, dim3(gy, gm, a.groups), kBlock, 0, stream, a);
-  else  // packed weights, unaligned rows
-    return launch(linear_exact_kernel<Row, 8>, dim3(gx, gy, a.groups), kBlock, 0, stream, a);
+  return launch(linear_exact_kernel<Row, 8>, dim3(gx, gy, a.groups), kBlock, 0, stream, a);  // packed weights, unaligned rows
 }
 
 }  // namespace

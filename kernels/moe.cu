@@ -19,9 +19,6 @@
 // moe_combine      out = (Σ_{slot asc} eo·ew) + shared, one thread per element.
 #include <algorithm>
 #include <cstdlib>
-#include <map>
-#include <mutex>
-#include <utility>
 
 #include "common.cuh"
 #include "device_caps.h"
@@ -343,26 +340,6 @@ bool one_row(const ExpertsArgs& a) {
   return a.rows == 1 && a.sync && one_row_enabled() && static_cast<size_t>(a.I) * sizeof(float) <= 48 * 1024;
 }
 
-// The one-row kernel's resident blocks per SM for `smem` bytes of dynamic shared memory, asked of
-// the runtime once per (Row, smem, device): the persistent grid is sized by it at every launch.
-template <typename Row>
-cudaError_t one_row_blocks_per_sm(size_t smem, int& per_sm) {
-  static std::mutex mutex;
-  static std::map<std::pair<size_t, int>, int> known;
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err != cudaSuccess) return err;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = known.find({smem, dev});
-  if (it == known.end()) {
-    if ((err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, moe_one_row_kernel<Row>, kBlock, smem)) != cudaSuccess)
-      return err;
-    it = known.emplace(std::pair{smem, dev}, per_sm).first;
-  }
-  per_sm = it->second;
-  return cudaSuccess;
-}
-
 template <typename Row>
 cudaError_t launch_one_row(const ExpertsArgs& a, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>(a.I) * sizeof(float);
@@ -370,7 +347,7 @@ cudaError_t launch_one_row(const ExpertsArgs& a, cudaStream_t stream) {
   int per_sm = 0;
   cudaError_t err;
   if ((err = current_device_caps(caps)) != cudaSuccess ||
-      (err = one_row_blocks_per_sm<Row>(smem, per_sm)) != cudaSuccess)
+      (err = resident_blocks(reinterpret_cast<const void*>(moe_one_row_kernel<Row>), kBlock, smem, per_sm)) != cudaSuccess)
     return err;
   const int sms = caps.sms;
   if (per_sm < 1) return cudaErrorInvalidConfiguration;

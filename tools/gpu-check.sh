@@ -116,7 +116,7 @@ runtime=$(grep '^runtime:' "$OUT/env.txt" | cut -d' ' -f2)
 
 # ---- binaries ------------------------------------------------------------------------------
 # packed binaries (--pack) travel xz-compressed: unpack them (python3's lzma: the image may lack xz)
-for f in build-gpu-pack/bin/*.xz build-gpu-pack/*/*.xz; do
+for f in build-gpu-pack/*/*.xz; do
   [[ -f "$f" && ! -f "${f%.xz}" ]] || continue
   python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$f" "${f%.xz}" &&
     chmod +x "${f%.xz}"
