@@ -109,6 +109,12 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   return warp_max(t);
 }
 
+// 1/rms of a row from its sum of squares: every RMSnorm of the library (norm_rope, the fused mHC
+// sites) scales by this one expression, so fused and separate launches give the same bits.
+__device__ __forceinline__ float rms_inverse(float sum_sq, int width, float eps) {
+  return 1.0f / sqrtf(sum_sq / static_cast<float>(width) + eps);
+}
+
 // The CPU reference's scalar functions (lib/engine/cpu_ops.h), in f32.
 __device__ __forceinline__ float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }

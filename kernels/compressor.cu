@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(kBlock) compressor_close_kernel(CompressorArgs
   float ss = 0.0f;
   for (int ch = threadIdx.x; ch < a.w; ch += kBlock) ss = __fmaf_rn(entry[ch], entry[ch], ss);
   ss = block_sum<kBlock>(ss, scratch);  // its barriers also publish entry[]
-  const float r = 1.0f / sqrtf(ss / static_cast<float>(a.w) + a.eps);
+  const float r = rms_inverse(ss, a.w, a.eps);
   for (int ch = threadIdx.x; ch < a.w; ch += kBlock) entry[ch] = a.norm[ch] * (entry[ch] * r);
   __syncthreads();
   float* tail = entry + (a.w - 2 * a.half);

@@ -4,9 +4,12 @@
 // butterfly with warp_sum's bits (indexer_scores_wide_kernel: warp_sum_many for 8 heads × 4 entries
 // at once), the heads are summed h-ascending in one fma chain. A row's scores depend only on its own q, weights and the
 // keys, never on the launch's row count. Entries past a row's causal limit are not written.
+// Each block first copies its row's query and head weights into shared memory (stage_query): every
+// warp reads the query di/32 times per head group, and from L2 each group waited a round trip.
 //
 //   grid (rows, ceil(max_visible / (8·EPW)))   block 256 (8 warps, EPW = 1 or 4 entries each)
 #include "common.cuh"
+#include "device_caps.h"
 #include "launch.cuh"
 #include "ops.h"
 
@@ -25,20 +28,45 @@ constexpr int kManyEntries = 4096;  // and so do rounds whose rows see at least 
 // geometry, once per entry; with 4 entries a query load serves 4 dot products) is
 // indexer_scores_wide_kernel below. Each entry's operations are the one-entry loop's, so EPW changes
 // no bit.
+// The row's head weights times weight_scale (the product each head's term is multiplied by, the same
+// rounding as computing it at use) into ws [Hi], and, when stage_q, its query into qs [Hi·di]
+// (shared memory, 16-byte aligned for the float4 copy); returns where the query is read from.
+// Block-wide: every thread calls it.
+__device__ const float* stage_query(const IndexerArgs& a, int row, bool stage_q, float* qs, float* ws) {
+  const float* q = a.qi + static_cast<int64_t>(row) * a.Hi * a.di;
+  const float* wr = a.wi + static_cast<int64_t>(row) * a.Hi;
+  for (int h = threadIdx.x; h < a.Hi; h += kBlock) ws[h] = wr[h] * a.weight_scale;
+  if (stage_q) {
+    const int n = a.Hi * a.di;
+    if (n % 4 == 0 && reinterpret_cast<uintptr_t>(q) % 16 == 0) {
+      const float4* q4 = reinterpret_cast<const float4*>(q);
+      float4* s4 = reinterpret_cast<float4*>(qs);
+      for (int i = threadIdx.x; i < n / 4; i += kBlock) s4[i] = q4[i];
+    } else {
+      for (int i = threadIdx.x; i < n; i += kBlock) qs[i] = q[i];
+    }
+  }
+  __syncthreads();
+  return stage_q ? qs : q;
+}
+
 template <int EPW>
-__global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
+__global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a, bool stage_q) {
   pdl_begin();
+  extern __shared__ float4 staged4[];  // qs [Hi·di] when stage_q, then ws [Hi]
+  float* staged = reinterpret_cast<float*>(staged4);
   const int row = blockIdx.x;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t s0 = (static_cast<int64_t>(blockIdx.y) * kWarps + warp) * EPW;
   const int64_t visible = (static_cast<int64_t>(a.row_pos[row]) + 1) / a.m;
+  if (static_cast<int64_t>(blockIdx.y) * kWarps * EPW >= visible) return;  // the whole block
+  float* ws = staged + (stage_q ? a.Hi * a.di : 0);
+  const float* q = stage_query(a, row, stage_q, staged, ws);
+  const int64_t s0 = (static_cast<int64_t>(blockIdx.y) * kWarps + warp) * EPW;
   if (s0 >= visible) return;
   const float* entries = a.seqs[a.row_seq[row]].layers[a.layer].idx.entries;
   const float* key[EPW];
 #pragma unroll
   for (int e = 0; e < EPW; ++e) key[e] = entries + (s0 + e < visible ? s0 + e : s0) * a.di;
-  const float* q = a.qi + static_cast<int64_t>(row) * a.Hi * a.di;
-  const float* wr = a.wi + static_cast<int64_t>(row) * a.Hi;
   // kHeadsAtOnce heads' dot products side by side (their loads and butterflies overlap), then
   // added into acc in h order: each value's operations are the one-head loop's.
   float acc[EPW];
@@ -71,7 +99,7 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
 #pragma unroll
       for (int u = 0; u < kHeadsAtOnce; ++u) {
         const float term = fmaxf(warp_sum(d[e][u]), 0.0f) * a.softmax_scale;
-        acc[e] = __fmaf_rn(term, wr[h0 + u] * a.weight_scale, acc[e]);
+        acc[e] = __fmaf_rn(term, ws[h0 + u], acc[e]);
       }
   }
   for (int h = h0; h < a.Hi; ++h) {
@@ -82,7 +110,7 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
       for (int i = lane; i < a.di; i += kWarp) d = __fmaf_rn(qh[i], key[e][i], d);
       d = warp_sum(d);
       const float term = fmaxf(d, 0.0f) * a.softmax_scale;
-      acc[e] = __fmaf_rn(term, wr[h] * a.weight_scale, acc[e]);
+      acc[e] = __fmaf_rn(term, ws[h], acc[e]);
     }
   }
   if (lane == 0)
@@ -98,20 +126,23 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a) {
 // the shuffles; run 50: 32.6 -> 25.9 us for a 32k decode step). For one entry per warp the 8
 // butterflies stay side by side (indexer_scores_kernel<1>: runs 50-51 measured this kernel's form
 // 12.9 -> 22-31 us there).
-__global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs a) {
+__global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs a, bool stage_q) {
   constexpr int EPW = 4;
   pdl_begin();
+  extern __shared__ float4 staged4[];  // qs [Hi·di] when stage_q, then ws [Hi]
+  float* staged = reinterpret_cast<float*>(staged4);
   const int row = blockIdx.x;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t s0 = (static_cast<int64_t>(blockIdx.y) * kWarps + warp) * EPW;
   const int64_t visible = (static_cast<int64_t>(a.row_pos[row]) + 1) / a.m;
+  if (static_cast<int64_t>(blockIdx.y) * kWarps * EPW >= visible) return;  // the whole block
+  float* ws = staged + (stage_q ? a.Hi * a.di : 0);
+  const float* q = stage_query(a, row, stage_q, staged, ws);
+  const int64_t s0 = (static_cast<int64_t>(blockIdx.y) * kWarps + warp) * EPW;
   if (s0 >= visible) return;
   const float* entries = a.seqs[a.row_seq[row]].layers[a.layer].idx.entries;
   const float* key[EPW];
 #pragma unroll
   for (int e = 0; e < EPW; ++e) key[e] = entries + (s0 + e < visible ? s0 + e : s0) * a.di;
-  const float* q = a.qi + static_cast<int64_t>(row) * a.Hi * a.di;
-  const float* wr = a.wi + static_cast<int64_t>(row) * a.Hi;
   // Lane l accumulates entry me = l % EPW's score (lanes < EPW write them).
   const int me = lane % EPW;
   float acc = 0.0f;
@@ -139,7 +170,7 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs
 #pragma unroll
     for (int u = 0; u < kHeadsAtOnce; ++u) {
       const float t = __shfl_sync(kFullMask, term, me * kHeadsAtOnce + u);
-      acc = __fmaf_rn(t, wr[h0 + u] * a.weight_scale, acc);
+      acc = __fmaf_rn(t, ws[h0 + u], acc);
     }
   }
   for (int h = h0; h < a.Hi; ++h) {
@@ -150,7 +181,7 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs
       for (int i = lane; i < a.di; i += kWarp) d = __fmaf_rn(qh[i], key[e][i], d);
       d = warp_sum(d);
       const float term = fmaxf(d, 0.0f) * a.softmax_scale;
-      if (e == me) acc = __fmaf_rn(term, wr[h] * a.weight_scale, acc);
+      if (e == me) acc = __fmaf_rn(term, ws[h], acc);
     }
   }
   if (lane < EPW && s0 + lane < visible) a.scores[static_cast<int64_t>(row) * a.score_stride + s0 + lane] = acc;
@@ -169,8 +200,24 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream) {
   const int epw = a.rows >= kManyRows || a.max_visible >= kManyEntries ? 4 : 1;
   const int64_t gy = (static_cast<int64_t>(a.max_visible) + kWarps * epw - 1) / (kWarps * epw);
   if (gy > 65535) return cudaErrorInvalidValue;
-  if (epw == 4) return launch(indexer_scores_wide_kernel, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream, a);
-  return launch(indexer_scores_kernel<1>, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, 0, stream, a);
+  // The query is staged when it fits the shared memory a block may opt in to; else read from L2.
+  DeviceCaps caps;
+  cudaError_t err = current_device_caps(caps);
+  if (err != cudaSuccess) return err;
+  const size_t w_bytes = static_cast<size_t>(a.Hi) * sizeof(float);
+  const size_t q_bytes = static_cast<size_t>(a.Hi) * a.di * sizeof(float);
+  const bool stage_q = w_bytes + q_bytes <= static_cast<size_t>(caps.smem_optin);
+  const size_t smem = w_bytes + (stage_q ? q_bytes : 0);
+  if (smem > static_cast<size_t>(caps.smem_optin)) return cudaErrorInvalidValue;
+  const dim3 grid(a.rows, static_cast<unsigned>(gy));
+  if (epw == 4) {
+    if (smem > 48 * 1024 && (err = allow_dynamic_smem(reinterpret_cast<const void*>(indexer_scores_wide_kernel), smem)) != cudaSuccess)
+      return err;
+    return launch(indexer_scores_wide_kernel, grid, kBlock, smem, stream, a, stage_q);
+  }
+  if (smem > 48 * 1024 && (err = allow_dynamic_smem(reinterpret_cast<const void*>(indexer_scores_kernel<1>), smem)) != cudaSuccess)
+    return err;
+  return launch(indexer_scores_kernel<1>, grid, kBlock, smem, stream, a, stage_q);
 }
 
 }  // namespace memra::cuda

@@ -34,8 +34,8 @@ constexpr int kMaxMix = (2 + kMaxHc) * kMaxHc;
 // rsqrt(mean(X²) + eps) of one row's n·D stream values.
 __device__ float stream_rms(const float* Xt, int nD, float eps, float* scratch) {
   // The same thread-strided chain, its loads issued kBatch at a time: a lone block (a decode row)
-  // is bound by load latency, not bandwidth (V4-Flash: 64 values per thread, two round trips).
-  constexpr int kBatch = 32;
+  // is bound by load latency, not bandwidth (V4-Flash: 64 values per thread, one round trip).
+  constexpr int kBatch = 64;
   float ss = 0.0f;
   int i = threadIdx.x;
   for (; i + (kBatch - 1) * kBlock < nD; i += kBatch * kBlock) {
@@ -47,7 +47,7 @@ __device__ float stream_rms(const float* Xt, int nD, float eps, float* scratch) 
   }
   for (; i < nD; i += kBlock) ss = __fmaf_rn(Xt[i], Xt[i], ss);
   ss = block_sum<kBlock>(ss, scratch);
-  return 1.0f / sqrtf(ss / static_cast<float>(nD) + eps);
+  return rms_inverse(ss, nD, eps);
 }
 
 // mix[i] = (X·r)·fn[i] for i < M, one warp per value.
@@ -143,6 +143,30 @@ __device__ void gather_mix(const float* partial, int row, int M, int S, float* m
   }
 }
 
+// out[i] = Σ_j w[j]·X[j, i] (j ascending from +0) for i = first, first + stride, … < D, where X is a
+// row's n streams [n, D]: hc_pre's collapse (w = pre) and the hc head's (w = its sigmoid mix).
+// KU elements per thread go at a time with all their n loads in flight, the last batch masked
+// (V4-Flash's 4096 elements: three batches over 224 threads in hc_pre, one over 256 in the head).
+template <int KU>
+__device__ void collapse_streams(const float* Xt, int n, int D, const float* w, float* out, int first, int stride) {
+  for (int i = first; i < D; i += KU * stride) {
+    float v[KU][kMaxHc];
+#pragma unroll
+    for (int u = 0; u < KU; ++u)
+#pragma unroll
+      for (int j = 0; j < kMaxHc; ++j)
+        v[u][j] = j < n && i + u * stride < D ? Xt[static_cast<int64_t>(j) * D + i + u * stride] : 0.0f;
+#pragma unroll
+    for (int u = 0; u < KU; ++u) {
+      float s = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kMaxHc; ++j)
+        if (j < n) s = __fmaf_rn(w[j], v[u][j], s);
+      if (i + u * stride < D) out[i + u * stride] = s;
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float* partial, int S) {
   pdl_begin();
   __shared__ float scratch[kWarps];
@@ -173,30 +197,6 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
   // The collapse x[i] = Σ_j pre[j]·X[j, i] (j ascending): with the Sinkhorn in one warp (n·n ≤ 32)
   // the other warps take it meanwhile; each element's chain is the same whichever thread runs it.
   float* xt = a.x + static_cast<int64_t>(t) * D;
-  auto collapse = [&](int first, int stride) {
-    constexpr int kU = 4;  // elements per thread with their n loads in flight together
-    int i = first;
-    for (; i + (kU - 1) * stride < D; i += kU * stride) {
-      float xs[kU][kMaxHc];
-#pragma unroll
-      for (int u = 0; u < kU; ++u)
-#pragma unroll
-        for (int j = 0; j < kMaxHc; ++j) xs[u][j] = j < n ? Xt[static_cast<int64_t>(j) * D + i + u * stride] : 0.0f;
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        float s = 0.0f;
-#pragma unroll
-        for (int j = 0; j < kMaxHc; ++j)
-          if (j < n) s = __fmaf_rn(pre[j], xs[u][j], s);
-        xt[i + u * stride] = s;
-      }
-    }
-    for (; i < D; i += stride) {
-      float s = 0.0f;
-      for (int j = 0; j < n; ++j) s = __fmaf_rn(pre[j], Xt[static_cast<int64_t>(j) * D + i], s);
-      xt[i] = s;
-    }
-  };
   // Element (j, k)'s pass: v /= (its row's or column's sum, in order) + eps. `element` reads the
   // matrix as it stood before the pass (a warp's lanes through shuffles for n ≤ 5, else shared
   // memory between two block barriers).
@@ -213,18 +213,32 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     if (mine) mat[threadIdx.x] = v;
     __syncthreads();
   };
+  // A row's (or column's) kMaxHc elements read all at once (matrix indices stay below kMaxHc²
+  // for any n ≤ kMaxHc), then the first n added k (or j) ascending from +0: the n shuffles of a sum
+  // are issued back to back instead of one per loop trip. The 40 passes of a 20-iteration Sinkhorn
+  // are a dependent chain, which the row's collapse runs beside.
   auto row_sum = [&] {
+    float e[kMaxHc];
+#pragma unroll
+    for (int kk = 0; kk < kMaxHc; ++kk) e[kk] = element(j, kk);
     float s = 0.0f;
-    for (int kk = 0; kk < n; ++kk) s += element(j, kk);
+#pragma unroll
+    for (int kk = 0; kk < kMaxHc; ++kk)
+      if (kk < n) s += e[kk];
     return s;
   };
   auto col_sum = [&] {
+    float e[kMaxHc];
+#pragma unroll
+    for (int jj = 0; jj < kMaxHc; ++jj) e[jj] = element(jj, k);
     float s = 0.0f;
-    for (int jj = 0; jj < n; ++jj) s += element(jj, k);
+#pragma unroll
+    for (int jj = 0; jj < kMaxHc; ++jj)
+      if (jj < n) s += e[jj];
     return s;
   };
   if (in_warp && threadIdx.x >= kWarp) {
-    collapse(threadIdx.x - kWarp, kBlock - kWarp);
+    collapse_streams<8>(Xt, n, D, pre, xt, threadIdx.x - kWarp, kBlock - kWarp);
     return;  // no block barrier follows in the warp form
   }
   {  // the warp form runs on warp 0 alone
@@ -247,7 +261,7 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     }
     if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
   }
-  if (!in_warp) collapse(threadIdx.x, kBlock);
+  if (!in_warp) collapse_streams<8>(Xt, n, D, pre, xt, threadIdx.x, kBlock);
 }
 
 // Element (t, i) of hc_post given its y value: one body for hc_post and hc_post_moe, so the two
@@ -309,12 +323,9 @@ __global__ void __launch_bounds__(kBlock) hc_head_kernel(const float* X, const i
   __syncthreads();
   if (threadIdx.x < n) mix[threadIdx.x] = sigmoid_f(mix[threadIdx.x] * scale[0] + base[threadIdx.x]) + hc_eps;
   __syncthreads();
-  float* ht = h + static_cast<int64_t>(out_row) * D;
-  for (int i = threadIdx.x; i < D; i += kBlock) {
-    float s = 0.0f;
-    for (int j = 0; j < n; ++j) s = __fmaf_rn(mix[j], Xt[static_cast<int64_t>(j) * D + i], s);
-    ht[i] = s;
-  }
+  // 16 elements per thread at a time: a loop of one element at a time waited a round trip per
+  // element (V4-Flash: 16 of them).
+  collapse_streams<16>(Xt, n, D, mix, h + static_cast<int64_t>(out_row) * D, threadIdx.x, kBlock);
 }
 
 int elementwise_blocks(int64_t total) {

@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kBlock) norm_rope_kernel(NormRopeArgs a) {
     for (int u = 0; u < kCache; ++u)
       if (threadIdx.x + u * kBlock < a.width) ss = __fmaf_rn(v[u], v[u], ss);
     ss = block_sum<kBlock>(ss, scratch);
-    const float r = 1.0f / sqrtf(ss / static_cast<float>(a.width) + a.eps);
+    const float r = rms_inverse(ss, a.width, a.eps);
 #pragma unroll
     for (int u = 0; u < kCache; ++u) {
       const int i = threadIdx.x + u * kBlock;
@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kBlock) norm_rope_kernel(NormRopeArgs a) {
     float ss = 0.0f;
     for (int i = threadIdx.x; i < a.width; i += kBlock) ss = __fmaf_rn(x[i], x[i], ss);
     ss = block_sum<kBlock>(ss, scratch);
-    const float r = 1.0f / sqrtf(ss / static_cast<float>(a.width) + a.eps);
+    const float r = rms_inverse(ss, a.width, a.eps);
     for (int i = threadIdx.x; i < a.width; i += kBlock) x[i] = a.weight ? a.weight[i] * (x[i] * r) : x[i] * r;
   }
   if (a.inv_freq) {

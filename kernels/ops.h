@@ -207,8 +207,9 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream);
 
 // Per row: the k largest of scores[row, 0..N) (N = n_fixed, or (row_pos[row]+1)/m when row_pos is
 // given, N ≤ stride), ties to the lower index; out [rows, k] holds the chosen indices ascending, -1 padded.
+// allow_cluster = false keeps rows past 2048 entries on one block each (the tests' second form).
 cudaError_t topk_rows(const float* scores, int64_t stride, int rows, int n_fixed, const int32_t* row_pos, int m,
-                      int k, int32_t* out, cudaStream_t stream);
+                      int k, int32_t* out, cudaStream_t stream, bool allow_cluster = true);
 
 // ---- attention (attention.cu) -----------------------------------------------------------------
 

@@ -402,8 +402,8 @@ std::vector<int32_t> cpu_topk_row(const std::vector<float>& s, int64_t N, int k)
 // 40k-token decode row's entries): relu'd scores, half zeros and the rest positive with shared top
 // bytes (the histograms' busiest bins), one row all +0, one all equal to 1.5.
 void test_topk(Rng& rng, Report& rep) {
-  // strides 1500 / 3000 / 10000 / 20000: the kernel's 4 / 16 / 32 keys per thread in registers and
-  // its read-every-pass form
+  // strides 1500 / 3000 / 10000 / 20000: one block's 4 / 16 / 32 keys per thread in registers and
+  // its read-every-pass form; past 2048 also the cluster form's 2 / 4 / 8 keys per thread
   for (auto [k, stride] : {std::pair{4, 3000}, {64, 3000}, {512, 3000}, {512, 1500}, {512, 10000}, {64, 10000}, {512, 20000}}) {
     const int R = stride > 3000 ? 8 : 24, m = 4;
     std::vector<float> s(static_cast<size_t>(R) * stride);
@@ -424,16 +424,22 @@ void test_topk(Rng& rng, Report& rep) {
     }
     DevVec<float> ds(s);
     DevVec<int32_t> dpos(pos), dout(static_cast<size_t>(R) * k);
-    dout.poison();
-    check(topk_rows(ds.get(), stride, R, 0, dpos.get(), m, k, dout.get(), nullptr), "topk_rows");
-    const std::vector<int32_t> got = dout.download();
-    int bad = 0;
-    for (int r = 0; r < R; ++r) {
-      const std::vector<int32_t> want = cpu_topk_row(std::vector<float>(s.begin() + r * stride, s.begin() + (r + 1) * stride),
-                                                     (pos[r] + 1) / m, k);
-      bad += std::memcmp(want.data(), got.data() + r * k, k * 4) != 0;
+    // rows past 2048 entries: on a cluster of 8 blocks (where the device has clusters), and on one
+    // block each (the form kept for devices without clusters)
+    for (bool cluster : {true, false}) {
+      dout.poison();
+      check(topk_rows(ds.get(), stride, R, 0, dpos.get(), m, k, dout.get(), nullptr, cluster), "topk_rows");
+      const std::vector<int32_t> got = dout.download();
+      int bad = 0;
+      for (int r = 0; r < R; ++r) {
+        const std::vector<int32_t> want = cpu_topk_row(std::vector<float>(s.begin() + r * stride, s.begin() + (r + 1) * stride),
+                                                       (pos[r] + 1) / m, k);
+        bad += std::memcmp(want.data(), got.data() + r * k, k * 4) != 0;
+      }
+      rep.add("topk_rows k=" + std::to_string(k) + " stride " + std::to_string(stride) + (cluster ? " cluster" : " one block") +
+                  " (ties, causal N)",
+              bad == 0, std::to_string(bad) + "/" + std::to_string(R) + " rows differ");
     }
-    rep.add("topk_rows k=" + std::to_string(k) + " stride " + std::to_string(stride) + " (ties, causal N)", bad == 0, std::to_string(bad) + "/" + std::to_string(R) + " rows differ");
   }
 }
 
