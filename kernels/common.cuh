@@ -109,8 +109,9 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   return warp_max(t);
 }
 
-// 1/rms of a row from its sum of squares: every RMSnorm of the library (norm_rope, the fused mHC
-// sites) scales by this one expression, so fused and separate launches give the same bits.
+// 1/rms of a row from its sum of squares: every RMSnorm of the library (norm_rope, the mHC streams,
+// the compressor's entries) scales by this one expression, so a norm moved between kernels keeps
+// its bits.
 __device__ __forceinline__ float rms_inverse(float sum_sq, int width, float eps) {
   return 1.0f / sqrtf(sum_sq / static_cast<float>(width) + eps);
 }

@@ -23,11 +23,6 @@ constexpr int kHeadsAtOnce = 8;
 constexpr int kManyRows = 16;       // rounds of at least this many rows take 4 entries per warp,
 constexpr int kManyEntries = 4096;  // and so do rounds whose rows see at least this many entries
 
-// EPW entries per warp; launched with EPW = 1 (few rows of few entries: as many warps as entries).
-// The 4-entry form (a prefill's warps each re-read the row's whole query, 32 KB at V4-Flash
-// geometry, once per entry; with 4 entries a query load serves 4 dot products) is
-// indexer_scores_wide_kernel below. Each entry's operations are the one-entry loop's, so EPW changes
-// no bit.
 // The row's head weights times weight_scale (the product each head's term is multiplied by, the same
 // rounding as computing it at use) into ws [Hi], and, when stage_q, its query into qs [Hi·di]
 // (shared memory, 16-byte aligned for the float4 copy); returns where the query is read from.
@@ -50,6 +45,11 @@ __device__ const float* stage_query(const IndexerArgs& a, int row, bool stage_q,
   return stage_q ? qs : q;
 }
 
+// EPW entries per warp; launched with EPW = 1 (few rows of few entries: as many warps as entries).
+// The 4-entry form (a prefill's warps each re-read the row's whole query, 32 KB at V4-Flash
+// geometry, once per entry; with 4 entries a query load serves 4 dot products) is
+// indexer_scores_wide_kernel below. Each entry's operations are the one-entry loop's, so EPW changes
+// no bit.
 template <int EPW>
 __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a, bool stage_q) {
   pdl_begin();
