@@ -344,12 +344,8 @@ cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int h
   const size_t smem = cluster_layout(a.max_keys, a.d, heads).bytes;
   const cudaError_t err = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (err != cudaSuccess) return err;
-  cudaLaunchAttribute cluster[1];
-  cluster[0].id = cudaLaunchAttributeClusterDimension;
-  cluster[0].val.clusterDim.x = kC;
-  cluster[0].val.clusterDim.y = 1;
-  cluster[0].val.clusterDim.z = 1;
-  return launch_with(cluster, 1, kernel, dim3(kC * ((a.H + heads - 1) / heads), a.rows), kBlock, smem, stream, a);
+  const cudaLaunchAttribute cluster = cluster_of(kC);
+  return launch_with(&cluster, 1, kernel, dim3(kC * ((a.H + heads - 1) / heads), a.rows), kBlock, smem, stream, a);
 }
 
 }  // namespace memra::cuda

@@ -209,15 +209,9 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream) {
   const bool stage_q = w_bytes + q_bytes <= static_cast<size_t>(caps.smem_optin);
   const size_t smem = w_bytes + (stage_q ? q_bytes : 0);
   if (smem > static_cast<size_t>(caps.smem_optin)) return cudaErrorInvalidValue;
-  const dim3 grid(a.rows, static_cast<unsigned>(gy));
-  if (epw == 4) {
-    if (smem > 48 * 1024 && (err = allow_dynamic_smem(reinterpret_cast<const void*>(indexer_scores_wide_kernel), smem)) != cudaSuccess)
-      return err;
-    return launch(indexer_scores_wide_kernel, grid, kBlock, smem, stream, a, stage_q);
-  }
-  if (smem > 48 * 1024 && (err = allow_dynamic_smem(reinterpret_cast<const void*>(indexer_scores_kernel<1>), smem)) != cudaSuccess)
-    return err;
-  return launch(indexer_scores_kernel<1>, grid, kBlock, smem, stream, a, stage_q);
+  void (*kernel)(IndexerArgs, bool) = epw == 4 ? indexer_scores_wide_kernel : indexer_scores_kernel<1>;
+  if (smem > 48 * 1024 && (err = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem)) != cudaSuccess) return err;
+  return launch(kernel, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, smem, stream, a, stage_q);
 }
 
 }  // namespace memra::cuda

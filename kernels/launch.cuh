@@ -47,6 +47,16 @@ cudaError_t launch_with(const cudaLaunchAttribute* extra, int n_extra, void (*ke
   return err != cudaSuccess ? err : last;
 }
 
+// The launch attribute for thread-block clusters of `blocks` blocks along grid x (launch_with's extra).
+inline cudaLaunchAttribute cluster_of(unsigned blocks) {
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = blocks;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  return attr;
+}
+
 template <typename... Params, typename... Args>
 cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args&&... args) {
   return launch_with(nullptr, 0, kernel, grid, block, smem, stream, std::forward<Args>(args)...);

@@ -318,25 +318,15 @@ cudaError_t topk_rows(const float* scores, int64_t stride, int rows, int n_fixed
   // The longest row: N ≤ stride (a row's scores fit its stride), and n_fixed when no positions are given.
   const int64_t max_n = row_pos ? stride : n_fixed;
   const int cluster_kpt = allow_cluster && cluster_form_allowed() && rows <= 65535 ? cluster_keys_per_thread(max_n) : 0;
+  using Kernel = void (*)(const float*, int64_t, int, const int32_t*, int, int, int32_t*);
   if (cluster_kpt > 0) {
-    cudaLaunchAttribute cluster[1];
-    cluster[0].id = cudaLaunchAttributeClusterDimension;
-    cluster[0].val.clusterDim.x = kCluster;
-    cluster[0].val.clusterDim.y = 1;
-    cluster[0].val.clusterDim.z = 1;
-    const dim3 grid(kCluster, rows);
-    switch (cluster_kpt) {
-      case 2: return launch_with(cluster, 1, topk_cluster_kernel<2>, grid, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
-      case 4: return launch_with(cluster, 1, topk_cluster_kernel<4>, grid, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
-      default: return launch_with(cluster, 1, topk_cluster_kernel<8>, grid, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
-    }
+    const cudaLaunchAttribute cluster = cluster_of(kCluster);
+    const Kernel kernel = cluster_kpt == 2 ? topk_cluster_kernel<2> : cluster_kpt == 4 ? topk_cluster_kernel<4> : topk_cluster_kernel<8>;
+    return launch_with(&cluster, 1, kernel, dim3(kCluster, rows), kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
   }
-  switch (keys_per_thread(max_n)) {
-    case 4: return launch(topk_kernel<4>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
-    case 16: return launch(topk_kernel<16>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
-    case 32: return launch(topk_kernel<32>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
-    default: return launch(topk_kernel<0>, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
-  }
+  const int kpt = keys_per_thread(max_n);
+  const Kernel kernel = kpt == 4 ? topk_kernel<4> : kpt == 16 ? topk_kernel<16> : kpt == 32 ? topk_kernel<32> : topk_kernel<0>;
+  return launch(kernel, rows, kBlock, 0, stream, scores, stride, n_fixed, row_pos, m, k, out);
 }
 
 }  // namespace memra::cuda
