@@ -276,9 +276,9 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream) {
       (a.kind != AttnKind::kSliding && a.m < 1))
     return cudaErrorInvalidValue;
   // Up to 23 rows (where the one-head kernels below would run, each block re-reading every key for
-  // one head on one SM): the cluster kernel (attention_cluster.cu) reads each key once per 4 heads
+  // one head on one SM): the cluster kernel (attention_cluster.cu) reads each key once per 4-8 heads
   // and spreads a (row, head group) over 8 SMs. Bits do not depend on this choice.
-  if (a.rows <= kAttentionClusterRows && attention_cluster_ok(a)) return attention_cluster(a, stream);
+  if (a.rows <= attention_cluster_rows() && attention_cluster_ok(a)) return attention_cluster(a, stream);
   // Heads per block: 1 for few rows (a decode step: latency, as many blocks as possible), more for
   // many rows (each key read once for HB heads), as far as shared memory allows. Bits do not depend on it.
   DeviceCaps caps;

@@ -311,21 +311,20 @@ ClusterKernel cluster_kernel(int d, int heads) {
   return heads == 4 ? cluster_kernel_for<4>(d) : heads == 8 ? cluster_kernel_for<8>(d) : nullptr;
 }
 
-// MEMRA_CUDA_ATTN_CLUSTER: 0 = the cluster kernel off (A/B), 8 = 8 heads per cluster, else 4.
-int default_heads() {
+// MEMRA_CUDA_ATTN_CLUSTER: 0 = the cluster kernel off (A/B), 4 or 8 = that many heads per cluster,
+// else by rows (cluster_heads).
+int heads_setting() {
   static const int heads = [] {
     const char* v = std::getenv("MEMRA_CUDA_ATTN_CLUSTER");
     if (v && std::strcmp(v, "0") == 0) return 0;
+    if (v && std::strcmp(v, "4") == 0) return 4;
     if (v && std::strcmp(v, "8") == 0) return 8;
-    return 4;
+    return -1;
   }();
   return heads;
 }
 
-}  // namespace
-
-bool attention_cluster_ok(const AttentionArgs& a, int heads) {
-  if (heads == 0) heads = default_heads();
+bool fits(const AttentionArgs& a, int heads) {
   if (!cluster_kernel(a.d, heads) || a.rows > 65535 || a.H < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d)
     return false;
   DeviceCaps caps;
@@ -333,9 +332,34 @@ bool attention_cluster_ok(const AttentionArgs& a, int heads) {
   return caps.clusters && cluster_layout(a.max_keys, a.d, heads).bytes + 1024 <= static_cast<size_t>(caps.smem_optin);
 }
 
+// Heads per cluster when the caller leaves it open: 4 for one or two rows (a decode step: 128
+// clusters' blocks fit the SMs in one wave, and 8 measured the same, run 47), 8 for more rows, where
+// 4 took a wave per two rows or so (verify 6: 768 blocks at two per SM) and 8 halves the blocks.
+int cluster_heads(const AttentionArgs& a) {
+  const int set = heads_setting();
+  if (set >= 0) return set;
+  return a.rows >= 3 && fits(a, 8) ? 8 : 4;
+}
+
+}  // namespace
+
+int attention_cluster_rows() {
+  static const int rows = [] {
+    const char* v = std::getenv("MEMRA_CUDA_ATTN_CLUSTER_ROWS");
+    const int n = v ? std::atoi(v) : 0;
+    return n > 0 ? n : kAttentionClusterRows;
+  }();
+  return rows;
+}
+
+bool attention_cluster_ok(const AttentionArgs& a, int heads) {
+  if (heads == 0) heads = cluster_heads(a);
+  return heads != 0 && fits(a, heads);
+}
+
 cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int heads) {
   if (a.rows == 0) return cudaSuccess;
-  if (heads == 0) heads = default_heads();
+  if (heads == 0) heads = cluster_heads(a);
   if (!attention_cluster_ok(a, heads) || !a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o ||
       a.rows < 0 || a.W < 1 || (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
       (a.kind != AttnKind::kSliding && a.m < 1))

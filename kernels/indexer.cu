@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs
 
 }  // namespace
 
-cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream) {
+cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream, bool allow_stage) {
   if (a.rows == 0 || a.max_visible == 0) return cudaSuccess;
   if (!a.seqs || !a.row_seq || !a.row_pos || !a.qi || !a.wi || !a.scores || a.rows < 0 || a.Hi <= 0 || a.di <= 0 ||
       a.m <= 0 || a.max_visible < 0 || a.score_stride < a.max_visible)
@@ -206,7 +206,7 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream) {
   if (err != cudaSuccess) return err;
   const size_t w_bytes = static_cast<size_t>(a.Hi) * sizeof(float);
   const size_t q_bytes = static_cast<size_t>(a.Hi) * a.di * sizeof(float);
-  const bool stage_q = w_bytes + q_bytes <= static_cast<size_t>(caps.smem_optin);
+  const bool stage_q = allow_stage && w_bytes + q_bytes <= static_cast<size_t>(caps.smem_optin);
   const size_t smem = w_bytes + (stage_q ? q_bytes : 0);
   if (smem > static_cast<size_t>(caps.smem_optin)) return cudaErrorInvalidValue;
   void (*kernel)(IndexerArgs, bool) = epw == 4 ? indexer_scores_wide_kernel : indexer_scores_kernel<1>;

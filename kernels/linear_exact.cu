@@ -12,15 +12,17 @@
 //   linear_exact_kernel        one output per warp; RB = 1 for a single row of packed weights,
 //                              else 8 (packed weights, unaligned rows)
 //                                                        grid (ceil(out / 8), ceil(rows / 8), groups)
-//   linear_exact_tiled_kernel  rows > 1, plain weights, aligned: 4 outputs per warp, the 8 rows'
-//                              activations staged in shared memory, row groups on grid x
-//                                                        grid (ceil(rows / 8), ceil(out / 32), groups)
+//   linear_exact_tiled_kernel  rows > 1, plain weights, aligned: KO = 1, 2 or 4 outputs per warp
+//                              (the largest that still fills the SMs), the 8 rows' activations
+//                              staged in shared memory, row groups on grid x
+//                                                        grid (ceil(rows / 8), ceil(out / (8·KO)), groups)
 //   block 256 (8 warps); rows beyond `rows` masked.
 #include <cstdlib>
 #include <string>
 #include <type_traits>
 
 #include "common.cuh"
+#include "device_caps.h"
 #include "dot_exact.cuh"
 #include "launch.cuh"
 #include "ops.h"
@@ -116,45 +118,59 @@ template <typename Row>
 inline constexpr bool kPlainRow = std::is_same_v<Row, PlainRow<float>> || std::is_same_v<Row, PlainRow<__nv_bfloat16>> ||
                                   std::is_same_v<Row, PlainRow<__half>>;
 
-constexpr int kOutsPerWarp = 4;  // outputs per warp in the tiled kernel
-
 // Rows > 1 of a plain matrix on the vector path, activations staged in shared memory: the block's
 // 8 rows of x are copied chunk by chunk (kTileSteps lane steps of every lane) into shared memory
-// once, and its 8 warps (32 outputs, 4 per warp) read them there: each activation load serves 4
+// once, and its 8 warps (8·KO outputs, KO per warp) read them there: each activation load serves KO
 // outputs and each weight load 8 rows. A warp reading them from L1/L2 itself was bound by those
 // reads (wo_b: 8 rows × 8192 f32 = 256 KB per row group, more than L1 holds). The grid puts
 // the row groups on x, so the blocks sharing a weight slice run together and read it once from HBM.
+// At KO = 1 and 2 a chunk's weights are fetched into registers before the barrier that precedes
+// its staging (the first chunk's before pdl_begin(): nothing writes weights
+// during a forward), so their latency overlaps the staging's instead of following it.
 // Each lane still walks base = lane·V, lane·V + 32·V, … and v = 0 … V−1 in order, chunk after
-// chunk, then warp_sum: the (row, o) bits of dot_rows<Row, 1>, whatever the row count.
+// chunk, then warp_sum: the (row, o) bits of dot_rows<Row, 1>, whatever the row count or KO.
 // The host picks this kernel only when every row and activation pointer is 16-byte aligned
 // (tiled_ok), so the whole block takes the same path through its barriers.
 constexpr int kTileSteps = 4;
 
-template <typename Row>
+template <typename Row, int KO>
 __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArgs a) {
-  pdl_begin();
   constexpr int RB = 8, V = Row::kV, kStep = kWarp * V, kChunk = kStep * kTileSteps, kQuads = kChunk / 4;
   // Element e = k·32·V + lane·V + v of a chunk sits at float4 (k·V/4 + v/4)·32 + lane: a warp's
   // float4 read of one (k, v/4) is 512 contiguous bytes, free of bank conflicts.
   __shared__ float4 xs[RB][kQuads];
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int r0 = blockIdx.x * RB;
-  const int o0 = (blockIdx.y * kOutsPerBlock + warp) * kOutsPerWarp;
+  const int o0 = (blockIdx.y * kOutsPerBlock + warp) * KO;
   const int g = blockIdx.z;
   const int nr = min(RB, a.rows - r0);
+  Row w[KO];
+#pragma unroll
+  for (int t = 0; t < KO; ++t) w[t] = Row::at(a.w, a.ws, g * a.w_gstride / a.in + min(o0 + t, a.out - 1), a.in);
+  // The chunk's weights, as loaded; not at KO = 4, where they spilled (and the grid, two blocks per
+  // SM or more, hides the latency).
+  constexpr int kPre = KO == 4 ? 0 : kTileSteps;
+  uint4 wraw[KO][kPre > 0 ? kPre : 1];
+  const auto fetch = [&](int c0, int cn) {
+    if (o0 >= a.out) return;
+#pragma unroll
+    for (int k = 0; k < kPre; ++k)
+      if (k * kStep + lane * V < cn)
+#pragma unroll
+        for (int t = 0; t < KO; ++t) wraw[t][k] = w[t].load_raw(c0 + k * kStep + lane * V);
+  };
+  fetch(0, min(kChunk, a.in));
+  pdl_begin();
   const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
-  Row w[kOutsPerWarp];
+  float acc[KO][RB];
 #pragma unroll
-  for (int t = 0; t < kOutsPerWarp; ++t)
-    w[t] = Row::at(a.w, a.ws, g * a.w_gstride / a.in + min(o0 + t, a.out - 1), a.in);
-  float acc[kOutsPerWarp][RB];
-#pragma unroll
-  for (int t = 0; t < kOutsPerWarp; ++t)
+  for (int t = 0; t < KO; ++t)
 #pragma unroll
     for (int r = 0; r < RB; ++r) acc[t][r] = 0.0f;
   for (int c0 = 0; c0 < a.in; c0 += kChunk) {
     const int cn = min(kChunk, a.in - c0);  // a multiple of V (the vector path needs in % V == 0)
-    __syncthreads();                        // the previous chunk's reads are done
+    if (c0 > 0) fetch(c0, cn);
+    __syncthreads();  // the previous chunk's reads are done
     for (int q = threadIdx.x; q < RB * kQuads; q += kBlock) {
       const int r = q / kQuads, e = (q % kQuads) * 4;
       if (r < nr && e < cn) {
@@ -166,11 +182,13 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
     if (o0 < a.out) {
 #pragma unroll
       for (int k = 0; k < kTileSteps; ++k) {
-        const int e = k * kStep + lane * V;
-        if (e < cn) {
-          float wf[kOutsPerWarp][V];
+        if (k * kStep + lane * V < cn) {
+          float wf[KO][V];
 #pragma unroll
-          for (int t = 0; t < kOutsPerWarp; ++t) w[t].load(c0 + e, wf[t]);
+          for (int t = 0; t < KO; ++t) {
+            if (k < kPre) Row::decode(wraw[t][k < kPre ? k : 0], wf[t]);
+            else w[t].load(c0 + k * kStep + lane * V, wf[t]);
+          }
 #pragma unroll
           for (int r = 0; r < RB; ++r) {
             if (r < nr) {
@@ -181,7 +199,7 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
                 xf[4 * h] = v4.x, xf[4 * h + 1] = v4.y, xf[4 * h + 2] = v4.z, xf[4 * h + 3] = v4.w;
               }
 #pragma unroll
-              for (int t = 0; t < kOutsPerWarp; ++t)
+              for (int t = 0; t < KO; ++t)
 #pragma unroll
                 for (int v = 0; v < V; ++v) acc[t][r] = __fmaf_rn(xf[v], wf[t][v], acc[t][r]);
             }
@@ -193,7 +211,7 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
   if (o0 >= a.out) return;  // after the last barrier
   float* yg = a.y + g * a.y_gstride;
 #pragma unroll
-  for (int t = 0; t < kOutsPerWarp; ++t)
+  for (int t = 0; t < KO; ++t)
 #pragma unroll
     for (int r = 0; r < RB; ++r) {
       const float s = warp_sum(acc[t][r]);
@@ -201,13 +219,16 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
     }
 }
 
-// MEMRA_CUDA_LINEAR_TILED=0: multi-row linears through linear_exact_kernel<Row, 8> (A/B timing; same bits).
-bool tiled_off() {
-  static const bool off = [] {
+// MEMRA_CUDA_LINEAR_TILED (A/B timing; the same bits in every setting): 0 = multi-row linears
+// through linear_exact_kernel<Row, 8>; 1, 2 or 4 = the tiled kernel with that many outputs per
+// warp; unset or anything else = the grid's choice (tiled_outs_per_warp).
+int tiled_setting() {
+  static const int setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED");
-    return v && std::string(v) == "0";
+    const std::string s = v ? v : "";
+    return s == "0" ? -1 : s == "1" ? 1 : s == "2" ? 2 : s == "4" ? 4 : 0;
   }();
-  return off;
+  return setting;
 }
 
 // Every pointer the tiled kernel loads with 16-byte vectors is aligned: x, its row and group
@@ -219,19 +240,41 @@ bool tiled_ok(const LinearArgs& a, unsigned out_blocks) {
          reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && out_blocks <= 65535;
 }
 
+// Outputs per warp of the tiled kernel when the caller leaves it open: 4 (each activation read
+// from shared memory serves 4 outputs) while that grid still gives every SM two blocks, else 2 while
+// it gives each one, else 1. A few rows of a small matrix at 4 (the router: 8 blocks, wq_a: 32 at
+// 6 rows) were bound by the few SMs they ran on. Bits do not depend on it.
+int tiled_outs_per_warp(const LinearArgs& a, unsigned row_blocks) {
+  DeviceCaps caps;
+  const int sms = current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
+  const auto blocks = [&](int ko) {
+    return static_cast<int64_t>(row_blocks) * ((a.out + kOutsPerBlock * ko - 1) / (kOutsPerBlock * ko)) * a.groups;
+  };
+  return blocks(4) >= 2 * sms ? 4 : blocks(2) >= sms ? 2 : 1;
+}
+
 template <typename Row>
-cudaError_t launch(const LinearArgs& a, cudaStream_t stream) {
+cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int outs_per_warp) {
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
-  constexpr bool plain = kPlainRow<Row>;
-  const int per_block = kOutsPerBlock * kOutsPerWarp;
-  const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
   if (a.rows == 1) {
-    if constexpr (plain) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
+    if constexpr (kPlainRow<Row>) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
     else return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
   }
-  if (plain && !tiled_off() && tiled_ok<Row>(a, gm))
-    return launch(linear_exact_tiled_kernel<Row>, dim3(gy, gm, a.groups), kBlock, 0, stream, a);
+  if constexpr (kPlainRow<Row>) {
+    const int env = tiled_setting();
+    const int ko = outs_per_warp == 1 || outs_per_warp == 2 || outs_per_warp == 4 ? outs_per_warp
+                   : env > 0                                                    ? env
+                                                                                : tiled_outs_per_warp(a, gy);
+    const int per_block = kOutsPerBlock * ko;
+    const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
+    if ((env >= 0 || outs_per_warp > 0) && tiled_ok<Row>(a, gm)) {
+      const dim3 grid(gy, gm, a.groups);
+      if (ko == 4) return launch(linear_exact_tiled_kernel<Row, 4>, grid, kBlock, 0, stream, a);
+      if (ko == 2) return launch(linear_exact_tiled_kernel<Row, 2>, grid, kBlock, 0, stream, a);
+      return launch(linear_exact_tiled_kernel<Row, 1>, grid, kBlock, 0, stream, a);
+    }
+  }
   return launch(linear_exact_kernel<Row, 8>, dim3(gx, gy, a.groups), kBlock, 0, stream, a);  // packed weights, unaligned rows
 }
 
@@ -272,18 +315,18 @@ bool wscale_valid(WType t, const WScale& s, int in) {
          (t != WType::kFp4Block || in % 2 == 0);
 }
 
-cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream) {
+cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int outs_per_warp) {
   if (a.rows == 0 || a.out == 0) return cudaSuccess;
   if (!a.x || !a.w || !a.y || a.rows < 0 || a.in <= 0 || a.out < 0 || a.groups < 1 || a.groups > 65535 ||
       (a.rows + 7) / 8 > 65535 || a.x_stride < a.in || a.y_stride < a.out || a.w_gstride % a.in != 0 ||
       !wscale_valid(a.wtype, a.ws, a.in))
     return cudaErrorInvalidValue;
   switch (a.wtype) {
-    case WType::kF32: return launch<PlainRow<float>>(a, stream);
-    case WType::kBF16: return launch<PlainRow<__nv_bfloat16>>(a, stream);
-    case WType::kF16: return launch<PlainRow<__half>>(a, stream);
-    case WType::kFp8Block: return launch<Fp8Row>(a, stream);
-    case WType::kFp4Block: return launch<Fp4Row>(a, stream);
+    case WType::kF32: return launch<PlainRow<float>>(a, stream, outs_per_warp);
+    case WType::kBF16: return launch<PlainRow<__nv_bfloat16>>(a, stream, outs_per_warp);
+    case WType::kF16: return launch<PlainRow<__half>>(a, stream, outs_per_warp);
+    case WType::kFp8Block: return launch<Fp8Row>(a, stream, outs_per_warp);
+    case WType::kFp4Block: return launch<Fp4Row>(a, stream, outs_per_warp);
   }
   return cudaErrorInvalidValue;
 }

@@ -93,7 +93,9 @@ struct LinearArgs {
   int64_t x_gstride = 0, w_gstride = 0, y_gstride = 0;
 };
 // Exact: one warp per (output, ≤ 8 rows), fixed lane K-order and butterfly (dot_exact.cuh).
-cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream);
+// outs_per_warp 1, 2 or 4 fixes the tiled kernel's form for rows > 1 (the tests run each); 0 lets
+// the grid choose. The bits are the same in every form.
+cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int outs_per_warp = 0);
 
 // Packed weights (kFp8Block / kFp4Block) [rows, cols] → bf16 [rows, cols] (dequant.cu): the
 // cuda-fast realization's dense operand for cuBLAS, one matrix at a time into reusable scratch.
@@ -203,7 +205,9 @@ struct IndexerArgs {
   int64_t score_stride = 0;
   int max_visible = 0;  // max over rows of (pos+1)/m
 };
-cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream);
+// allow_stage = false reads each row's query from global memory instead of staging it in shared
+// memory (the form taken when it does not fit; the tests run it beside the staged one, same bits).
+cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream, bool allow_stage = true);
 
 // Per row: the k largest of scores[row, 0..N) (N = n_fixed, or (row_pos[row]+1)/m when row_pos is
 // given, N ≤ stride), ties to the lower index; out [rows, k] holds the chosen indices ascending, -1 padded.
@@ -235,11 +239,14 @@ struct AttentionArgs {
 };
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream);
 // Decode-sized rounds (attention_cluster.cu): one cluster of 8 blocks per (row, group of `heads`
-// heads), the bits of attention(). attention() takes it for rows ≤ kAttentionClusterRows where
-// attention_cluster_ok(a) (d ∈ {64, 128, 256, 512}, shared memory, a cluster-capable device). heads:
-// 4 or 8; 0 = the default, 4 (MEMRA_CUDA_ATTN_CLUSTER=8: 8; =0: never taken by attention()).
-// attention_cluster returns cudaErrorInvalidValue where attention_cluster_ok is false.
+// heads), the bits of attention(). attention() takes it for rows ≤ attention_cluster_rows()
+// (kAttentionClusterRows; MEMRA_CUDA_ATTN_CLUSTER_ROWS=n: n, for A/B) where attention_cluster_ok(a)
+// (d ∈ {64, 128, 256, 512}, shared memory, a cluster-capable device). heads: 4 or 8; 0 = the
+// default, 4 for one or two rows and 8 for more (MEMRA_CUDA_ATTN_CLUSTER=4 or 8: that; =0: never
+// taken by attention()). attention_cluster returns cudaErrorInvalidValue where attention_cluster_ok
+// is false.
 inline constexpr int kAttentionClusterRows = 23;
+int attention_cluster_rows();
 bool attention_cluster_ok(const AttentionArgs& a, int heads = 0);
 cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int heads = 0);
 // cuda-fast: the same attention on tensor cores (TF32; attention_fast.cu), for rounds of many rows.

@@ -120,6 +120,16 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
         bool paths_equal = true;  // the scalar load path reproduces the vector path's bits
         if (pad == 0) aligned_out = got;
         else paths_equal = bits_equal(got, aligned_out);
+        // The tiled kernel's forms (1, 2, 4 outputs per warp) give the bits of the library's choice.
+        int forms_equal = 0;
+        for (int ko : {1, 2, 4}) {
+          dy.poison();
+          check(linear_exact(a, nullptr, ko), "linear_exact (outputs per warp)");
+          const std::vector<float> yk = dy.download();
+          bool same = true;
+          for (int r = 0; r < R && same; ++r) same = std::memcmp(&yk[r * ys], &y[r * ys], s.out * 4) == 0;
+          forms_equal += same;
+        }
         // Row-count invariance: rows 0..r−1 alone, for every r in 1..64, give the 64-row bits.
         int invariant = 0, tried = 0;
         for (int rows = 1; rows <= R; rows += quick ? 21 : 1) {
@@ -136,10 +146,11 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
                                  std::to_string(s.out) + (pad ? " misaligned" : "");
         rep.add(name,
                 d.unwritten == 0 && d.nonfinite == 0 && pad_touched == 0 && d.worst_ratio <= 1.0 && invariant == tried &&
-                    paths_equal,
+                    paths_equal && forms_equal == 3,
                 "err/bound " + fmt("%.3f", d.worst_ratio) + " rel " + fmt("%.2e", d.rel_to_max()) +
                     (pad ? (paths_equal ? " = aligned bits" : " != ALIGNED BITS") : "") + " row counts bit-equal " +
-                    std::to_string(invariant) + "/" + std::to_string(tried) + " unwritten " + std::to_string(d.unwritten) +
+                    std::to_string(invariant) + "/" + std::to_string(tried) + " forms bit-equal " +
+                    std::to_string(forms_equal) + "/3" + " unwritten " + std::to_string(d.unwritten) +
                     " pad_written " + std::to_string(pad_touched));
       }
     }
@@ -1092,6 +1103,18 @@ void test_indexer_scores(Rng& rng, Report& rep) {
   a.rows = 3;
   check(indexer_scores(a, nullptr), "indexer_scores (3 rows)");
   const std::vector<float> few = dscores.download();
+  // The query read from global memory (the form for queries past the shared-memory opt-in), both
+  // entry forms: the staged bits.
+  bool unstaged_bits = true;
+  for (int rows : {T, 3}) {
+    dscores.poison();
+    a.rows = rows;
+    check(indexer_scores(a, nullptr, false), "indexer_scores (query not staged)");
+    const std::vector<float> un = dscores.download();
+    for (int r = 0; r < rows; ++r)
+      for (int64_t s2 = 0; s2 < (pos0 + r + 1) / m; ++s2)
+        unstaged_bits = unstaged_bits && std::memcmp(&un[r * max_visible + s2], &all[r * max_visible + s2], 4) == 0;
+  }
   std::vector<float> got, want;
   int64_t past_limit_written = 0;
   bool rows_bits = true, order_bits = true;
@@ -1120,10 +1143,13 @@ void test_indexer_scores(Rng& rng, Report& rep) {
     }
   }
   const Diff d = compare(got, want);
-  rep.add("indexer scores vs cpu, == the warp order on the host, 70 rows (4 entries per warp) == 3 rows (1 per warp)",
-          d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 1e-5 && past_limit_written == 0 && rows_bits && order_bits,
+  rep.add("indexer scores vs cpu, == the warp order on the host, 70 rows (4 entries per warp) == 3 rows (1 per warp), "
+          "query staged == not staged",
+          d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 1e-5 && past_limit_written == 0 && rows_bits && order_bits &&
+              unstaged_bits,
           "rel " + fmt("%.2e", d.rel_to_max()) + (order_bits ? ", warp order bit-equal" : ", warp order DIFFERS") +
-              (rows_bits ? ", rows 0-2 bit-equal" : ", rows 0-2 DIFFER") + " past-limit written " +
+              (rows_bits ? ", rows 0-2 bit-equal" : ", rows 0-2 DIFFER") +
+              (unstaged_bits ? ", unstaged bit-equal" : ", unstaged DIFFER") + " past-limit written " +
               std::to_string(past_limit_written));
 }
 
