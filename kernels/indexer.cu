@@ -45,146 +45,130 @@ __device__ const float* stage_query(const IndexerArgs& a, int row, bool stage_q,
   return stage_q ? qs : q;
 }
 
-// EPW entries per warp; launched with EPW = 1 (few rows of few entries: as many warps as entries).
-// The 4-entry form (a prefill's warps each re-read the row's whole query, 32 KB at V4-Flash
-// geometry, once per entry; with 4 entries a query load serves 4 dot products) is
-// indexer_scores_wide_kernel below. Each entry's operations are the one-entry loop's, so EPW changes
-// no bit.
+// A warp's work in a scores block: the row's query and head weights (staged by stage_query) and the
+// warp's EPW entries s0 … s0 + EPW − 1 (key[e]: an entry past the row's limit points at s0's key and
+// is not written). Returns false, before stage_query's barrier for the whole block when no warp of
+// it has an entry, or after it for a warp without one: every thread of a block reaches the barrier
+// or none does.
 template <int EPW>
-__global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a, bool stage_q) {
-  pdl_begin();
-  extern __shared__ float4 staged4[];  // qs [Hi·di] when stage_q, then ws [Hi]
-  float* staged = reinterpret_cast<float*>(staged4);
-  const int row = blockIdx.x;
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t visible = (static_cast<int64_t>(a.row_pos[row]) + 1) / a.m;
-  if (static_cast<int64_t>(blockIdx.y) * kWarps * EPW >= visible) return;  // the whole block
-  float* ws = staged + (stage_q ? a.Hi * a.di : 0);
-  const float* q = stage_query(a, row, stage_q, staged, ws);
-  const int64_t s0 = (static_cast<int64_t>(blockIdx.y) * kWarps + warp) * EPW;
-  if (s0 >= visible) return;
-  const float* entries = a.seqs[a.row_seq[row]].layers[a.layer].idx.entries;
+struct WarpEntries {
+  int row;
+  int64_t visible, s0;
+  const float* q;
+  const float* ws;
   const float* key[EPW];
+};
+
+template <int EPW>
+__device__ __forceinline__ bool warp_entries(const IndexerArgs& a, bool stage_q, float* staged, WarpEntries<EPW>& w) {
+  const int warp = threadIdx.x / kWarp;
+  w.row = blockIdx.x;
+  w.visible = (static_cast<int64_t>(a.row_pos[w.row]) + 1) / a.m;
+  if (static_cast<int64_t>(blockIdx.y) * kWarps * EPW >= w.visible) return false;  // the whole block
+  float* ws = staged + (stage_q ? a.Hi * a.di : 0);
+  w.q = stage_query(a, w.row, stage_q, staged, ws);
+  w.ws = ws;
+  w.s0 = (static_cast<int64_t>(blockIdx.y) * kWarps + warp) * EPW;
+  if (w.s0 >= w.visible) return false;
+  const float* entries = a.seqs[a.row_seq[w.row]].layers[a.layer].idx.entries;
 #pragma unroll
-  for (int e = 0; e < EPW; ++e) key[e] = entries + (s0 + e < visible ? s0 + e : s0) * a.di;
-  // kHeadsAtOnce heads' dot products side by side (their loads and butterflies overlap), then
-  // added into acc in h order: each value's operations are the one-head loop's.
-  float acc[EPW];
+  for (int e = 0; e < EPW; ++e) w.key[e] = entries + (w.s0 + e < w.visible ? w.s0 + e : w.s0) * a.di;
+  return true;
+}
+
+// kHeadsAtOnce heads' lane-strided dot products with the warp's EPW keys side by side (their loads
+// and FMAs overlap): d[e·kHeadsAtOnce + u] = lane's part of q[h0 + u]·key[e], from +0. UNROLL
+// unrolls the lane loop (every q and key load of a lane in flight at V4-Flash's di = 128).
+template <int EPW, int UNROLL>
+__device__ __forceinline__ void head_group_dots(const float* q, int h0, const WarpEntries<EPW>& w, int di,
+                                                float (&d)[EPW * kHeadsAtOnce]) {
+  const int lane = threadIdx.x % kWarp;
 #pragma unroll
-  for (int e = 0; e < EPW; ++e) acc[e] = 0.0f;
-  int h0 = 0;
-  for (; h0 + kHeadsAtOnce <= a.Hi; h0 += kHeadsAtOnce) {
-    float d[EPW][kHeadsAtOnce];
+  for (int j = 0; j < EPW * kHeadsAtOnce; ++j) d[j] = 0.0f;
+#pragma unroll UNROLL
+  for (int i = lane; i < di; i += kWarp) {
+    float k[EPW];
 #pragma unroll
-    for (int e = 0; e < EPW; ++e)
+    for (int e = 0; e < EPW; ++e) k[e] = w.key[e][i];
 #pragma unroll
-      for (int u = 0; u < kHeadsAtOnce; ++u) d[e][u] = 0.0f;
-    // unrolled by 4 (V4-Flash: di = 128, all of a lane's steps): every q and key load in flight at
-    // once. Without it, pdl_begin()'s barrier at the kernel's start left ptxas a schedule at 48
-    // registers that took a 2k decode step's scores 12.9 -> 31 us (runs 49, 51).
-#pragma unroll 4
-    for (int i = lane; i < a.di; i += kWarp) {
-      float k[EPW];
+    for (int u = 0; u < kHeadsAtOnce; ++u) {
+      const float qv = q[static_cast<int64_t>(h0 + u) * di + i];
 #pragma unroll
-      for (int e = 0; e < EPW; ++e) k[e] = key[e][i];
-#pragma unroll
-      for (int u = 0; u < kHeadsAtOnce; ++u) {
-        const float qv = q[static_cast<int64_t>(h0 + u) * a.di + i];
-#pragma unroll
-        for (int e = 0; e < EPW; ++e) d[e][u] = __fmaf_rn(qv, k[e], d[e][u]);
-      }
+      for (int e = 0; e < EPW; ++e) d[e * kHeadsAtOnce + u] = __fmaf_rn(qv, k[e], d[e * kHeadsAtOnce + u]);
     }
-#pragma unroll
-    for (int e = 0; e < EPW; ++e)
-#pragma unroll
-      for (int u = 0; u < kHeadsAtOnce; ++u) {
-        const float term = fmaxf(warp_sum(d[e][u]), 0.0f) * a.softmax_scale;
-        acc[e] = __fmaf_rn(term, ws[h0 + u], acc[e]);
-      }
   }
+}
+
+// The heads past the last whole group, one at a time: add(e, h, term) for each entry e, h ascending.
+template <int EPW, typename Add>
+__device__ __forceinline__ void remaining_heads(const IndexerArgs& a, int h0, const WarpEntries<EPW>& w, Add add) {
+  const int lane = threadIdx.x % kWarp;
   for (int h = h0; h < a.Hi; ++h) {
-    const float* qh = q + static_cast<int64_t>(h) * a.di;
+    const float* qh = w.q + static_cast<int64_t>(h) * a.di;
 #pragma unroll
     for (int e = 0; e < EPW; ++e) {
       float d = 0.0f;
-      for (int i = lane; i < a.di; i += kWarp) d = __fmaf_rn(qh[i], key[e][i], d);
+      for (int i = lane; i < a.di; i += kWarp) d = __fmaf_rn(qh[i], w.key[e][i], d);
       d = warp_sum(d);
-      const float term = fmaxf(d, 0.0f) * a.softmax_scale;
-      acc[e] = __fmaf_rn(term, ws[h], acc[e]);
+      add(e, h, fmaxf(d, 0.0f) * a.softmax_scale);
     }
   }
-  if (lane == 0)
-#pragma unroll
-    for (int e = 0; e < EPW; ++e)
-      if (s0 + e < visible) a.scores[static_cast<int64_t>(row) * a.score_stride + s0 + e] = acc[e];
 }
 
-// Its prologue repeats indexer_scores_kernel's on purpose: with a shared inline helper ptxas gave the
-// one-entry kernel 48 registers instead of 64, the schedule that ran 12.9 -> 31 us (run 55).
-// Four entries per warp (rounds of many rows, rows of many entries): indexer_scores_kernel<4>'s
-// values, their 32 butterflies per head group as one warp_sum_many (warp_sum's bits in a fifth of
-// the shuffles; run 50: 32.6 -> 25.9 us for a 32k decode step). For one entry per warp the 8
-// butterflies stay side by side (indexer_scores_kernel<1>: runs 50-51 measured this kernel's form
-// 12.9 -> 22-31 us there).
+// One entry per warp (few rows of few entries: as many warps as entries). Its head group's 8
+// butterflies run side by side, each added into acc in h order: each value's operations are the
+// one-head loop's.
+__global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a, bool stage_q) {
+  constexpr int EPW = 1;
+  pdl_begin();
+  extern __shared__ float4 staged4[];  // qs [Hi·di] when stage_q, then ws [Hi]
+  WarpEntries<EPW> w;
+  if (!warp_entries(a, stage_q, reinterpret_cast<float*>(staged4), w)) return;
+  float acc = 0.0f;
+  int h0 = 0;
+  for (; h0 + kHeadsAtOnce <= a.Hi; h0 += kHeadsAtOnce) {
+    float d[kHeadsAtOnce];
+    // Unrolled by 4: without it, pdl_begin()'s barrier at the kernel's start left ptxas a schedule at
+    // 48 registers that took a 2k decode step's scores 12.9 -> 31 us (runs 49, 51, 55).
+    head_group_dots<EPW, 4>(w.q, h0, w, a.di, d);
+#pragma unroll
+    for (int u = 0; u < kHeadsAtOnce; ++u) acc = __fmaf_rn(fmaxf(warp_sum(d[u]), 0.0f) * a.softmax_scale, w.ws[h0 + u], acc);
+  }
+  remaining_heads(a, h0, w, [&](int, int h, float term) { acc = __fmaf_rn(term, w.ws[h], acc); });
+  if (threadIdx.x % kWarp == 0) a.scores[static_cast<int64_t>(w.row) * a.score_stride + w.s0] = acc;
+}
+
+// Four entries per warp (rounds of many rows, rows of many entries: a query load serves 4 dot
+// products): the one-entry kernel's values, their 32 butterflies per head group as one
+// warp_sum_many (warp_sum's bits in a fifth of the shuffles; run 50: 32.6 -> 25.9 us for a 32k
+// decode step). For one entry per warp the 8 butterflies stay side by side (runs 50-51 measured
+// warp_sum_many there 12.9 -> 22-31 us).
 __global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs a, bool stage_q) {
   constexpr int EPW = 4;
   pdl_begin();
   extern __shared__ float4 staged4[];  // qs [Hi·di] when stage_q, then ws [Hi]
-  float* staged = reinterpret_cast<float*>(staged4);
-  const int row = blockIdx.x;
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t visible = (static_cast<int64_t>(a.row_pos[row]) + 1) / a.m;
-  if (static_cast<int64_t>(blockIdx.y) * kWarps * EPW >= visible) return;  // the whole block
-  float* ws = staged + (stage_q ? a.Hi * a.di : 0);
-  const float* q = stage_query(a, row, stage_q, staged, ws);
-  const int64_t s0 = (static_cast<int64_t>(blockIdx.y) * kWarps + warp) * EPW;
-  if (s0 >= visible) return;
-  const float* entries = a.seqs[a.row_seq[row]].layers[a.layer].idx.entries;
-  const float* key[EPW];
-#pragma unroll
-  for (int e = 0; e < EPW; ++e) key[e] = entries + (s0 + e < visible ? s0 + e : s0) * a.di;
+  WarpEntries<EPW> w;
+  if (!warp_entries(a, stage_q, reinterpret_cast<float*>(staged4), w)) return;
+  const int lane = threadIdx.x % kWarp;
   // Lane l accumulates entry me = l % EPW's score (lanes < EPW write them).
   const int me = lane % EPW;
   float acc = 0.0f;
   int h0 = 0;
-  // kHeadsAtOnce heads × EPW entries: their dot products side by side (loads and FMAs overlap),
-  // reduced together, then added into each entry's chain in h order: each value's operations are
-  // the one-head loop's.
   constexpr int kVals = kHeadsAtOnce * EPW;  // value j = e·kHeadsAtOnce + u, its sum held by lane j
   for (; h0 + kHeadsAtOnce <= a.Hi; h0 += kHeadsAtOnce) {
     float d[kVals];
-#pragma unroll
-    for (int j = 0; j < kVals; ++j) d[j] = 0.0f;
-    for (int i = lane; i < a.di; i += kWarp) {
-      float k[EPW];
-#pragma unroll
-      for (int e = 0; e < EPW; ++e) k[e] = key[e][i];
-#pragma unroll
-      for (int u = 0; u < kHeadsAtOnce; ++u) {
-        const float qv = q[static_cast<int64_t>(h0 + u) * a.di + i];
-#pragma unroll
-        for (int e = 0; e < EPW; ++e) d[e * kHeadsAtOnce + u] = __fmaf_rn(qv, k[e], d[e * kHeadsAtOnce + u]);
-      }
-    }
+    head_group_dots<EPW, 1>(w.q, h0, w, a.di, d);
     const float term = fmaxf(warp_sum_many<kVals>(d), 0.0f) * a.softmax_scale;  // value j = lane
 #pragma unroll
     for (int u = 0; u < kHeadsAtOnce; ++u) {
       const float t = __shfl_sync(kFullMask, term, me * kHeadsAtOnce + u);
-      acc = __fmaf_rn(t, ws[h0 + u], acc);
+      acc = __fmaf_rn(t, w.ws[h0 + u], acc);
     }
   }
-  for (int h = h0; h < a.Hi; ++h) {
-    const float* qh = q + static_cast<int64_t>(h) * a.di;
-#pragma unroll
-    for (int e = 0; e < EPW; ++e) {
-      float d = 0.0f;
-      for (int i = lane; i < a.di; i += kWarp) d = __fmaf_rn(qh[i], key[e][i], d);
-      d = warp_sum(d);
-      const float term = fmaxf(d, 0.0f) * a.softmax_scale;
-      if (e == me) acc = __fmaf_rn(term, ws[h], acc);
-    }
-  }
-  if (lane < EPW && s0 + lane < visible) a.scores[static_cast<int64_t>(row) * a.score_stride + s0 + lane] = acc;
+  remaining_heads(a, h0, w, [&](int e, int h, float term) {
+    if (e == me) acc = __fmaf_rn(term, w.ws[h], acc);
+  });
+  if (lane < EPW && w.s0 + lane < w.visible) a.scores[static_cast<int64_t>(w.row) * a.score_stride + w.s0 + lane] = acc;
 }
 
 }  // namespace
@@ -209,7 +193,7 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream, bool allow
   const bool stage_q = allow_stage && w_bytes + q_bytes <= static_cast<size_t>(caps.smem_optin);
   const size_t smem = w_bytes + (stage_q ? q_bytes : 0);
   if (smem > static_cast<size_t>(caps.smem_optin)) return cudaErrorInvalidValue;
-  void (*kernel)(IndexerArgs, bool) = epw == 4 ? indexer_scores_wide_kernel : indexer_scores_kernel<1>;
+  void (*kernel)(IndexerArgs, bool) = epw == 4 ? indexer_scores_wide_kernel : indexer_scores_kernel;
   if (smem > 48 * 1024 && (err = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem)) != cudaSuccess) return err;
   return launch(kernel, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, smem, stream, a, stage_q);
 }

@@ -8,6 +8,8 @@
 #   old   = MEMRA_CUDA_LINEAR_TILED=4 MEMRA_CUDA_ATTN_CLUSTER=4 (the kernels as before this run)
 #   lin4  = MEMRA_CUDA_LINEAR_TILED=4 (the attention's change alone)
 #   crows = MEMRA_CUDA_ATTN_CLUSTER_ROWS=64 (the cluster kernel also for batch 32 and 64)
+# and ctx32k = defaults at 32k context (the indexer kernels' shared prologue/loops, a refactor whose
+# SASS differs from run 61's only in integer address arithmetic: its scores time against run 61's).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 python3 -c "
@@ -34,6 +36,7 @@ for i in 1 2; do
   run lin4_$i "MEMRA_CUDA_LINEAR_TILED=4"; run crows_$i "MEMRA_CUDA_ATTN_CLUSTER_ROWS=64"
   el
 done
+env timeout 120 $m bench --json --contexts 32768 --batches 8 --verify 6 --snapshot-gib 0.05 --prefill 256 --reps 2 > /tmp/ctx32k_1.json 2>>/tmp/bench.log || echo "ctx32k rc=$?"
 python3 - /tmp/*.json > $OUT/ab.txt <<'PY'
 import json,sys,os,re
 for f in sorted(sys.argv[1:], key=lambda p: (p.split('_')[-1], p)):
@@ -44,6 +47,9 @@ for f in sorted(sys.argv[1:], key=lambda p: (p.split('_')[-1], p)):
           'batch', [round(x['tokens_per_s']) for x in b['batch']], [round(x['ratio_to_floor'],3) for x in b['batch']],
           [x.get('last_sequence_bits_equal_alone') for x in b['batch']],
           'verify', [round(v['ms'],4) for v in b['verify']], [round(v['ratio_to_floor'],3) for v in b['verify']], b.get('failures'))
+    for x in b['decode']:
+        sites={s['site']:s['ms']*1000 for s in x['timeline']['sites']}
+        print('    decode', x['context'], {k:round(v,1) for k,v in sites.items() if re.search(r'indexer_scores|topk|C:attention', k)})
     for kind in ('batch','verify'):
         for x in b[kind]:
             key=x.get('batch', x.get('block'))
