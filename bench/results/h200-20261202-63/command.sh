@@ -1,15 +1,18 @@
 # Run 63: the tiled exact linear with 1, 2 or 4 outputs per warp chosen by the grid (the chunk's
 # weights fetched before the staging barrier at 1 and 2); the cluster attention at 8 heads per
 # cluster for rounds of 3+ rows; compressor_close's row loads batched (8 in flight) and
-# compressor_update on 32-bit indices (in every configuration below; run 61 is their before). Tests (ops linear/compressor/attention/moe/packed,
+# compressor_update on 32-bit indices (in every configuration below; run 61 is their before); the
+# indexer kernels' shared prologue and loops (a refactor whose SASS differs from run 61's only in
+# integer address arithmetic). Tests (ops linear/compressor/attention/moe/packed/synthetic/topk,
 # backend, gate), the planted KO = 2 order (planted/: v descending) against ops linear, then A/B in
 # one binary:
-#   new   = defaults
-#   old   = MEMRA_CUDA_LINEAR_TILED=4 MEMRA_CUDA_ATTN_CLUSTER=4 (the kernels as before this run)
-#   lin4  = MEMRA_CUDA_LINEAR_TILED=4 (the attention's change alone)
-#   crows = MEMRA_CUDA_ATTN_CLUSTER_ROWS=64 (the cluster kernel also for batch 32 and 64)
-# and ctx32k = defaults at 32k context (the indexer kernels' shared prologue/loops, a refactor whose
-# SASS differs from run 61's only in integer address arithmetic: its scores time against run 61's).
+#   new    = defaults
+#   old    = MEMRA_CUDA_LINEAR_TILED=4 MEMRA_CUDA_ATTN_CLUSTER=4 (the kernels as before this run)
+#   lin4   = MEMRA_CUDA_LINEAR_TILED=4 (the attention's change alone)
+#   crows  = MEMRA_CUDA_ATTN_CLUSTER_ROWS=64 (the cluster kernel also for batch 32 and 64)
+#   ctx32k = defaults at 32k context (the indexer's scores time against run 61's)
+# then ncu of the 64-row exact forward's tiled linears and MoE launches, then the whole
+# tools/gpu-check.sh on the time left (its files packed into check.tar.gz).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 python3 -c "
@@ -63,7 +66,7 @@ cat $OUT/ab.txt | grep -v '^    '; tail -3 /tmp/bench.log; el
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 K='moe_group_kernel|moe_up_kernel|moe_down_kernel|linear_exact_tiled_kernel'
 BA="bench --contexts 2048 --batches 8 --verify 6 --steps 2 --reps 1 --prefill 64 --snapshot-gib 0.05 --json"
-timeout 150 $NCU --clock-control none -k regex:"$K" --launch-count 24 \
+timeout 100 $NCU --clock-control none -k regex:"$K" --launch-count 24 \
   --section SpeedOfLight --section WarpStateStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis \
   -o /tmp/moe $m -q $BA > /dev/null 2>/tmp/ncu.log; echo "ncu rc=$?"; tail -2 /tmp/ncu.log
 $NCU --import /tmp/moe.ncu-rep --csv --page details > /tmp/ncu.csv 2>/dev/null
@@ -80,3 +83,9 @@ for (i,name),ms in by.items():
         if any(w in n for w in ('Duration','Grid Size','Block Size','Issued Warp','Achieved Occupancy','Theoretical Occupancy','Registers','Memory Throughput','DRAM Throughput','L1/TEX Hit','L2 Hit','Compute (SM) Throughput','Eligible Warps','No Eligible','Warp Cycles Per Issued','Executed Instructions','Mem Busy','Max Bandwidth','L1/TEX Cache Throughput')): print(f"   {n:52s} {v} {u}")
 PY
 grep -E "== launch|Duration|DRAM Throughput|L1/TEX Cache Throughput|Warp Cycles Per Issued|Achieved Occ" $OUT/ncu-moe.txt | head -150; el
+# The whole tools/gpu-check.sh on what time is left (its files packed into one archive: $OUT keeps
+# to the device's 8 files).
+OUT_MAIN=$OUT; left=$(( 575 - ($(date +%s) - T0) )); echo "gpu-check budget ${left}s"
+mkdir -p /tmp/check
+OUT=/tmp/check GPU_CHECK_FRESH=1 GPU_CHECK_BUDGET_S=$left bash tools/gpu-check.sh > /tmp/check/console.txt 2>&1
+tar czf $OUT_MAIN/check.tar.gz -C /tmp/check . ; cat /tmp/check/summary.txt 2>/dev/null | tail -40; el
