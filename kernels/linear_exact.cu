@@ -13,7 +13,7 @@
 //                              else 8 (packed weights, unaligned rows)
 //                                                        grid (ceil(out / 8), ceil(rows / 8), groups)
 //   linear_exact_tiled_kernel  rows > 1, plain weights, aligned: KO = 1, 2 or 4 outputs per warp
-//                              (the largest that still fills the SMs), the 8 rows' activations
+//                              (the largest whose grid has a block per SM), the 8 rows' activations
 //                              staged in shared memory, row groups on grid x
 //                                                        grid (ceil(rows / 8), ceil(out / (8·KO)), groups)
 //   block 256 (8 warps); rows beyond `rows` masked.
@@ -147,8 +147,7 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
   Row w[KO];
 #pragma unroll
   for (int t = 0; t < KO; ++t) w[t] = Row::at(a.w, a.ws, g * a.w_gstride / a.in + min(o0 + t, a.out - 1), a.in);
-  // The chunk's weights, as loaded; not at KO = 4, where they spilled (and the grid, two blocks per
-  // SM or more, hides the latency).
+  // The chunk's weights, as loaded; not at KO = 4, where they spilled.
   constexpr int kPre = KO == 4 ? 0 : kTileSteps;
   uint4 wraw[KO][kPre > 0 ? kPre : 1];
   const auto fetch = [&](int c0, int cn) {
@@ -240,17 +239,19 @@ bool tiled_ok(const LinearArgs& a, unsigned out_blocks) {
          reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && out_blocks <= 65535;
 }
 
-// Outputs per warp of the tiled kernel when the caller leaves it open: 4 (each activation read
-// from shared memory serves 4 outputs) while that grid still gives every SM two blocks, else 2 while
-// it gives each one, else 1. A few rows of a small matrix at 4 (the router: 8 blocks, wq_a: 32 at
-// 6 rows) were bound by the few SMs they ran on. Bits do not depend on it.
+// Outputs per warp of the tiled kernel when the caller leaves it open: the largest of 4, 2, 1 whose
+// grid gives every SM a block, else 1. A few rows of a small matrix at 4 (the router: 8 blocks,
+// wq_a: 32 at 6 rows) were bound by the few SMs they ran on: 28 -> 17 us at 1 (run 63). Past one
+// block per SM, fewer outputs per warp cost more than they give: each block stages the row group's
+// activations, so halving KO doubles that traffic (wo_a at 6 rows: 37 us at 4 with 256 blocks, 48
+// at 2 with 512; run 63). Bits do not depend on it.
 int tiled_outs_per_warp(const LinearArgs& a, unsigned row_blocks) {
   DeviceCaps caps;
   const int sms = current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
   const auto blocks = [&](int ko) {
     return static_cast<int64_t>(row_blocks) * ((a.out + kOutsPerBlock * ko - 1) / (kOutsPerBlock * ko)) * a.groups;
   };
-  return blocks(4) >= 2 * sms ? 4 : blocks(2) >= sms ? 2 : 1;
+  return blocks(4) >= sms ? 4 : blocks(2) >= sms ? 2 : 1;
 }
 
 template <typename Row>
