@@ -2,7 +2,8 @@
 # whose grid gives every SM a block (run 63 chose 4 only at two blocks per SM, and 2 at one, which
 # was slower than 4 for wo_a / wo_b / shared w1 at 256 blocks). Tests, then two A/B pairs in one
 # binary with the timeline (new = the rule; all4 = MEMRA_CUDA_LINEAR_TILED=4, run 61's choice for
-# every multi-row linear), then the whole tools/gpu-check.sh on the time left (check.tar.gz).
+# every multi-row linear), then tools/gpu-check.sh on the time left (check.tar.gz; the device time left
+# for this call lets the sanitizer steps, last in it, be skipped: run 63 ran them on the same kernels).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 python3 -c "
@@ -36,7 +37,7 @@ for f in sorted(sys.argv[1:], key=lambda p: (p.split('_')[-1], p)):
             print('   ', kind, x.get('batch', x.get('block')), 'measured', round(tl.get('measured_ms',0),4), sel)
 PY
 grep -v '^    ' $OUT/ab.txt; tail -2 /tmp/bench.log; el
-OUT_MAIN=$OUT; left=$(( 470 - ($(date +%s) - T0) )); echo "gpu-check budget ${left}s"
+OUT_MAIN=$OUT; left=$(( 360 - ($(date +%s) - T0) )); echo "gpu-check budget ${left}s"
 mkdir -p /tmp/check
 OUT=/tmp/check GPU_CHECK_FRESH=1 GPU_CHECK_BUDGET_S=$left bash tools/gpu-check.sh > /tmp/check/console.txt 2>&1
 tar czf $OUT_MAIN/check.tar.gz -C /tmp/check . ; tail -45 /tmp/check/summary.txt 2>/dev/null; el
