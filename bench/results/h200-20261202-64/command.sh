@@ -2,8 +2,9 @@
 # whose grid gives every SM a block (run 63 chose 4 only at two blocks per SM, and 2 at one, which
 # was slower than 4 for wo_a / wo_b / shared w1 at 256 blocks). Tests, then two A/B pairs in one
 # binary with the timeline (new = the rule; all4 = MEMRA_CUDA_LINEAR_TILED=4, run 61's choice for
-# every multi-row linear), then tools/gpu-check.sh on the time left (check.tar.gz; the device time left
-# for this call lets the sanitizer steps, last in it, be skipped: run 63 ran them on the same kernels).
+# every multi-row linear), the V4 bench beside transformers, then tools/gpu-check.sh on the time
+# left (check.tar.gz; the device time left lets its later steps skip: run 63 ran them all on the
+# same kernels).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 python3 -c "
@@ -37,7 +38,13 @@ for f in sorted(sys.argv[1:], key=lambda p: (p.split('_')[-1], p)):
             print('   ', kind, x.get('batch', x.get('block')), 'measured', round(tl.get('measured_ms',0),4), sel)
 PY
 grep -v '^    ' $OUT/ab.txt; tail -2 /tmp/bench.log; el
-OUT_MAIN=$OUT; left=$(( 360 - ($(date +%s) - T0) )); echo "gpu-check budget ${left}s"
-mkdir -p /tmp/check
-OUT=/tmp/check GPU_CHECK_FRESH=1 GPU_CHECK_BUDGET_S=$left bash tools/gpu-check.sh > /tmp/check/console.txt 2>&1
+# The V4 bench beside transformers as gpu-check runs it (bench/gpu_bench.sh --timeline), then
+# tools/gpu-check.sh on what is left of LIMIT seconds (its later steps skip; run 63 ran them all
+# on the same kernels), both packed into check.tar.gz.
+LIMIT=${LIMIT:-250}
+mkdir -p /tmp/check/bench
+env OUT=/tmp/check/bench BIN=$P/bin BENCH_TIMEOUT=90 TF_TIMEOUT=150 BENCH_ARGS=--timeline timeout 200 bash bench/gpu_bench.sh > /tmp/check/bench.log 2>&1; echo "gpu_bench rc=$?"
+cat /tmp/check/bench/table.md 2>/dev/null | head -20; el
+OUT_MAIN=$OUT; left=$(( LIMIT - ($(date +%s) - T0) )); echo "gpu-check budget ${left}s"
+OUT=/tmp/check GPU_CHECK_FRESH=0 GPU_CHECK_BENCH=0 GPU_CHECK_BUDGET_S=$left bash tools/gpu-check.sh > /tmp/check/console.txt 2>&1
 tar czf $OUT_MAIN/check.tar.gz -C /tmp/check . ; tail -45 /tmp/check/summary.txt 2>/dev/null; el
