@@ -360,7 +360,7 @@ bool attention_cluster_ok(const AttentionArgs& a, int heads) {
 cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int heads) {
   if (a.rows == 0) return cudaSuccess;
   if (heads == 0) heads = cluster_heads(a);
-  if (!attention_cluster_ok(a, heads) || !a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o ||
+  if (heads == 0 || !fits(a, heads) || !a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o ||
       a.rows < 0 || a.W < 1 || (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
       (a.kind != AttnKind::kSliding && a.m < 1))
     return cudaErrorInvalidValue;

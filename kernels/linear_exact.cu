@@ -125,8 +125,8 @@ inline constexpr bool kPlainRow = std::is_same_v<Row, PlainRow<float>> || std::i
 // reads (wo_b: 8 rows × 8192 f32 = 256 KB per row group, more than L1 holds). The grid puts
 // the row groups on x, so the blocks sharing a weight slice run together and read it once from HBM.
 // At KO = 1 and 2 a chunk's weights are fetched into registers before the barrier that precedes
-// its staging (the first chunk's before pdl_begin(): nothing writes weights
-// during a forward), so their latency overlaps the staging's instead of following it.
+// its staging (the first chunk's before pdl_begin(): nothing writes weights during a forward), so
+// their latency overlaps the staging's instead of following it.
 // Each lane still walks base = lane·V, lane·V + 32·V, … and v = 0 … V−1 in order, chunk after
 // chunk, then warp_sum: the (row, o) bits of dot_rows<Row, 1>, whatever the row count or KO.
 // The host picks this kernel only when every row and activation pointer is 16-byte aligned
