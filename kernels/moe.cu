@@ -35,6 +35,8 @@ constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / kWarp;
 constexpr int kMaxK = 16;
 constexpr int kGroupRows = 8;
+constexpr int kSmallRows = 2;     // the small list's groups (moe_group_kernel), one kernel of their own
+constexpr int kGroupBlocks = 128;  // blocks along x of the up/down grids; more groups are strided
 
 __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
   pdl_begin();
@@ -115,9 +117,12 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
 }
 
 // Counting sort of the pairs by expert (stable: pair order within an expert), then groups of
-// ≤ kGroupRows pairs: groups[3g] = expert, groups[3g+1] = first slot in pair_order, groups[3g+2] = count.
+// ≤ kGroupRows pairs, each 3 ints (expert, first slot in pair_order, count) in one of two lists:
+// with `split`, groups of ≤ kSmallRows rows from slot 0 up (n_groups[0] of them) and larger ones
+// from slot top down (n_groups[1]); without, every group from slot 0 up (n_groups[1] = 0). An
+// expert yields at most one small group (its last), so the lists never meet below max_groups.
 __global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int P, int E, int32_t* pair_order,
-                                                         int32_t* groups, int32_t* n_groups) {
+                                                         int32_t* groups, int32_t* n_groups, int top, bool split) {
   pdl_begin();
   extern __shared__ int cnt[];  // [E] counts, then [E] offsets
   int* off = cnt + E;
@@ -128,18 +133,20 @@ __global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    int o = 0, g = 0;
+    int o = 0, n_small = 0, n_large = 0;
     for (int e = 0; e < E; ++e) {
       off[e] = o;
       for (int s = 0; s < cnt[e]; s += kGroupRows) {
+        const int nr = min(kGroupRows, cnt[e] - s);
+        const int g = !split || nr <= kSmallRows ? n_small++ : top - n_large++;
         groups[3 * g] = e;
         groups[3 * g + 1] = o + s;
-        groups[3 * g + 2] = min(kGroupRows, cnt[e] - s);
-        ++g;
+        groups[3 * g + 2] = nr;
       }
       o += cnt[e];
     }
-    *n_groups = g;
+    n_groups[0] = n_small;
+    n_groups[1] = n_large;
   }
   __syncthreads();
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
@@ -187,42 +194,56 @@ __device__ __forceinline__ void group_down(const ExpertsArgs& a, int e, int o, c
   }
 }
 
-// The group of blockIdx.x: its expert, and its pairs (padded with the first).
-__device__ __forceinline__ bool group_of(const ExpertsArgs& a, int& e, int (&pair)[kGroupRows], int& nr) {
-  const int g = blockIdx.x;
-  if (g >= *a.n_groups) return false;
+// One of moe_group_kernel's lists: group j sits at slot first + step·j; n_groups[which] of them.
+struct GroupList {
+  int first, step, which;
+};
+
+// Group j of the list: its expert, and its pairs (padded with the first).
+__device__ __forceinline__ void group_at(const ExpertsArgs& a, GroupList list, int j, int& e, int (&pair)[kGroupRows],
+                                         int& nr) {
+  const int g = list.first + list.step * j;
   e = a.groups[3 * g];
   const int start = a.groups[3 * g + 1];
   nr = a.groups[3 * g + 2];
 #pragma unroll
   for (int r = 0; r < kGroupRows; ++r) pair[r] = a.pair_order[start + (r < nr ? r : 0)];
-  return true;
 }
 
-template <typename Row>
-__global__ void __launch_bounds__(kBlock) moe_up_kernel(ExpertsArgs a) {
+// The up and down kernels take the groups of one list, blocks along x striding over them. kMaxRows
+// bounds the list's group size, so the small list's kernel (kSmallRows) is compiled without the
+// 4- and 8-row loops: the register count of a kernel is that of its largest path, and the 8-row
+// loop's 120 registers held every group of a 64-row round at two blocks per SM (ncu, run 63).
+template <typename Row, int kMaxRows>
+__global__ void __launch_bounds__(kBlock) moe_up_kernel(ExpertsArgs a, GroupList list) {
   pdl_begin();
-  int e, nr, pair[kGroupRows];
-  if (!group_of(a, e, pair, nr)) return;
   const int i = blockIdx.y * kWarps + threadIdx.x / kWarp;
   if (i >= a.I) return;
-  if (nr == 1) group_up<Row, 1>(a, e, i, pair, nr);
-  else if (nr == 2) group_up<Row, 2>(a, e, i, pair, nr);
-  else if (nr <= 4) group_up<Row, 4>(a, e, i, pair, nr);
-  else group_up<Row, kGroupRows>(a, e, i, pair, nr);
+  const int n = a.n_groups[list.which];
+  for (int j = blockIdx.x; j < n; j += gridDim.x) {
+    int e, nr, pair[kGroupRows];
+    group_at(a, list, j, e, pair, nr);
+    if (nr == 1) group_up<Row, 1>(a, e, i, pair, nr);
+    else if (kMaxRows <= 2 || nr == 2) group_up<Row, 2>(a, e, i, pair, nr);
+    else if (kMaxRows <= 4 || nr <= 4) group_up<Row, 4>(a, e, i, pair, nr);
+    else group_up<Row, kGroupRows>(a, e, i, pair, nr);
+  }
 }
 
-template <typename Row>
-__global__ void __launch_bounds__(kBlock) moe_down_kernel(ExpertsArgs a) {
+template <typename Row, int kMaxRows>
+__global__ void __launch_bounds__(kBlock) moe_down_kernel(ExpertsArgs a, GroupList list) {
   pdl_begin();
-  int e, nr, pair[kGroupRows];
-  if (!group_of(a, e, pair, nr)) return;
   const int o = blockIdx.y * kWarps + threadIdx.x / kWarp;
   if (o >= a.D) return;
-  if (nr == 1) group_down<Row, 1>(a, e, o, pair, nr);
-  else if (nr == 2) group_down<Row, 2>(a, e, o, pair, nr);
-  else if (nr <= 4) group_down<Row, 4>(a, e, o, pair, nr);
-  else group_down<Row, kGroupRows>(a, e, o, pair, nr);
+  const int n = a.n_groups[list.which];
+  for (int j = blockIdx.x; j < n; j += gridDim.x) {
+    int e, nr, pair[kGroupRows];
+    group_at(a, list, j, e, pair, nr);
+    if (nr == 1) group_down<Row, 1>(a, e, o, pair, nr);
+    else if (kMaxRows <= 2 || nr == 2) group_down<Row, 2>(a, e, o, pair, nr);
+    else if (kMaxRows <= 4 || nr <= 4) group_down<Row, 4>(a, e, o, pair, nr);
+    else group_down<Row, kGroupRows>(a, e, o, pair, nr);
+  }
 }
 
 // One row (a batch-1 decode step) in one launch. With one row every pair is a group of its own, so
@@ -357,12 +378,45 @@ cudaError_t launch_one_row(const ExpertsArgs& a, cudaStream_t stream) {
   return launch(moe_one_row_kernel<Row>, grid, kBlock, smem, stream, a, up_tiles, down_tiles);
 }
 
+// Two group lists (ExpertsArgs::lists = 2), else one. Left to the library (lists = 0):
+// MEMRA_CUDA_MOE_SPLIT=0 or 1 (A/B timing; same bits), unset = from kSplitRows rows (a round of
+// fewer rows has few groups of 3+, and the split costs two launches).
+constexpr int kSplitRows = 16;
+
+bool split_lists(const ExpertsArgs& a) {
+  static const int setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_MOE_SPLIT");
+    return v && v[0] == '0' ? 0 : v && v[0] == '1' ? 1 : -1;
+  }();
+  if (a.lists == 1 || a.lists == 2) return a.lists == 2;
+  return setting < 0 ? a.rows >= kSplitRows : setting == 1;
+}
+
+int group_blocks(int bound) { return std::max(1, std::min(bound, kGroupBlocks)); }
+
 template <typename Row>
 cudaError_t launch_experts(const ExpertsArgs& a, int max_groups, cudaStream_t stream) {
   if (one_row(a)) return launch_one_row<Row>(a, stream);
-  cudaError_t err = launch(moe_up_kernel<Row>, dim3(max_groups, (a.I + kWarps - 1) / kWarps), kBlock, 0, stream, a);
-  if (err != cudaSuccess) return err;
-  return launch(moe_down_kernel<Row>, dim3(max_groups, (a.D + kWarps - 1) / kWarps), kBlock, 0, stream, a);
+  const dim3 up_tiles(1, (a.I + kWarps - 1) / kWarps), down_tiles(1, (a.D + kWarps - 1) / kWarps);
+  const auto up = [&](auto kernel, GroupList list, int bound) {
+    return launch(kernel, dim3(group_blocks(bound), up_tiles.y), kBlock, 0, stream, a, list);
+  };
+  const auto down = [&](auto kernel, GroupList list, int bound) {
+    return launch(kernel, dim3(group_blocks(bound), down_tiles.y), kBlock, 0, stream, a, list);
+  };
+  cudaError_t err;
+  if (!split_lists(a)) {
+    const GroupList all{0, 1, 0};
+    if ((err = up(moe_up_kernel<Row, kGroupRows>, all, max_groups)) != cudaSuccess) return err;
+    return down(moe_down_kernel<Row, kGroupRows>, all, max_groups);
+  }
+  const int P = a.rows * a.k, small_bound = std::min(a.E, P), large_bound = P / (kSmallRows + 1);
+  const GroupList small{0, 1, 0}, large{max_groups - 1, -1, 1};
+  if ((err = up(moe_up_kernel<Row, kSmallRows>, small, small_bound)) != cudaSuccess ||
+      (large_bound > 0 && (err = up(moe_up_kernel<Row, kGroupRows>, large, large_bound)) != cudaSuccess) ||
+      (err = down(moe_down_kernel<Row, kSmallRows>, small, small_bound)) != cudaSuccess)
+    return err;
+  return large_bound > 0 ? down(moe_down_kernel<Row, kGroupRows>, large, large_bound) : cudaSuccess;
 }
 
 }  // namespace
@@ -395,7 +449,8 @@ cudaError_t experts_fused(const ExpertsArgs& a, cudaStream_t stream) {
       (a.D + kWarps - 1) / kWarps > 65535)
     return cudaErrorInvalidValue;
   if (!one_row(a)) {  // the one-row kernel needs no groups
-    const cudaError_t err = launch(moe_group_kernel, 1, 1024, smem, stream, a.eid, P, a.E, a.pair_order, a.groups, a.n_groups);
+    const cudaError_t err = launch(moe_group_kernel, 1, 1024, smem, stream, a.eid, P, a.E, a.pair_order, a.groups,
+                                   a.n_groups, max_groups - 1, split_lists(a));
     if (err != cudaSuccess) return err;
   }
   switch (a.wtype) {

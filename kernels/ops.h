@@ -295,7 +295,7 @@ struct ExpertsArgs {
   WType wtype = WType::kF32;
   WScale s1, s3, s2;  // packed types
   float limit = 0.0f;  // swiglu clamp
-  // scratch: pair_order [rows·k], groups [3 · max_groups], n_groups [1], h [rows·k, I]
+  // scratch: pair_order [rows·k], groups [3 · max_groups], n_groups [2] (the two group lists), h [rows·k, I]
   int32_t* pair_order = nullptr;
   int32_t* groups = nullptr;
   int32_t* n_groups = nullptr;
@@ -304,6 +304,10 @@ struct ExpertsArgs {
   // [k + 1] counters of the one-row launch, zero before it and left zero after it; null: one-row
   // rounds take the grouped launches too
   int32_t* sync = nullptr;
+  // The grouped launches' group lists (moe.cu): 1 = one list for every group, 2 = groups of ≤ 2 rows
+  // and larger ones in kernels of their own, 0 = the library's rule (MEMRA_CUDA_MOE_SPLIT, else by
+  // row count). Same bits in every setting.
+  int lists = 0;
 };
 int experts_max_groups(int rows, int k, int E);
 // The fused path: every selected (row, expert) pair of every row in one launch per stage

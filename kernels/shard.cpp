@@ -295,7 +295,7 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   pair_order_.ensure(dv, R * k, "expert pair order");
   groups_.ensure(dv, 3 * static_cast<size_t>(experts_max_groups(static_cast<int>(R), static_cast<int>(k), static_cast<int>(E))),
                  "expert groups");
-  n_groups_.ensure(dv, 1, "expert group count");
+  n_groups_.ensure(dv, 2, "expert group counts");
   {  // zeroed once per allocation: the one-row MoE launch leaves its counters zero
     const int32_t* before = moe_sync_.get();
     int32_t* sync = moe_sync_.ensure(dv, k + 1, "expert sync counters");

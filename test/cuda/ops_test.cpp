@@ -1440,6 +1440,67 @@ void test_row_moves(Rng& rng, Report& rep) {
   }
 }
 
+// The grouped experts with one group list and with two (groups of ≤ 2 rows in kernels of their own,
+// moe.cu): the same h and eo by bits, and against the host in double. The routing gives both lists
+// groups, and the check says so (a list left empty would prove nothing about its kernels).
+void test_experts_lists(Rng& rng, Report& rep) {
+  const int R = 48, k = 4, E = 24, D = 192, I = 72;
+  const std::vector<float> x = rng.normals(static_cast<size_t>(R) * D);
+  const auto weights = [&](int rows, int cols) {
+    return round_weights(rng.normals(static_cast<size_t>(E) * rows * cols, 1.0f / std::sqrt(float(cols))), WType::kBF16);
+  };
+  const std::vector<float> w1 = weights(I, D), w3 = weights(I, D), w2 = weights(D, I);
+  // Row t's experts (ascending, as route writes them): 0 (48 pairs: six 8-row groups), 1 + t % 3 (16:
+  // two each), 4 + t % 16 and, past row 5, 4 + (t + 5) % 16 (5-6 each: one large group), and for
+  // rows 0-5 one of 20-23 (2, 2, 1, 1: the small list).
+  std::vector<int32_t> eid;
+  for (int t = 0; t < R; ++t) {
+    std::vector<int32_t> ids = {0, 1 + t % 3, 4 + t % 16, t < 6 ? 20 + t % 4 : 4 + (t + 5) % 16};
+    std::sort(ids.begin(), ids.end());
+    eid.insert(eid.end(), ids.begin(), ids.end());
+  }
+  const int max_groups = experts_max_groups(R, k, E);
+  DevVec<float> dx(x), dh(static_cast<size_t>(R) * k * I), deo(static_cast<size_t>(R) * k * D);
+  DevVec<uint8_t> dw1 = upload_weights_as(w1, WType::kBF16), dw3 = upload_weights_as(w3, WType::kBF16),
+                  dw2 = upload_weights_as(w2, WType::kBF16);
+  DevVec<int32_t> deid(eid), dorder(static_cast<size_t>(R) * k), dgroups(3 * static_cast<size_t>(max_groups)), dn(2);
+  ExpertsArgs a;
+  a.x = dx.get(), a.rows = R, a.D = D, a.I = I, a.E = E, a.k = k, a.eid = deid.get();
+  a.w1 = dw1.get(), a.w3 = dw3.get(), a.w2 = dw2.get(), a.wtype = WType::kBF16;
+  a.pair_order = dorder.get(), a.groups = dgroups.get(), a.n_groups = dn.get(), a.h = dh.get(), a.eo = deo.get();
+  std::vector<float> h[2], eo[2];
+  std::vector<int32_t> counts;
+  for (int lists : {1, 2}) {
+    dh.poison(), deo.poison();
+    a.lists = lists;
+    check(experts_fused(a, nullptr), "experts_fused");
+    h[lists - 1] = dh.download(), eo[lists - 1] = deo.download();
+    if (lists == 2) counts = dn.download();
+  }
+  std::vector<float> h_ref(h[1].size()), eo_ref(eo[1].size());
+  for (int p = 0; p < R * k; ++p) {
+    const int t = p / k, e = eid[p];
+    for (int i = 0; i < I; ++i) {
+      const double g = cpu::dot(&x[static_cast<size_t>(t) * D], &w1[(static_cast<size_t>(e) * I + i) * D], D),
+                   u = cpu::dot(&x[static_cast<size_t>(t) * D], &w3[(static_cast<size_t>(e) * I + i) * D], D);
+      h_ref[static_cast<size_t>(p) * I + i] = static_cast<float>(g / (1.0 + std::exp(-g)) * u);
+    }
+    for (int o = 0; o < D; ++o)  // from the device's h, so eo's comparison is the down step's alone
+      eo_ref[static_cast<size_t>(p) * D + o] =
+          static_cast<float>(cpu::dot(&h[1][static_cast<size_t>(p) * I], &w2[(static_cast<size_t>(e) * D + o) * I], I));
+  }
+  const Diff dh_ = compare(h[1], h_ref), de = compare(eo[1], eo_ref);
+  const bool same = bits_equal(h[0], h[1]) && bits_equal(eo[0], eo[1]);
+  const bool both = counts.size() == 2 && counts[0] > 0 && counts[1] > 0;
+  rep.add("experts one list == two lists (bits), vs host",
+          same && both && dh_.unwritten == 0 && de.unwritten == 0 && dh_.nonfinite == 0 && de.nonfinite == 0 &&
+              dh_.rel_to_max() < 1e-5 && de.rel_to_max() < 1e-5,
+          std::string(same ? "equal" : "DIFFER") + ", groups small/large " +
+              (counts.size() == 2 ? std::to_string(counts[0]) + "/" + std::to_string(counts[1]) : "?") + ", h rel " +
+              fmt("%.2e", dh_.rel_to_max()) + " eo rel " + fmt("%.2e", de.rel_to_max()) + " unwritten " +
+              std::to_string(dh_.unwritten + de.unwritten));
+}
+
 void test_moe_site(Rng& rng, Report& rep, const std::string& scoring, bool bf16) {
   SiteModel sm = make_site_model(4, scoring, bf16, rng);
   const ModelConfig& c = sm.c;
@@ -2074,6 +2135,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
   });
   group("moe", [&] {
     test_row_moves(rng, rep);
+    test_experts_lists(rng, rep);
     for (const char* scoring : {"sqrtsoftplus", "sigmoid"}) test_moe_site(rng, rep, scoring, false);
     test_moe_site(rng, rep, "sqrtsoftplus", true);
   });
