@@ -184,6 +184,54 @@ __device__ __forceinline__ void dot_rows(const float* const (&xr)[RB], int nr, c
   for (int r = 0; r < RB; ++r) acc[r] = warp_sum(acc[r]);
 }
 
+// acc[q][r] = x[r]·w[q] for NW weight rows of the same length and r < nr (nr ≤ RB): each activation
+// load serves NW weight rows (dot_rows reads the activations once per weight row, NW times the
+// L1 traffic for rows of several activations). Each sum is dot_rows<Row, RB>'s sequence: the same
+// bits. Rows or activations off the vector path take NW dot_rows calls.
+template <typename Row, int RB, int NW>
+__device__ __forceinline__ void dot_rows_multi(const float* const (&xr)[RB], int nr, const Row (&w)[NW], int in,
+                                               float (&acc)[NW][RB]) {
+  constexpr int V = Row::kV;
+  const int lane = threadIdx.x % kWarp;
+  bool vec = true;
+#pragma unroll
+  for (int q = 0; q < NW; ++q) vec = vec && w[q].vec_ok(in);
+#pragma unroll
+  for (int r = 0; r < RB; ++r)
+    if (r < nr) vec = vec && (reinterpret_cast<uintptr_t>(xr[r]) % 16 == 0);
+  if (!vec) {
+#pragma unroll
+    for (int q = 0; q < NW; ++q) dot_rows<Row, RB>(xr, nr, w[q], in, acc[q]);
+    return;
+  }
+#pragma unroll
+  for (int q = 0; q < NW; ++q)
+#pragma unroll
+    for (int r = 0; r < RB; ++r) acc[q][r] = 0.0f;
+  constexpr int kUnroll = RB <= 4 ? 2 : 1;
+#pragma unroll kUnroll
+  for (int base = lane * V; base < in; base += kWarp * V) {
+    float wf[NW][V];
+#pragma unroll
+    for (int q = 0; q < NW; ++q) w[q].load(base, wf[q]);
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+      if (r < nr) {
+        float xf[V];
+        load_x<V>(xr[r] + base, xf);
+#pragma unroll
+        for (int q = 0; q < NW; ++q)
+#pragma unroll
+          for (int v = 0; v < V; ++v) acc[q][r] = __fmaf_rn(xf[v], wf[q][v], acc[q][r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < NW; ++q)
+#pragma unroll
+    for (int r = 0; r < RB; ++r) acc[q][r] = warp_sum(acc[q][r]);
+}
+
 // acc_a = x·wa and acc_b = x·wb for one row and two weight rows of the same length, in one loop
 // (twice the loads in flight of two dot_rows calls); each sum is dot_rows<Row, 1>'s sequence.
 template <typename Row>

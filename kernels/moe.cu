@@ -36,7 +36,7 @@ constexpr int kWarps = kBlock / kWarp;
 constexpr int kMaxK = 16;
 constexpr int kGroupRows = 8;
 constexpr int kSmallRows = 2;     // the small list's groups (moe_group_kernel), one kernel of their own
-constexpr int kGroupBlocks = 128;  // blocks along x of the up/down grids; more groups are strided
+constexpr int kGroupBlocks = 128;  // blocks along x of the small list's grids, striding over its groups
 
 __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
   pdl_begin();
@@ -194,6 +194,56 @@ __device__ __forceinline__ void group_down(const ExpertsArgs& a, int e, int o, c
   }
 }
 
+// The large list's form (groups of 3-8 rows): w1's and w3's rows of a warp's intermediate index
+// share each activation load (dot_rows_multi), and a down warp takes kDownPerWarp consecutive w2
+// rows. The 8-row loop read a group's activations once per weight row: L1/TEX 75.6% busy at batch
+// 64 (ncu, run 63). Two indices per up warp (4 weight rows) took 196 registers, and 2 blocks per
+// SM then spilled 100 bytes. Rows past I or D are clamped and not written.
+constexpr int kUpPerWarp = 1, kDownPerWarp = 2;
+
+template <typename Row, int RB>
+__device__ __forceinline__ void group_up_wide(const ExpertsArgs& a, int e, int i0, const int (&pair)[kGroupRows], int nr) {
+  const float* xr[RB];
+#pragma unroll
+  for (int r = 0; r < RB; ++r) xr[r] = a.x + static_cast<int64_t>(pair[r] / a.k) * a.D;
+  Row w[2 * kUpPerWarp];
+#pragma unroll
+  for (int t = 0; t < kUpPerWarp; ++t) {
+    const int i = min(i0 + t, a.I - 1);
+    w[2 * t] = stack_row<Row>(a.w1, a.s1, e, a.I, a.D, i);
+    w[2 * t + 1] = stack_row<Row>(a.w3, a.s3, e, a.I, a.D, i);
+  }
+  float acc[2 * kUpPerWarp][RB];
+  dot_rows_multi<Row, RB, 2 * kUpPerWarp>(xr, nr, w, a.D, acc);
+  if (threadIdx.x % kWarp == 0) {
+#pragma unroll
+    for (int t = 0; t < kUpPerWarp; ++t)
+#pragma unroll
+      for (int r = 0; r < RB; ++r)
+        if (r < nr && i0 + t < a.I)
+          a.h[static_cast<int64_t>(pair[r]) * a.I + i0 + t] = swiglu_f(acc[2 * t][r], acc[2 * t + 1][r], a.limit);
+  }
+}
+
+template <typename Row, int RB>
+__device__ __forceinline__ void group_down_wide(const ExpertsArgs& a, int e, int o0, const int (&pair)[kGroupRows], int nr) {
+  const float* hr[RB];
+#pragma unroll
+  for (int r = 0; r < RB; ++r) hr[r] = a.h + static_cast<int64_t>(pair[r]) * a.I;
+  Row w[kDownPerWarp];
+#pragma unroll
+  for (int t = 0; t < kDownPerWarp; ++t) w[t] = stack_row<Row>(a.w2, a.s2, e, a.D, a.I, min(o0 + t, a.D - 1));
+  float acc[kDownPerWarp][RB];
+  dot_rows_multi<Row, RB, kDownPerWarp>(hr, nr, w, a.I, acc);
+  if (threadIdx.x % kWarp == 0) {
+#pragma unroll
+    for (int t = 0; t < kDownPerWarp; ++t)
+#pragma unroll
+      for (int r = 0; r < RB; ++r)
+        if (r < nr && o0 + t < a.D) a.eo[static_cast<int64_t>(pair[r]) * a.D + o0 + t] = acc[t][r];
+  }
+}
+
 // One of moe_group_kernel's lists: group j sits at slot first + step·j; n_groups[which] of them.
 struct GroupList {
   int first, step, which;
@@ -214,35 +264,62 @@ __device__ __forceinline__ void group_at(const ExpertsArgs& a, GroupList list, i
 // bounds the list's group size, so the small list's kernel (kSmallRows) is compiled without the
 // 4- and 8-row loops: the register count of a kernel is that of its largest path, and the 8-row
 // loop's 120 registers held every group of a 64-row round at two blocks per SM (ncu, run 63).
-template <typename Row, int kMaxRows>
-__global__ void __launch_bounds__(kBlock) moe_up_kernel(ExpertsArgs a, GroupList list) {
+// kWide: the large list's form (group_up_wide / group_down_wide), each warp kUpPerWarp or
+// kDownPerWarp outputs. Only the small list's blocks stride over several groups (its bound, one
+// group per expert, is loose); the larger kernels take one group per block row, as a stride loop
+// cost them registers and spills (64 bytes in the 8-row up kernel, 4% at batch 8, run 65).
+template <int kMaxRows>
+inline constexpr bool kStrided = kMaxRows <= kSmallRows;
+
+template <typename Row, int kMaxRows, bool kWide>
+__global__ void __launch_bounds__(kBlock, kWide ? 2 : 0) moe_up_kernel(ExpertsArgs a, GroupList list) {
   pdl_begin();
-  const int i = blockIdx.y * kWarps + threadIdx.x / kWarp;
+  const int i = (blockIdx.y * kWarps + threadIdx.x / kWarp) * (kWide ? kUpPerWarp : 1);
   if (i >= a.I) return;
   const int n = a.n_groups[list.which];
-  for (int j = blockIdx.x; j < n; j += gridDim.x) {
+  const auto one = [&](int j) {
     int e, nr, pair[kGroupRows];
     group_at(a, list, j, e, pair, nr);
-    if (nr == 1) group_up<Row, 1>(a, e, i, pair, nr);
-    else if (kMaxRows <= 2 || nr == 2) group_up<Row, 2>(a, e, i, pair, nr);
-    else if (kMaxRows <= 4 || nr <= 4) group_up<Row, 4>(a, e, i, pair, nr);
-    else group_up<Row, kGroupRows>(a, e, i, pair, nr);
+    if constexpr (kWide) {
+      if (nr <= 4) group_up_wide<Row, 4>(a, e, i, pair, nr);
+      else group_up_wide<Row, kGroupRows>(a, e, i, pair, nr);
+    } else {
+      if (nr == 1) group_up<Row, 1>(a, e, i, pair, nr);
+      else if (kMaxRows <= 2 || nr == 2) group_up<Row, 2>(a, e, i, pair, nr);
+      else if (kMaxRows <= 4 || nr <= 4) group_up<Row, 4>(a, e, i, pair, nr);
+      else group_up<Row, kGroupRows>(a, e, i, pair, nr);
+    }
+  };
+  if constexpr (kStrided<kMaxRows>) {
+    for (int j = blockIdx.x; j < n; j += gridDim.x) one(j);
+  } else if (blockIdx.x < n) {
+    one(blockIdx.x);
   }
 }
 
-template <typename Row, int kMaxRows>
-__global__ void __launch_bounds__(kBlock) moe_down_kernel(ExpertsArgs a, GroupList list) {
+template <typename Row, int kMaxRows, bool kWide>
+__global__ void __launch_bounds__(kBlock, kWide ? 2 : 0) moe_down_kernel(ExpertsArgs a, GroupList list) {
   pdl_begin();
-  const int o = blockIdx.y * kWarps + threadIdx.x / kWarp;
+  const int o = (blockIdx.y * kWarps + threadIdx.x / kWarp) * (kWide ? kDownPerWarp : 1);
   if (o >= a.D) return;
   const int n = a.n_groups[list.which];
-  for (int j = blockIdx.x; j < n; j += gridDim.x) {
+  const auto one = [&](int j) {
     int e, nr, pair[kGroupRows];
     group_at(a, list, j, e, pair, nr);
-    if (nr == 1) group_down<Row, 1>(a, e, o, pair, nr);
-    else if (kMaxRows <= 2 || nr == 2) group_down<Row, 2>(a, e, o, pair, nr);
-    else if (kMaxRows <= 4 || nr <= 4) group_down<Row, 4>(a, e, o, pair, nr);
-    else group_down<Row, kGroupRows>(a, e, o, pair, nr);
+    if constexpr (kWide) {
+      if (nr <= 4) group_down_wide<Row, 4>(a, e, o, pair, nr);
+      else group_down_wide<Row, kGroupRows>(a, e, o, pair, nr);
+    } else {
+      if (nr == 1) group_down<Row, 1>(a, e, o, pair, nr);
+      else if (kMaxRows <= 2 || nr == 2) group_down<Row, 2>(a, e, o, pair, nr);
+      else if (kMaxRows <= 4 || nr <= 4) group_down<Row, 4>(a, e, o, pair, nr);
+      else group_down<Row, kGroupRows>(a, e, o, pair, nr);
+    }
+  };
+  if constexpr (kStrided<kMaxRows>) {
+    for (int j = blockIdx.x; j < n; j += gridDim.x) one(j);
+  } else if (blockIdx.x < n) {
+    one(blockIdx.x);
   }
 }
 
@@ -392,31 +469,45 @@ bool split_lists(const ExpertsArgs& a) {
   return setting < 0 ? a.rows >= kSplitRows : setting == 1;
 }
 
-int group_blocks(int bound) { return std::max(1, std::min(bound, kGroupBlocks)); }
+// MEMRA_CUDA_MOE_WIDE=0 runs the large list through the one-output-per-warp kernels (A/B; same bits).
+bool wide_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("MEMRA_CUDA_MOE_WIDE");
+    return !(v && v[0] == '0');
+  }();
+  return on;
+}
 
 template <typename Row>
 cudaError_t launch_experts(const ExpertsArgs& a, int max_groups, cudaStream_t stream) {
   if (one_row(a)) return launch_one_row<Row>(a, stream);
-  const dim3 up_tiles(1, (a.I + kWarps - 1) / kWarps), down_tiles(1, (a.D + kWarps - 1) / kWarps);
-  const auto up = [&](auto kernel, GroupList list, int bound) {
-    return launch(kernel, dim3(group_blocks(bound), up_tiles.y), kBlock, 0, stream, a, list);
-  };
-  const auto down = [&](auto kernel, GroupList list, int bound) {
-    return launch(kernel, dim3(group_blocks(bound), down_tiles.y), kBlock, 0, stream, a, list);
+  const auto tiles = [](int n, int per_warp) { return (n + kWarps * per_warp - 1) / (kWarps * per_warp); };
+  // grid x: one block row per possible group of the list (`bound`), or kGroupBlocks striding rows
+  const auto run = [&](auto kernel, GroupList list, int bound, bool strided, int y) {
+    const int x = std::max(1, strided ? std::min(bound, kGroupBlocks) : bound);
+    return launch(kernel, dim3(x, y), kBlock, 0, stream, a, list);
   };
   cudaError_t err;
   if (!split_lists(a)) {
     const GroupList all{0, 1, 0};
-    if ((err = up(moe_up_kernel<Row, kGroupRows>, all, max_groups)) != cudaSuccess) return err;
-    return down(moe_down_kernel<Row, kGroupRows>, all, max_groups);
+    if ((err = run(moe_up_kernel<Row, kGroupRows, false>, all, max_groups, false, tiles(a.I, 1))) != cudaSuccess) return err;
+    return run(moe_down_kernel<Row, kGroupRows, false>, all, max_groups, false, tiles(a.D, 1));
   }
   const int P = a.rows * a.k, small_bound = std::min(a.E, P), large_bound = P / (kSmallRows + 1);
   const GroupList small{0, 1, 0}, large{max_groups - 1, -1, 1};
-  if ((err = up(moe_up_kernel<Row, kSmallRows>, small, small_bound)) != cudaSuccess ||
-      (large_bound > 0 && (err = up(moe_up_kernel<Row, kGroupRows>, large, large_bound)) != cudaSuccess) ||
-      (err = down(moe_down_kernel<Row, kSmallRows>, small, small_bound)) != cudaSuccess)
+  const bool wide = wide_enabled();
+  if ((err = run(moe_up_kernel<Row, kSmallRows, false>, small, small_bound, true, tiles(a.I, 1))) != cudaSuccess)
     return err;
-  return large_bound > 0 ? down(moe_down_kernel<Row, kGroupRows>, large, large_bound) : cudaSuccess;
+  if (large_bound > 0) {
+    err = wide ? run(moe_up_kernel<Row, kGroupRows, true>, large, large_bound, false, tiles(a.I, kUpPerWarp))
+               : run(moe_up_kernel<Row, kGroupRows, false>, large, large_bound, false, tiles(a.I, 1));
+    if (err != cudaSuccess) return err;
+  }
+  if ((err = run(moe_down_kernel<Row, kSmallRows, false>, small, small_bound, true, tiles(a.D, 1))) != cudaSuccess)
+    return err;
+  if (large_bound == 0) return cudaSuccess;
+  return wide ? run(moe_down_kernel<Row, kGroupRows, true>, large, large_bound, false, tiles(a.D, kDownPerWarp))
+              : run(moe_down_kernel<Row, kGroupRows, false>, large, large_bound, false, tiles(a.D, 1));
 }
 
 }  // namespace
