@@ -6,10 +6,12 @@
 //   ties to the lower index, exactly the CPU's stable top-k); the weights are summed in selection
 //   order and renormalised by one thread as the CPU does; eid/ew are written in ascending expert
 //   id order (the order the experts are summed in).
-// experts_fused    three launches for all (row, expert) pairs of all rows:
+// experts_fused    grouped launches for all (row, expert) pairs of all rows:
 //   group  (1 block)  pairs sorted by (expert, pair), cut into groups of ≤ 8 rows of one expert
-//   up     grid (max_groups, ceil(I/8))  block 256: h = swiglu(x·w1ᵀ, x·w3ᵀ) for the group's rows
-//   down   grid (max_groups, ceil(D/8))  block 256: eo = h·w2ᵀ
+//   up     grid (groups, ceil(I/8))  block 256: h = swiglu(x·w1ᵀ, x·w3ᵀ) for the group's rows
+//   down   grid (groups, ceil(D/8))  block 256: eo = h·w2ᵀ
+//   rounds of ≥ 16 rows: the groups in two lists, each with its own up and down kernel (groups of
+//   ≤ 2 rows; groups of 3-8 in the wide form, w1's and w3's rows sharing each activation load)
 //   one row (a decode step, ExpertsArgs::sync given): one persistent launch instead, up then down
 //   tiles of each pair in one grid (moe_one_row_kernel), no grouping.
 //   Each element is dot_rows (dot_exact.cuh), the same fixed-order dot as linear_exact: a pair's
