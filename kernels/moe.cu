@@ -10,7 +10,7 @@
 //   group  (1 block)  pairs sorted by (expert, pair), cut into groups of ≤ 8 rows of one expert
 //   up     grid (groups, ceil(I/8))  block 256: h = swiglu(x·w1ᵀ, x·w3ᵀ) for the group's rows
 //   down   grid (groups, ceil(D/8))  block 256: eo = h·w2ᵀ
-//   rounds of ≥ 16 rows: the groups in two lists, each with its own up and down kernel (groups of
+//   rounds of ≥ 2 rows: the groups in two lists, each with its own up and down kernel (groups of
 //   ≤ 2 rows; groups of 3-8 in the wide form, w1's and w3's rows sharing each activation load)
 //   one row (a decode step, ExpertsArgs::sync given): one persistent launch instead, up then down
 //   tiles of each pair in one grid (moe_one_row_kernel), no grouping.
@@ -458,9 +458,10 @@ cudaError_t launch_one_row(const ExpertsArgs& a, cudaStream_t stream) {
 }
 
 // Two group lists (ExpertsArgs::lists = 2), else one. Left to the library (lists = 0):
-// MEMRA_CUDA_MOE_SPLIT=0 or 1 (A/B timing; same bits), unset = from kSplitRows rows (a round of
-// fewer rows has few groups of 3+, and the split costs two launches).
-constexpr int kSplitRows = 16;
+// MEMRA_CUDA_MOE_SPLIT=0 or 1 (A/B timing; same bits), unset = from kSplitRows rows. Its two
+// extra launches cost less than they give even at batch 8 (experts 604 → 588 us a layer) and
+// verify 6 (474 → 460): run 67, A/B against 16 rows.
+constexpr int kSplitRows = 2;
 
 bool split_lists(const ExpertsArgs& a) {
   static const int setting = [] {
