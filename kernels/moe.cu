@@ -274,7 +274,7 @@ template <int kMaxRows>
 inline constexpr bool kStrided = kMaxRows <= kSmallRows;
 
 template <typename Row, int kMaxRows, bool kWide>
-__global__ void __launch_bounds__(kBlock, kWide ? 2 : 0) moe_up_kernel(ExpertsArgs a, GroupList list) {
+__global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? 2 : 0) moe_up_kernel(ExpertsArgs a, GroupList list) {
   pdl_begin();
   const int i = (blockIdx.y * kWarps + threadIdx.x / kWarp) * (kWide ? kUpPerWarp : 1);
   if (i >= a.I) return;
@@ -282,7 +282,10 @@ __global__ void __launch_bounds__(kBlock, kWide ? 2 : 0) moe_up_kernel(ExpertsAr
   const auto one = [&](int j) {
     int e, nr, pair[kGroupRows];
     group_at(a, list, j, e, pair, nr);
-    if constexpr (kWide) {
+    if constexpr (kWide && kMaxRows <= kSmallRows) {  // a lone row already reads w1 and w3 in one loop
+      if (nr == 1) group_up<Row, 1>(a, e, i, pair, nr);
+      else group_up_wide<Row, 2>(a, e, i, pair, nr);
+    } else if constexpr (kWide) {
       if (nr <= 4) group_up_wide<Row, 4>(a, e, i, pair, nr);
       else group_up_wide<Row, kGroupRows>(a, e, i, pair, nr);
     } else {
@@ -300,7 +303,7 @@ __global__ void __launch_bounds__(kBlock, kWide ? 2 : 0) moe_up_kernel(ExpertsAr
 }
 
 template <typename Row, int kMaxRows, bool kWide>
-__global__ void __launch_bounds__(kBlock, kWide ? 2 : 0) moe_down_kernel(ExpertsArgs a, GroupList list) {
+__global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? 2 : 0) moe_down_kernel(ExpertsArgs a, GroupList list) {
   pdl_begin();
   const int o = (blockIdx.y * kWarps + threadIdx.x / kWarp) * (kWide ? kDownPerWarp : 1);
   if (o >= a.D) return;
@@ -308,7 +311,10 @@ __global__ void __launch_bounds__(kBlock, kWide ? 2 : 0) moe_down_kernel(Experts
   const auto one = [&](int j) {
     int e, nr, pair[kGroupRows];
     group_at(a, list, j, e, pair, nr);
-    if constexpr (kWide) {
+    if constexpr (kWide && kMaxRows <= kSmallRows) {
+      if (nr == 1) group_down_wide<Row, 1>(a, e, o, pair, nr);
+      else group_down_wide<Row, 2>(a, e, o, pair, nr);
+    } else if constexpr (kWide) {
       if (nr <= 4) group_down_wide<Row, 4>(a, e, o, pair, nr);
       else group_down_wide<Row, kGroupRows>(a, e, o, pair, nr);
     } else {
@@ -472,13 +478,14 @@ bool split_lists(const ExpertsArgs& a) {
   return setting < 0 ? a.rows >= kSplitRows : setting == 1;
 }
 
-// MEMRA_CUDA_MOE_WIDE=0 runs the large list through the one-output-per-warp kernels (A/B; same bits).
-bool wide_enabled() {
-  static const bool on = [] {
+// MEMRA_CUDA_MOE_WIDE (A/B; same bits): 0 = both lists through the one-output-per-warp kernels,
+// 1 = the large list wide, unset = both lists wide.
+int wide_setting() {
+  static const int level = [] {
     const char* v = std::getenv("MEMRA_CUDA_MOE_WIDE");
-    return !(v && v[0] == '0');
+    return v && v[0] == '0' ? 0 : v && v[0] == '1' ? 1 : 2;
   }();
-  return on;
+  return level;
 }
 
 template <typename Row>
@@ -498,19 +505,21 @@ cudaError_t launch_experts(const ExpertsArgs& a, int max_groups, cudaStream_t st
   }
   const int P = a.rows * a.k, small_bound = std::min(a.E, P), large_bound = P / (kSmallRows + 1);
   const GroupList small{0, 1, 0}, large{max_groups - 1, -1, 1};
-  const bool wide = wide_enabled();
-  if ((err = run(moe_up_kernel<Row, kSmallRows, false>, small, small_bound, true, tiles(a.I, 1))) != cudaSuccess)
+  const int wide = wide_setting();
+  if ((err = wide >= 2 ? run(moe_up_kernel<Row, kSmallRows, true>, small, small_bound, true, tiles(a.I, kUpPerWarp))
+                       : run(moe_up_kernel<Row, kSmallRows, false>, small, small_bound, true, tiles(a.I, 1))) != cudaSuccess)
     return err;
   if (large_bound > 0) {
-    err = wide ? run(moe_up_kernel<Row, kGroupRows, true>, large, large_bound, false, tiles(a.I, kUpPerWarp))
-               : run(moe_up_kernel<Row, kGroupRows, false>, large, large_bound, false, tiles(a.I, 1));
+    err = wide >= 1 ? run(moe_up_kernel<Row, kGroupRows, true>, large, large_bound, false, tiles(a.I, kUpPerWarp))
+                    : run(moe_up_kernel<Row, kGroupRows, false>, large, large_bound, false, tiles(a.I, 1));
     if (err != cudaSuccess) return err;
   }
-  if ((err = run(moe_down_kernel<Row, kSmallRows, false>, small, small_bound, true, tiles(a.D, 1))) != cudaSuccess)
+  if ((err = wide >= 2 ? run(moe_down_kernel<Row, kSmallRows, true>, small, small_bound, true, tiles(a.D, kDownPerWarp))
+                       : run(moe_down_kernel<Row, kSmallRows, false>, small, small_bound, true, tiles(a.D, 1))) != cudaSuccess)
     return err;
   if (large_bound == 0) return cudaSuccess;
-  return wide ? run(moe_down_kernel<Row, kGroupRows, true>, large, large_bound, false, tiles(a.D, kDownPerWarp))
-              : run(moe_down_kernel<Row, kGroupRows, false>, large, large_bound, false, tiles(a.D, 1));
+  return wide >= 1 ? run(moe_down_kernel<Row, kGroupRows, true>, large, large_bound, false, tiles(a.D, kDownPerWarp))
+                   : run(moe_down_kernel<Row, kGroupRows, false>, large, large_bound, false, tiles(a.D, 1));
 }
 
 }  // namespace
