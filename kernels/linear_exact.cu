@@ -133,16 +133,12 @@ inline constexpr bool kPlainRow = std::is_same_v<Row, PlainRow<float>> || std::i
 // (tiled_ok), so the whole block takes the same path through its barriers.
 constexpr int kTileSteps = 4;
 
-// kPipe: the activations staged two chunks deep (cp.async): chunk c + 1's copies are issued before
-// chunk c is computed, so the staging's L2/HBM latency overlaps the FMAs instead of stalling the
-// block between them (at 64 rows the single-buffered form ran its FMAs at ~21% of the rate, ncu
-// run 63). Dynamic shared memory: kBufs · 8 rows · kChunk floats (bf16: 32 KB per buffer).
-template <typename Row, int KO, bool kPipe>
+template <typename Row, int KO>
 __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArgs a) {
   constexpr int RB = 8, V = Row::kV, kStep = kWarp * V, kChunk = kStep * kTileSteps, kQuads = kChunk / 4;
   // Element e = k·32·V + lane·V + v of a chunk sits at float4 (k·V/4 + v/4)·32 + lane: a warp's
   // float4 read of one (k, v/4) is 512 contiguous bytes, free of bank conflicts.
-  extern __shared__ float4 xs_all[];  // [kPipe ? 2 : 1][RB][kQuads]
+  __shared__ float4 xs[RB][kQuads];
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int r0 = blockIdx.x * RB;
   const int o0 = (blockIdx.y * kOutsPerBlock + warp) * KO;
@@ -165,47 +161,23 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
   fetch(0, min(kChunk, a.in));
   pdl_begin();
   const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
-  // The block's rows of chunk [c0, c0 + cn) into buffer buf.
-  const auto stage = [&](int buf, int c0, int cn) {
-    float4* xb = xs_all + buf * RB * kQuads;
-    for (int q = threadIdx.x; q < RB * kQuads; q += kBlock) {
-      const int r = q / kQuads, e = (q % kQuads) * 4;
-      if (r < nr && e < cn) {
-        const int k = e / kStep, l = (e % kStep) / V, h = (e % V) / 4;
-        float4* dst = xb + r * kQuads + (k * (V / 4) + h) * kWarp + l;
-        const float* src = xg + r * a.x_stride + c0 + e;
-        if constexpr (kPipe) cp_async16(dst, src);
-        else *dst = *reinterpret_cast<const float4*>(src);
-      }
-    }
-    if constexpr (kPipe) cp_async_commit();
-  };
   float acc[KO][RB];
 #pragma unroll
   for (int t = 0; t < KO; ++t)
 #pragma unroll
     for (int r = 0; r < RB; ++r) acc[t][r] = 0.0f;
-  if constexpr (kPipe) stage(0, 0, min(kChunk, a.in));
-  int buf = 0;
   for (int c0 = 0; c0 < a.in; c0 += kChunk) {
     const int cn = min(kChunk, a.in - c0);  // a multiple of V (the vector path needs in % V == 0)
     if (c0 > 0) fetch(c0, cn);
-    if constexpr (kPipe) {
-      // The next chunk's copies go out now, into the buffer the previous chunk was read from (the
-      // barrier ending that chunk has passed); then this chunk's own copies must have landed.
-      if (c0 + kChunk < a.in) {
-        stage(buf ^ 1, c0 + kChunk, min(kChunk, a.in - c0 - kChunk));
-        cp_async_wait<1>();
-      } else {
-        cp_async_wait<0>();
+    __syncthreads();  // the previous chunk's reads are done
+    for (int q = threadIdx.x; q < RB * kQuads; q += kBlock) {
+      const int r = q / kQuads, e = (q % kQuads) * 4;
+      if (r < nr && e < cn) {
+        const int k = e / kStep, l = (e % kStep) / V, h = (e % V) / 4;
+        xs[r][(k * (V / 4) + h) * kWarp + l] = *reinterpret_cast<const float4*>(xg + r * a.x_stride + c0 + e);
       }
-      __syncthreads();
-    } else {
-      __syncthreads();  // the previous chunk's reads are done
-      stage(0, c0, cn);
-      __syncthreads();
     }
-    const float4* xb = xs_all + buf * RB * kQuads;
+    __syncthreads();
     if (o0 < a.out) {
 #pragma unroll
       for (int k = 0; k < kTileSteps; ++k) {
@@ -222,7 +194,7 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
               float xf[V];
 #pragma unroll
               for (int h = 0; h < V / 4; ++h) {
-                const float4 v4 = xb[r * kQuads + (k * (V / 4) + h) * kWarp + lane];
+                const float4 v4 = xs[r][(k * (V / 4) + h) * kWarp + lane];
                 xf[4 * h] = v4.x, xf[4 * h + 1] = v4.y, xf[4 * h + 2] = v4.z, xf[4 * h + 3] = v4.w;
               }
 #pragma unroll
@@ -234,10 +206,6 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
         }
       }
     }
-    if constexpr (kPipe) {
-      __syncthreads();  // this buffer's reads are done before the next chunk's stage refills it
-      buf ^= 1;
-    }
   }
   if (o0 >= a.out) return;  // after the last barrier
   float* yg = a.y + g * a.y_gstride;
@@ -248,34 +216,6 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
       const float s = warp_sum(acc[t][r]);
       if (lane == 0 && r < nr && o0 + t < a.out) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o0 + t] = s;
     }
-}
-
-// Bytes of dynamic shared memory the tiled kernel's form takes.
-template <typename Row, bool kPipe>
-constexpr size_t tiled_smem() {
-  return (kPipe ? 2 : 1) * 8 * static_cast<size_t>(kWarp * Row::kV * kTileSteps) * sizeof(float);
-}
-
-// MEMRA_CUDA_LINEAR_PIPE=0: the tiled kernel stages each chunk after the previous one is computed,
-// as before run 69 (A/B timing; same bits).
-bool pipe_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_PIPE");
-    return !(v && v[0] == '0');
-  }();
-  return on;
-}
-
-template <typename Row, int KO>
-cudaError_t launch_tiled(const LinearArgs& a, dim3 grid, cudaStream_t stream) {
-  if (!pipe_enabled()) return launch(linear_exact_tiled_kernel<Row, KO, false>, grid, kBlock, tiled_smem<Row, false>(), stream, a);
-  const auto kernel = linear_exact_tiled_kernel<Row, KO, true>;
-  constexpr size_t smem = tiled_smem<Row, true>();
-  if constexpr (smem > 48 * 1024) {
-    const cudaError_t err = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
-    if (err != cudaSuccess) return err;
-  }
-  return launch(kernel, grid, kBlock, smem, stream, a);
 }
 
 // MEMRA_CUDA_LINEAR_TILED (A/B timing; the same bits in every setting): 0 = multi-row linears
@@ -331,9 +271,9 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int outs_per_warp) 
     const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
     if ((env >= 0 || outs_per_warp > 0) && tiled_ok<Row>(a, gm)) {
       const dim3 grid(gy, gm, a.groups);
-      if (ko == 4) return launch_tiled<Row, 4>(a, grid, stream);
-      if (ko == 2) return launch_tiled<Row, 2>(a, grid, stream);
-      return launch_tiled<Row, 1>(a, grid, stream);
+      if (ko == 4) return launch(linear_exact_tiled_kernel<Row, 4>, grid, kBlock, 0, stream, a);
+      if (ko == 2) return launch(linear_exact_tiled_kernel<Row, 2>, grid, kBlock, 0, stream, a);
+      return launch(linear_exact_tiled_kernel<Row, 1>, grid, kBlock, 0, stream, a);
     }
   }
   return launch(linear_exact_kernel<Row, 8>, dim3(gx, gy, a.groups), kBlock, 0, stream, a);  // packed weights, unaligned rows

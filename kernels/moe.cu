@@ -11,7 +11,7 @@
 //   up     grid (groups, ceil(I/8))  block 256: h = swiglu(x·w1ᵀ, x·w3ᵀ) for the group's rows
 //   down   grid (groups, ceil(D/8))  block 256: eo = h·w2ᵀ
 //   rounds of ≥ 2 rows: the groups in two lists, each with its own up and down kernel (groups of
-//   ≤ 2 rows; groups of 3-8 in the wide form, w1's and w3's rows sharing each activation load)
+//   ≤ 2 rows; groups of 3-8), both in the wide form (w1's and w3's rows share each activation load)
 //   one row (a decode step, ExpertsArgs::sync given): one persistent launch instead, up then down
 //   tiles of each pair in one grid (moe_one_row_kernel), no grouping.
 //   Each element is dot_rows (dot_exact.cuh), the same fixed-order dot as linear_exact: a pair's
@@ -196,11 +196,12 @@ __device__ __forceinline__ void group_down(const ExpertsArgs& a, int e, int o, c
   }
 }
 
-// The large list's form (groups of 3-8 rows): w1's and w3's rows of a warp's intermediate index
-// share each activation load (dot_rows_multi), and a down warp takes kDownPerWarp consecutive w2
-// rows. The 8-row loop read a group's activations once per weight row: L1/TEX 75.6% busy at batch
-// 64 (ncu, run 63). Two indices per up warp (4 weight rows) took 196 registers, and 2 blocks per
-// SM then spilled 100 bytes. Rows past I or D are clamped and not written.
+// The wide form: w1's and w3's rows of a warp's intermediate index share each activation load
+// (dot_rows_multi), and a down warp takes kDownPerWarp consecutive w2 rows. The 8-row loop read a
+// group's activations once per weight row: L1/TEX 75.6% busy at batch 64 (ncu, run 63); the large
+// list's groups (3-8 rows) took 21% less time in this form, the small list's two-row groups a
+// further 5% (runs 66, 69). Two indices per up warp (4 weight rows) took 196 registers, and 2
+// blocks per SM then spilled 100 bytes. Rows past I or D are clamped and not written.
 constexpr int kUpPerWarp = 1, kDownPerWarp = 2;
 
 template <typename Row, int RB>
@@ -266,8 +267,8 @@ __device__ __forceinline__ void group_at(const ExpertsArgs& a, GroupList list, i
 // bounds the list's group size, so the small list's kernel (kSmallRows) is compiled without the
 // 4- and 8-row loops: the register count of a kernel is that of its largest path, and the 8-row
 // loop's 120 registers held every group of a 64-row round at two blocks per SM (ncu, run 63).
-// kWide: the large list's form (group_up_wide / group_down_wide), each warp kUpPerWarp or
-// kDownPerWarp outputs. Only the small list's blocks stride over several groups (its bound, one
+// kWide: the wide form (group_up_wide / group_down_wide), each warp kUpPerWarp or kDownPerWarp
+// outputs; the small list's lone rows keep group_up<1>, whose loop already reads w1 and w3 together. Only the small list's blocks stride over several groups (its bound, one
 // group per expert, is loose); the larger kernels take one group per block row, as a stride loop
 // cost them registers and spills (64 bytes in the 8-row up kernel, 4% at batch 8, run 65).
 template <int kMaxRows>
