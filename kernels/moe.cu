@@ -263,66 +263,74 @@ __device__ __forceinline__ void group_at(const ExpertsArgs& a, GroupList list, i
   for (int r = 0; r < kGroupRows; ++r) pair[r] = a.pair_order[start + (r < nr ? r : 0)];
 }
 
-// The up and down kernels take the groups of one list, blocks along x striding over them. kMaxRows
-// bounds the list's group size, so the small list's kernel (kSmallRows) is compiled without the
-// 4- and 8-row loops: the register count of a kernel is that of its largest path, and the 8-row
-// loop's 120 registers held every group of a 64-row round at two blocks per SM (ncu, run 63).
-// kWide: the wide form (group_up_wide / group_down_wide), each warp kUpPerWarp or kDownPerWarp
-// outputs; the small list's lone rows keep group_up<1>, whose loop already reads w1 and w3 together. Only the small list's blocks stride over several groups (its bound, one
-// group per expert, is loose); the larger kernels take one group per block row, as a stride loop
-// cost them registers and spills (64 bytes in the 8-row up kernel, 4% at batch 8, run 65).
+// The two stages of the grouped launches, as moe_stage_kernel takes them: the outputs a warp
+// walks (I intermediate indices, D hidden features), the narrow form with RB rows (dot_rows, one
+// output per warp) and the wide form (kWidePerWarp outputs per warp). kLoneNarrow: a lone row keeps
+// the narrow form in the small list's wide kernel (group_up<1>'s loop already reads w1 and w3
+// together).
+struct UpStage {
+  static constexpr int kWidePerWarp = kUpPerWarp;
+  static constexpr bool kLoneNarrow = true;
+  __device__ __forceinline__ static int outputs(const ExpertsArgs& a) { return a.I; }
+  template <typename Row, int RB>
+  __device__ __forceinline__ static void narrow(const ExpertsArgs& a, int e, int o, const int (&pair)[kGroupRows], int nr) {
+    group_up<Row, RB>(a, e, o, pair, nr);
+  }
+  template <typename Row, int RB>
+  __device__ __forceinline__ static void wide(const ExpertsArgs& a, int e, int o, const int (&pair)[kGroupRows], int nr) {
+    group_up_wide<Row, RB>(a, e, o, pair, nr);
+  }
+};
+
+struct DownStage {
+  static constexpr int kWidePerWarp = kDownPerWarp;
+  static constexpr bool kLoneNarrow = false;
+  __device__ __forceinline__ static int outputs(const ExpertsArgs& a) { return a.D; }
+  template <typename Row, int RB>
+  __device__ __forceinline__ static void narrow(const ExpertsArgs& a, int e, int o, const int (&pair)[kGroupRows], int nr) {
+    group_down<Row, RB>(a, e, o, pair, nr);
+  }
+  template <typename Row, int RB>
+  __device__ __forceinline__ static void wide(const ExpertsArgs& a, int e, int o, const int (&pair)[kGroupRows], int nr) {
+    group_down_wide<Row, RB>(a, e, o, pair, nr);
+  }
+};
+
+// One stage (UpStage, DownStage) for the groups of one list. kMaxRows bounds the list's group size,
+// so the small list's kernel (kSmallRows) is compiled without the 4- and 8-row loops: the register
+// count of a kernel is that of its largest path, and the 8-row loop's 120 registers held every
+// group of a 64-row round at two blocks per SM (ncu, run 63). kWide: the wide form. Only the small
+// list's blocks stride over several groups along x (its bound, one group per expert, is loose); the
+// larger kernels take one group per block row, as a stride loop cost them registers and spills (64
+// bytes in the 8-row up kernel, 4% at batch 8, run 65).
 template <int kMaxRows>
 inline constexpr bool kStrided = kMaxRows <= kSmallRows;
 
-template <typename Row, int kMaxRows, bool kWide>
-__global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? 2 : 0) moe_up_kernel(ExpertsArgs a, GroupList list) {
+template <typename Row, typename Stage, int kMaxRows, bool kWide>
+__global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? 2 : 0)
+    moe_stage_kernel(ExpertsArgs a, GroupList list) {
   pdl_begin();
-  const int i = (blockIdx.y * kWarps + threadIdx.x / kWarp) * (kWide ? kUpPerWarp : 1);
-  if (i >= a.I) return;
-  const int n = a.n_groups[list.which];
-  const auto one = [&](int j) {
-    int e, nr, pair[kGroupRows];
-    group_at(a, list, j, e, pair, nr);
-    if constexpr (kWide && kMaxRows <= kSmallRows) {  // a lone row already reads w1 and w3 in one loop
-      if (nr == 1) group_up<Row, 1>(a, e, i, pair, nr);
-      else group_up_wide<Row, 2>(a, e, i, pair, nr);
-    } else if constexpr (kWide) {
-      if (nr <= 4) group_up_wide<Row, 4>(a, e, i, pair, nr);
-      else group_up_wide<Row, kGroupRows>(a, e, i, pair, nr);
-    } else {
-      if (nr == 1) group_up<Row, 1>(a, e, i, pair, nr);
-      else if (kMaxRows <= 2 || nr == 2) group_up<Row, 2>(a, e, i, pair, nr);
-      else if (kMaxRows <= 4 || nr <= 4) group_up<Row, 4>(a, e, i, pair, nr);
-      else group_up<Row, kGroupRows>(a, e, i, pair, nr);
-    }
-  };
-  if constexpr (kStrided<kMaxRows>) {
-    for (int j = blockIdx.x; j < n; j += gridDim.x) one(j);
-  } else if (blockIdx.x < n) {
-    one(blockIdx.x);
-  }
-}
-
-template <typename Row, int kMaxRows, bool kWide>
-__global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? 2 : 0) moe_down_kernel(ExpertsArgs a, GroupList list) {
-  pdl_begin();
-  const int o = (blockIdx.y * kWarps + threadIdx.x / kWarp) * (kWide ? kDownPerWarp : 1);
-  if (o >= a.D) return;
+  const int o = (blockIdx.y * kWarps + threadIdx.x / kWarp) * (kWide ? Stage::kWidePerWarp : 1);
+  if (o >= Stage::outputs(a)) return;
   const int n = a.n_groups[list.which];
   const auto one = [&](int j) {
     int e, nr, pair[kGroupRows];
     group_at(a, list, j, e, pair, nr);
     if constexpr (kWide && kMaxRows <= kSmallRows) {
-      if (nr == 1) group_down_wide<Row, 1>(a, e, o, pair, nr);
-      else group_down_wide<Row, 2>(a, e, o, pair, nr);
+      if (nr == 1) {
+        if constexpr (Stage::kLoneNarrow) Stage::template narrow<Row, 1>(a, e, o, pair, nr);
+        else Stage::template wide<Row, 1>(a, e, o, pair, nr);
+      } else {
+        Stage::template wide<Row, 2>(a, e, o, pair, nr);
+      }
     } else if constexpr (kWide) {
-      if (nr <= 4) group_down_wide<Row, 4>(a, e, o, pair, nr);
-      else group_down_wide<Row, kGroupRows>(a, e, o, pair, nr);
+      if (nr <= 4) Stage::template wide<Row, 4>(a, e, o, pair, nr);
+      else Stage::template wide<Row, kGroupRows>(a, e, o, pair, nr);
     } else {
-      if (nr == 1) group_down<Row, 1>(a, e, o, pair, nr);
-      else if (kMaxRows <= 2 || nr == 2) group_down<Row, 2>(a, e, o, pair, nr);
-      else if (kMaxRows <= 4 || nr <= 4) group_down<Row, 4>(a, e, o, pair, nr);
-      else group_down<Row, kGroupRows>(a, e, o, pair, nr);
+      if (nr == 1) Stage::template narrow<Row, 1>(a, e, o, pair, nr);
+      else if (kMaxRows <= 2 || nr == 2) Stage::template narrow<Row, 2>(a, e, o, pair, nr);
+      else if (kMaxRows <= 4 || nr <= 4) Stage::template narrow<Row, 4>(a, e, o, pair, nr);
+      else Stage::template narrow<Row, kGroupRows>(a, e, o, pair, nr);
     }
   };
   if constexpr (kStrided<kMaxRows>) {
@@ -489,38 +497,33 @@ int wide_setting() {
   return level;
 }
 
+// One stage's launches: one list, or the small and the large list (each with its bound on the
+// number of groups as the grid's x, the small list's capped and strided).
+template <typename Row, typename Stage>
+cudaError_t launch_stage(const ExpertsArgs& a, int max_groups, bool split, int wide, cudaStream_t stream) {
+  const auto run = [&](auto kernel, GroupList list, int bound, bool strided, int per_warp) {
+    const int x = std::max(1, strided ? std::min(bound, kGroupBlocks) : bound);
+    const int y = (Stage::outputs(a) + kWarps * per_warp - 1) / (kWarps * per_warp);
+    return launch(kernel, dim3(x, y), kBlock, 0, stream, a, list);
+  };
+  if (!split) return run(moe_stage_kernel<Row, Stage, kGroupRows, false>, GroupList{0, 1, 0}, max_groups, false, 1);
+  const int P = a.rows * a.k, small_bound = std::min(a.E, P), large_bound = P / (kSmallRows + 1);
+  const GroupList small{0, 1, 0}, large{max_groups - 1, -1, 1};
+  const cudaError_t err =
+      wide >= 2 ? run(moe_stage_kernel<Row, Stage, kSmallRows, true>, small, small_bound, true, Stage::kWidePerWarp)
+                : run(moe_stage_kernel<Row, Stage, kSmallRows, false>, small, small_bound, true, 1);
+  if (err != cudaSuccess || large_bound == 0) return err;
+  return wide >= 1 ? run(moe_stage_kernel<Row, Stage, kGroupRows, true>, large, large_bound, false, Stage::kWidePerWarp)
+                   : run(moe_stage_kernel<Row, Stage, kGroupRows, false>, large, large_bound, false, 1);
+}
+
 template <typename Row>
 cudaError_t launch_experts(const ExpertsArgs& a, int max_groups, cudaStream_t stream) {
   if (one_row(a)) return launch_one_row<Row>(a, stream);
-  const auto tiles = [](int n, int per_warp) { return (n + kWarps * per_warp - 1) / (kWarps * per_warp); };
-  // grid x: one block row per possible group of the list (`bound`), or kGroupBlocks striding rows
-  const auto run = [&](auto kernel, GroupList list, int bound, bool strided, int y) {
-    const int x = std::max(1, strided ? std::min(bound, kGroupBlocks) : bound);
-    return launch(kernel, dim3(x, y), kBlock, 0, stream, a, list);
-  };
-  cudaError_t err;
-  if (!split_lists(a)) {
-    const GroupList all{0, 1, 0};
-    if ((err = run(moe_up_kernel<Row, kGroupRows, false>, all, max_groups, false, tiles(a.I, 1))) != cudaSuccess) return err;
-    return run(moe_down_kernel<Row, kGroupRows, false>, all, max_groups, false, tiles(a.D, 1));
-  }
-  const int P = a.rows * a.k, small_bound = std::min(a.E, P), large_bound = P / (kSmallRows + 1);
-  const GroupList small{0, 1, 0}, large{max_groups - 1, -1, 1};
+  const bool split = split_lists(a);
   const int wide = wide_setting();
-  if ((err = wide >= 2 ? run(moe_up_kernel<Row, kSmallRows, true>, small, small_bound, true, tiles(a.I, kUpPerWarp))
-                       : run(moe_up_kernel<Row, kSmallRows, false>, small, small_bound, true, tiles(a.I, 1))) != cudaSuccess)
-    return err;
-  if (large_bound > 0) {
-    err = wide >= 1 ? run(moe_up_kernel<Row, kGroupRows, true>, large, large_bound, false, tiles(a.I, kUpPerWarp))
-                    : run(moe_up_kernel<Row, kGroupRows, false>, large, large_bound, false, tiles(a.I, 1));
-    if (err != cudaSuccess) return err;
-  }
-  if ((err = wide >= 2 ? run(moe_down_kernel<Row, kSmallRows, true>, small, small_bound, true, tiles(a.D, kDownPerWarp))
-                       : run(moe_down_kernel<Row, kSmallRows, false>, small, small_bound, true, tiles(a.D, 1))) != cudaSuccess)
-    return err;
-  if (large_bound == 0) return cudaSuccess;
-  return wide >= 1 ? run(moe_down_kernel<Row, kGroupRows, true>, large, large_bound, false, tiles(a.D, kDownPerWarp))
-                   : run(moe_down_kernel<Row, kGroupRows, false>, large, large_bound, false, tiles(a.D, 1));
+  const cudaError_t err = launch_stage<Row, UpStage>(a, max_groups, split, wide, stream);
+  return err != cudaSuccess ? err : launch_stage<Row, DownStage>(a, max_groups, split, wide, stream);
 }
 
 }  // namespace
