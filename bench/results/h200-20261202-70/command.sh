@@ -1,6 +1,7 @@
 # Run 70 (session 27's last): the whole tools/gpu-check.sh on the final tree (two group lists from
 # 2 rows, both in the wide form, in one moe_stage_kernel; the tiled linear as in run 68), then ncu
-# of the tiled exact linear at 32 rows (why it runs its FMAs at ~21% of the rate) on the time left.
+# of the tiled exact linear at 32 rows (why it runs its FMAs at ~21% of the rate) on the time left
+# (NCU_S seconds kept for it; NCU_S=0 leaves gpu-check all of LIMIT).
 # gpu-check's files are packed into check.tar.gz ($OUT keeps to the device's 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -11,7 +12,7 @@ for f in glob.glob('build-gpu-pack/*/*.xz'):
 P=$PWD/build-gpu-pack; m=$P/bin/memra; export NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH=$P/bin
 T0=$(date +%s); el() { echo "t=$(( $(date +%s) - T0 ))s"; }
 $m --version | head -1
-OUT_MAIN=$OUT; left=$(( ${LIMIT:-560} - 100 - ($(date +%s) - T0) )); echo "gpu-check budget ${left}s"
+OUT_MAIN=$OUT; left=$(( ${LIMIT:-560} - ${NCU_S:-100} - ($(date +%s) - T0) )); echo "gpu-check budget ${left}s"
 mkdir -p /tmp/check
 OUT=/tmp/check GPU_CHECK_FRESH=1 GPU_CHECK_BUDGET_S=$left bash tools/gpu-check.sh > /tmp/check/console.txt 2>&1
 tar czf $OUT/check.tar.gz -C /tmp/check . ; cat /tmp/check/summary.txt 2>/dev/null | tail -45; el
@@ -20,6 +21,7 @@ tar czf $OUT/check.tar.gz -C /tmp/check . ; cat /tmp/check/summary.txt 2>/dev/nu
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 BA="bench --contexts 2048 --batches 8 --verify 6 --steps 2 --reps 1 --prefill 32 --snapshot-gib 0.05 --json"
 ncu_left=$(( ${LIMIT:-560} - 10 - ($(date +%s) - T0) )); (( ncu_left > 90 )) && ncu_left=90
+(( ncu_left < 30 )) && { echo "ncu: skipped (${ncu_left}s left)"; exit 0; }
 timeout $ncu_left $NCU --clock-control none -k regex:linear_exact_tiled_kernel --launch-count 10 \
   --section SpeedOfLight --section WarpStateStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis \
   --section SchedulerStats --section InstructionStats --section ComputeWorkloadAnalysis \
