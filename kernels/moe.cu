@@ -271,7 +271,7 @@ __device__ __forceinline__ void group_at(const ExpertsArgs& a, GroupList list, i
 struct UpStage {
   static constexpr int kWidePerWarp = kUpPerWarp;
   static constexpr bool kLoneNarrow = true;
-  __device__ __forceinline__ static int outputs(const ExpertsArgs& a) { return a.I; }
+  __host__ __device__ static int outputs(const ExpertsArgs& a) { return a.I; }
   template <typename Row, int RB>
   __device__ __forceinline__ static void narrow(const ExpertsArgs& a, int e, int o, const int (&pair)[kGroupRows], int nr) {
     group_up<Row, RB>(a, e, o, pair, nr);
@@ -285,7 +285,7 @@ struct UpStage {
 struct DownStage {
   static constexpr int kWidePerWarp = kDownPerWarp;
   static constexpr bool kLoneNarrow = false;
-  __device__ __forceinline__ static int outputs(const ExpertsArgs& a) { return a.D; }
+  __host__ __device__ static int outputs(const ExpertsArgs& a) { return a.D; }
   template <typename Row, int RB>
   __device__ __forceinline__ static void narrow(const ExpertsArgs& a, int e, int o, const int (&pair)[kGroupRows], int nr) {
     group_down<Row, RB>(a, e, o, pair, nr);
