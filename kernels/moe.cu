@@ -201,30 +201,21 @@ __device__ __forceinline__ void group_down(const ExpertsArgs& a, int e, int o, c
 // group's activations once per weight row: L1/TEX 75.6% busy at batch 64 (ncu, run 63); the large
 // list's groups (3-8 rows) took 21% less time in this form, the small list's two-row groups a
 // further 5% (runs 66, 69). Two indices per up warp (4 weight rows) took 196 registers, and 2
-// blocks per SM then spilled 100 bytes. Rows past I or D are clamped and not written.
-constexpr int kUpPerWarp = 1, kDownPerWarp = 2;
+// blocks per SM then spilled 100 bytes. Down rows past D are clamped and not written.
+constexpr int kDownPerWarp = 2;
 
 template <typename Row, int RB>
-__device__ __forceinline__ void group_up_wide(const ExpertsArgs& a, int e, int i0, const int (&pair)[kGroupRows], int nr) {
+__device__ __forceinline__ void group_up_wide(const ExpertsArgs& a, int e, int i, const int (&pair)[kGroupRows], int nr) {
   const float* xr[RB];
 #pragma unroll
   for (int r = 0; r < RB; ++r) xr[r] = a.x + static_cast<int64_t>(pair[r] / a.k) * a.D;
-  Row w[2 * kUpPerWarp];
-#pragma unroll
-  for (int t = 0; t < kUpPerWarp; ++t) {
-    const int i = min(i0 + t, a.I - 1);
-    w[2 * t] = stack_row<Row>(a.w1, a.s1, e, a.I, a.D, i);
-    w[2 * t + 1] = stack_row<Row>(a.w3, a.s3, e, a.I, a.D, i);
-  }
-  float acc[2 * kUpPerWarp][RB];
-  dot_rows_multi<Row, RB, 2 * kUpPerWarp>(xr, nr, w, a.D, acc);
+  const Row w[2] = {stack_row<Row>(a.w1, a.s1, e, a.I, a.D, i), stack_row<Row>(a.w3, a.s3, e, a.I, a.D, i)};
+  float acc[2][RB];
+  dot_rows_multi<Row, RB, 2>(xr, nr, w, a.D, acc);
   if (threadIdx.x % kWarp == 0) {
 #pragma unroll
-    for (int t = 0; t < kUpPerWarp; ++t)
-#pragma unroll
-      for (int r = 0; r < RB; ++r)
-        if (r < nr && i0 + t < a.I)
-          a.h[static_cast<int64_t>(pair[r]) * a.I + i0 + t] = swiglu_f(acc[2 * t][r], acc[2 * t + 1][r], a.limit);
+    for (int r = 0; r < RB; ++r)
+      if (r < nr) a.h[static_cast<int64_t>(pair[r]) * a.I + i] = swiglu_f(acc[0][r], acc[1][r], a.limit);
   }
 }
 
@@ -269,7 +260,7 @@ __device__ __forceinline__ void group_at(const ExpertsArgs& a, GroupList list, i
 // the narrow form in the small list's wide kernel (group_up<1>'s loop already reads w1 and w3
 // together).
 struct UpStage {
-  static constexpr int kWidePerWarp = kUpPerWarp;
+  static constexpr int kWidePerWarp = 1;
   static constexpr bool kLoneNarrow = true;
   __host__ __device__ static int outputs(const ExpertsArgs& a) { return a.I; }
   template <typename Row, int RB>
@@ -497,24 +488,28 @@ int wide_setting() {
   return level;
 }
 
-// One stage's launches: one list, or the small and the large list (each with its bound on the
-// number of groups as the grid's x, the small list's capped and strided).
+// One list's launch: grid x one block row per possible group of the list (`bound`), or for the
+// strided small list at most kGroupBlocks; grid y the stage's outputs at the kernel's outputs per
+// warp. Both follow from the kernel's own template arguments, so the host cannot disagree with it.
+template <typename Row, typename Stage, int kMaxRows, bool kWide>
+cudaError_t launch_list(const ExpertsArgs& a, GroupList list, int bound, cudaStream_t stream) {
+  constexpr int per_warp = kWide ? Stage::kWidePerWarp : 1;
+  const int x = std::max(1, kStrided<kMaxRows> ? std::min(bound, kGroupBlocks) : bound);
+  const int y = (Stage::outputs(a) + kWarps * per_warp - 1) / (kWarps * per_warp);
+  return launch(moe_stage_kernel<Row, Stage, kMaxRows, kWide>, dim3(x, y), kBlock, 0, stream, a, list);
+}
+
+// One stage's launches: one list, or the small and the large list.
 template <typename Row, typename Stage>
 cudaError_t launch_stage(const ExpertsArgs& a, int max_groups, bool split, int wide, cudaStream_t stream) {
-  const auto run = [&](auto kernel, GroupList list, int bound, bool strided, int per_warp) {
-    const int x = std::max(1, strided ? std::min(bound, kGroupBlocks) : bound);
-    const int y = (Stage::outputs(a) + kWarps * per_warp - 1) / (kWarps * per_warp);
-    return launch(kernel, dim3(x, y), kBlock, 0, stream, a, list);
-  };
-  if (!split) return run(moe_stage_kernel<Row, Stage, kGroupRows, false>, GroupList{0, 1, 0}, max_groups, false, 1);
+  if (!split) return launch_list<Row, Stage, kGroupRows, false>(a, GroupList{0, 1, 0}, max_groups, stream);
   const int P = a.rows * a.k, small_bound = std::min(a.E, P), large_bound = P / (kSmallRows + 1);
   const GroupList small{0, 1, 0}, large{max_groups - 1, -1, 1};
-  const cudaError_t err =
-      wide >= 2 ? run(moe_stage_kernel<Row, Stage, kSmallRows, true>, small, small_bound, true, Stage::kWidePerWarp)
-                : run(moe_stage_kernel<Row, Stage, kSmallRows, false>, small, small_bound, true, 1);
+  const cudaError_t err = wide >= 2 ? launch_list<Row, Stage, kSmallRows, true>(a, small, small_bound, stream)
+                                    : launch_list<Row, Stage, kSmallRows, false>(a, small, small_bound, stream);
   if (err != cudaSuccess || large_bound == 0) return err;
-  return wide >= 1 ? run(moe_stage_kernel<Row, Stage, kGroupRows, true>, large, large_bound, false, Stage::kWidePerWarp)
-                   : run(moe_stage_kernel<Row, Stage, kGroupRows, false>, large, large_bound, false, 1);
+  return wide >= 1 ? launch_list<Row, Stage, kGroupRows, true>(a, large, large_bound, stream)
+                   : launch_list<Row, Stage, kGroupRows, false>(a, large, large_bound, stream);
 }
 
 template <typename Row>
