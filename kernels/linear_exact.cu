@@ -5,7 +5,7 @@
 // the grid: no split-K, no shape-dependent kernel choice that changes a reduction. Packed weights
 // (FP8/FP4 with e8m0 block scales) are decoded in registers as they are loaded (dot_exact.cuh).
 //
-// Three kernels, one (row, o) order, so the same bits from any of them:
+// Four kernels, one (row, o) order, so the same bits from any of them:
 //   linear_one_row_kernel      one row of a plain matrix (decode GEMV), one output per warp, its
 //                              first weights loaded before pdl_begin()
 //                                                        grid (ceil(out / 8), 1, groups)
@@ -16,6 +16,10 @@
 //                              (the largest whose grid has a block per SM), the 8 rows' activations
 //                              staged in shared memory, row groups on grid x
 //                                                        grid (ceil(rows / 8), ceil(out / (8·KO)), groups)
+//   linear_exact_gemm_kernel   rows ≥ kGemmMinRows (16), plain weights, aligned: the register-tiled
+//                              form; a thread holds one lane's partials of NJ rows × 8 outputs, the
+//                              lanes' butterfly replayed in shared memory; NJ = 2, 4, 8 by rows
+//                                                        grid (ceil(rows / 4·NJ), ceil(out / 16), groups)
 //   block 256 (8 warps); rows beyond `rows` masked.
 #include <cstdlib>
 #include <string>
@@ -218,6 +222,161 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
     }
 }
 
+// Rows ≥ kGemmMinRows of a plain matrix on the vector path: the register-tiled form. The tiled
+// kernel above gives each warp one lane step of 8 rows × KO outputs, so a weight load serves 8 rows
+// and an activation load KO outputs, and its FMAs waited on both (ncu, run 70: 26% of the FMA pipe
+// at 32 rows). Here a thread keeps one lane's partial sums for NJ rows × 8 outputs, both operands
+// staged in shared memory as f32, so a float4 of activations serves 8 outputs and a float4 of
+// weights NJ rows: NJ·8·4 FMAs per NJ + 8 shared loads.
+//   Thread (warp w, lane λ): lane l = 4w + (λ & 3) of dot_rows' order, rows rt + 4j (rt = (λ >> 2)
+//   & 3, j < NJ), outputs ot + 2j (ot = λ >> 4, j < 8). A block: 4·NJ rows × 16 outputs.
+// Its partial of (row, o) is lane l's chain of dot_rows<Row, 1>: acc = fma(x[i], w[i], acc) from +0
+// over i = base + 0 … V−1, base = l·V, l·V + 32·V, … (< in), chunk after chunk of kGemmChunk
+// (a multiple of 32·V). The 32 lanes' partials then meet in shared memory in warp_sum's butterfly
+// (level off = 16, 8, 4, 2, 1: p[i] + p[i + off] for i < off), so (row, o) has the bits of every
+// other form. Activations are copied by cp.async, weights through registers (decoded to f32 on the
+// way in), chunk c + 1's in flight while chunk c is computed; one barrier per chunk.
+constexpr int kGemmMinRows = 16;
+constexpr int kGemmChunk = 256;          // K elements per staged chunk
+constexpr int kGemmLd = kGemmChunk + 4;  // padded row (floats): a warp's float4 reads in ≤ 2 wavefronts
+constexpr int kGemmOuts = 16;            // outputs per block
+
+template <int NJ>
+constexpr size_t gemm_smem_bytes() {
+  const size_t stage = 2u * (4 * NJ + kGemmOuts) * kGemmLd * sizeof(float);  // two chunks of x and w
+  const size_t partials = static_cast<size_t>(4 * NJ) * kGemmOuts * (kWarp + 1) * sizeof(float);
+  return stage > partials ? stage : partials;
+}
+
+// warp_sum's levels on 32 partials held by one thread: p[i] + p[i + off] for i < off, off = OFF … 1
+// (templates, so every index is a constant and p stays in registers).
+template <int OFF>
+__device__ __forceinline__ void butterfly_fold(float (&p)[kWarp]) {
+#pragma unroll
+  for (int i = 0; i < OFF; ++i) p[i] = p[i] + p[i + OFF];
+  if constexpr (OFF > 1) butterfly_fold<OFF / 2>(p);
+}
+
+template <typename Row, int NJ>
+__global__ void __launch_bounds__(kBlock, NJ == 8 ? 2 : NJ == 4 ? 3 : 4) linear_exact_gemm_kernel(LinearArgs a) {
+  constexpr int V = Row::kV, RT = 4 * NJ, OT = kGemmOuts;
+  constexpr int kSteps = kGemmChunk / (kWarp * V);       // lane steps per chunk
+  constexpr int kRowVecs = kGemmChunk / V;               // 16-byte weight loads per row and chunk
+  constexpr int kWLoads = OT * kRowVecs / kBlock;        // per thread and chunk
+  constexpr int kXLoads = RT * (kGemmChunk / 4) / kBlock;  // float4 copies per thread and chunk
+  constexpr int kRowsHeld = NJ;
+  static_assert(kSteps >= 1 && kWLoads >= 1 && kXLoads >= 1, "chunk too small for the block");
+  extern __shared__ __align__(16) float gemm_smem[];
+  float* const xs = gemm_smem;                    // [2][RT][kGemmLd]
+  float* const ws = gemm_smem + 2 * RT * kGemmLd;  // [2][OT][kGemmLd]
+  const int t = threadIdx.x, lane = t % kWarp;
+  const int l = (t / kWarp) * 4 + (lane & 3), rt = (lane >> 2) & 3, ot = lane >> 4;
+  const int r0 = blockIdx.x * RT, o0 = blockIdx.y * OT, g = blockIdx.z;
+  const int nr = min(RT, a.rows - r0);
+  const int64_t wrow0 = g * a.w_gstride / a.in + o0;
+  const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
+
+  uint4 wraw[kWLoads];
+  const auto fetch_w = [&](int c0) {
+#pragma unroll
+    for (int i = 0; i < kWLoads; ++i) {
+      const int q = t + i * kBlock, row = q / kRowVecs, col = (q % kRowVecs) * V;
+      wraw[i] = o0 + row < a.out && c0 + col < a.in ? Row::at(a.w, a.ws, wrow0 + row, a.in).load_raw(c0 + col)
+                                                    : make_uint4(0, 0, 0, 0);
+    }
+  };
+  const auto store_w = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < kWLoads; ++i) {
+      const int q = t + i * kBlock, row = q / kRowVecs, col = (q % kRowVecs) * V;
+      float f[V];
+      Row::decode(wraw[i], f);
+      float* dst = ws + (buf * OT + row) * kGemmLd + col;
+#pragma unroll
+      for (int h = 0; h < V / 4; ++h)
+        *reinterpret_cast<float4*>(dst + 4 * h) = make_float4(f[4 * h], f[4 * h + 1], f[4 * h + 2], f[4 * h + 3]);
+    }
+  };
+  const auto copy_x = [&](int buf, int c0) {
+#pragma unroll
+    for (int i = 0; i < kXLoads; ++i) {
+      const int q = t + i * kBlock, r = q / (kGemmChunk / 4), col = (q % (kGemmChunk / 4)) * 4;
+      const bool valid = r < nr && c0 + col < a.in;
+      cp_async16(xs + (buf * RT + r) * kGemmLd + col, valid ? xg + r * a.x_stride + c0 + col : a.x, valid);
+    }
+    cp_async_commit();
+  };
+
+  fetch_w(0);  // weights only before pdl_begin(): nothing writes them during a forward
+  pdl_begin();
+  copy_x(0, 0);
+  store_w(0);
+  float acc[NJ][8];
+#pragma unroll
+  for (int j = 0; j < NJ; ++j)
+#pragma unroll
+    for (int k = 0; k < 8; ++k) acc[j][k] = 0.0f;
+  const int chunks = (a.in + kGemmChunk - 1) / kGemmChunk;
+  for (int c = 0; c < chunks; ++c) {
+    const int c0 = c * kGemmChunk, buf = c & 1;
+    cp_async_wait<0>();
+    __syncthreads();  // chunk c staged by every thread; chunk c − 1's reads of the other buffer done
+    const bool next = c + 1 < chunks;
+    if (next) {
+      copy_x(buf ^ 1, c0 + kGemmChunk);
+      fetch_w(c0 + kGemmChunk);
+    }
+    const float* xb = xs + buf * RT * kGemmLd;
+    const float* wb = ws + buf * OT * kGemmLd;
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      const int off = s * kWarp * V + l * V;
+      if (c0 + off < a.in) {  // lane l's step is whole or absent (in % V == 0)
+#pragma unroll 1
+        for (int h = 0; h < V / 4; ++h) {
+#pragma unroll
+          for (int j0 = 0; j0 < NJ; j0 += kRowsHeld) {  // kRowsHeld rows' float4s in registers at a time
+            float4 xq[kRowsHeld];
+#pragma unroll
+            for (int j = 0; j < kRowsHeld; ++j)
+              xq[j] = *reinterpret_cast<const float4*>(xb + (rt + 4 * (j0 + j)) * kGemmLd + off + 4 * h);
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+              const float4 wq = *reinterpret_cast<const float4*>(wb + (ot + 2 * k) * kGemmLd + off + 4 * h);
+#pragma unroll
+              for (int j = 0; j < kRowsHeld; ++j) {
+                float& c = acc[j0 + j][k];
+                c = __fmaf_rn(xq[j].x, wq.x, c);
+                c = __fmaf_rn(xq[j].y, wq.y, c);
+                c = __fmaf_rn(xq[j].z, wq.z, c);
+                c = __fmaf_rn(xq[j].w, wq.w, c);
+              }
+            }
+          }
+        }
+      }
+    }
+    if (next) store_w(buf ^ 1);
+  }
+  // The butterfly of warp_sum over the 32 lanes' partials, in shared memory (reused).
+  __syncthreads();
+  float* const part = gemm_smem;  // [RT·OT][33]
+#pragma unroll
+  for (int j = 0; j < NJ; ++j)
+#pragma unroll
+    for (int k = 0; k < 8; ++k) part[((rt + 4 * j) * OT + ot + 2 * k) * (kWarp + 1) + l] = acc[j][k];
+  __syncthreads();
+  float* yg = a.y + g * a.y_gstride;
+  for (int e = t; e < RT * OT; e += kBlock) {
+    const int r = e / OT, o = e % OT;
+    float p[kWarp];
+#pragma unroll
+    for (int i = 0; i < kWarp; ++i) p[i] = part[e * (kWarp + 1) + i];
+    butterfly_fold<kWarp / 2>(p);
+    if (r < nr && o0 + o < a.out) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o0 + o] = p[0];
+  }
+}
+
 // MEMRA_CUDA_LINEAR_TILED (A/B timing; the same bits in every setting): 0 = multi-row linears
 // through linear_exact_kernel<Row, 8>; 1, 2 or 4 = the tiled kernel with that many outputs per
 // warp; unset or anything else = the grid's choice (tiled_outs_per_warp).
@@ -254,22 +413,54 @@ int tiled_outs_per_warp(const LinearArgs& a, unsigned row_blocks) {
   return blocks(4) >= sms ? 4 : blocks(2) >= sms ? 2 : 1;
 }
 
+// MEMRA_CUDA_LINEAR_GEMM (A/B timing; the same bits in every setting): 0 = never the register-tiled
+// form; n ≥ 1 = from n rows; unset or anything else = from kGemmMinRows.
+int gemm_min_rows() {
+  static const int setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM");
+    const int n = v ? std::atoi(v) : -1;
+    return v && std::string(v) == "0" ? 0 : n >= 1 ? n : kGemmMinRows;
+  }();
+  return setting;
+}
+
+template <typename Row, int NJ>
+cudaError_t launch_gemm(const LinearArgs& a, cudaStream_t stream) {
+  constexpr size_t smem = gemm_smem_bytes<NJ>();
+  const auto kernel = linear_exact_gemm_kernel<Row, NJ>;
+  const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+  if (e != cudaSuccess) return e;
+  const dim3 grid(static_cast<unsigned>((a.rows + 4 * NJ - 1) / (4 * NJ)),
+                  static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts), a.groups);
+  return launch(kernel, grid, kBlock, smem, stream, a);
+}
+
+// The register-tiled form for `rows_per_block` (8, 16 or 32) rows a block.
 template <typename Row>
-cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int outs_per_warp) {
+cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_per_block) {
+  if (rows_per_block <= 8) return launch_gemm<Row, 2>(a, stream);
+  if (rows_per_block <= 16) return launch_gemm<Row, 4>(a, stream);
+  return launch_gemm<Row, 8>(a, stream);
+}
+
+template <typename Row>
+cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
-  if (a.rows == 1) {
+  if (a.rows == 1 && form >= 0) {
     if constexpr (kPlainRow<Row>) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
     else return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
   }
   if constexpr (kPlainRow<Row>) {
+    const bool gemm_fits = tiled_ok<Row>(a, static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts));
+    if (form < 0 && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);
+    const int from = gemm_min_rows();
+    if (form == 0 && from > 0 && a.rows >= from && gemm_fits) return launch_gemm_rows<Row>(a, stream, a.rows);
     const int env = tiled_setting();
-    const int ko = outs_per_warp == 1 || outs_per_warp == 2 || outs_per_warp == 4 ? outs_per_warp
-                   : env > 0                                                    ? env
-                                                                                : tiled_outs_per_warp(a, gy);
+    const int ko = form == 1 || form == 2 || form == 4 ? form : env > 0 ? env : tiled_outs_per_warp(a, gy);
     const int per_block = kOutsPerBlock * ko;
     const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
-    if ((env >= 0 || outs_per_warp > 0) && tiled_ok<Row>(a, gm)) {
+    if ((env >= 0 || form > 0) && tiled_ok<Row>(a, gm)) {
       const dim3 grid(gy, gm, a.groups);
       if (ko == 4) return launch(linear_exact_tiled_kernel<Row, 4>, grid, kBlock, 0, stream, a);
       if (ko == 2) return launch(linear_exact_tiled_kernel<Row, 2>, grid, kBlock, 0, stream, a);
@@ -316,18 +507,18 @@ bool wscale_valid(WType t, const WScale& s, int in) {
          (t != WType::kFp4Block || in % 2 == 0);
 }
 
-cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int outs_per_warp) {
+cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int form) {
   if (a.rows == 0 || a.out == 0) return cudaSuccess;
   if (!a.x || !a.w || !a.y || a.rows < 0 || a.in <= 0 || a.out < 0 || a.groups < 1 || a.groups > 65535 ||
       (a.rows + 7) / 8 > 65535 || a.x_stride < a.in || a.y_stride < a.out || a.w_gstride % a.in != 0 ||
       !wscale_valid(a.wtype, a.ws, a.in))
     return cudaErrorInvalidValue;
   switch (a.wtype) {
-    case WType::kF32: return launch<PlainRow<float>>(a, stream, outs_per_warp);
-    case WType::kBF16: return launch<PlainRow<__nv_bfloat16>>(a, stream, outs_per_warp);
-    case WType::kF16: return launch<PlainRow<__half>>(a, stream, outs_per_warp);
-    case WType::kFp8Block: return launch<Fp8Row>(a, stream, outs_per_warp);
-    case WType::kFp4Block: return launch<Fp4Row>(a, stream, outs_per_warp);
+    case WType::kF32: return launch<PlainRow<float>>(a, stream, form);
+    case WType::kBF16: return launch<PlainRow<__nv_bfloat16>>(a, stream, form);
+    case WType::kF16: return launch<PlainRow<__half>>(a, stream, form);
+    case WType::kFp8Block: return launch<Fp8Row>(a, stream, form);
+    case WType::kFp4Block: return launch<Fp4Row>(a, stream, form);
   }
   return cudaErrorInvalidValue;
 }

@@ -92,10 +92,12 @@ struct LinearArgs {
   int groups = 1;
   int64_t x_gstride = 0, w_gstride = 0, y_gstride = 0;
 };
-// Exact: one warp per (output, ≤ 8 rows), fixed lane K-order and butterfly (dot_exact.cuh).
-// outs_per_warp 1, 2 or 4 fixes the tiled kernel's form for rows > 1 (the tests run each); 0 lets
-// the grid choose. The bits are the same in every form.
-cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int outs_per_warp = 0);
+// Exact: the fixed lane K-order and butterfly of dot_exact.cuh for every (row, output). `form`
+// fixes the kernel for the tests, which run each: 1, 2 or 4 = the tiled kernel with that many
+// outputs per warp (rows > 1); kLinearGemm8/16/32 = the register-tiled kernel with blocks of 8, 16
+// or 32 rows; 0 = the library's choice. The bits are the same in every form.
+inline constexpr int kLinearGemm8 = -8, kLinearGemm16 = -16, kLinearGemm32 = -32;
+cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int form = 0);
 
 // Packed weights (kFp8Block / kFp4Block) [rows, cols] → bf16 [rows, cols] (dequant.cu): the
 // cuda-fast realization's dense operand for cuBLAS, one matrix at a time into reusable scratch.

@@ -120,11 +120,13 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
         bool paths_equal = true;  // the scalar load path reproduces the vector path's bits
         if (pad == 0) aligned_out = got;
         else paths_equal = bits_equal(got, aligned_out);
-        // The tiled kernel's forms (1, 2, 4 outputs per warp) give the bits of the library's choice.
+        // Every form (the tiled kernel at 1, 2, 4 outputs per warp; the register-tiled one at 8, 16,
+        // 32 rows a block) gives the bits of the library's choice.
+        const int forms[] = {1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32};
         int forms_equal = 0;
-        for (int ko : {1, 2, 4}) {
+        for (int ko : forms) {
           dy.poison();
-          check(linear_exact(a, nullptr, ko), "linear_exact (outputs per warp)");
+          check(linear_exact(a, nullptr, ko), "linear_exact (form)");
           const std::vector<float> yk = dy.download();
           bool same = true;
           for (int r = 0; r < R && same; ++r) same = std::memcmp(&yk[r * ys], &y[r * ys], s.out * 4) == 0;
@@ -146,11 +148,11 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
                                  std::to_string(s.out) + (pad ? " misaligned" : "");
         rep.add(name,
                 d.unwritten == 0 && d.nonfinite == 0 && pad_touched == 0 && d.worst_ratio <= 1.0 && invariant == tried &&
-                    paths_equal && forms_equal == 3,
+                    paths_equal && forms_equal == 6,
                 "err/bound " + fmt("%.3f", d.worst_ratio) + " rel " + fmt("%.2e", d.rel_to_max()) +
                     (pad ? (paths_equal ? " = aligned bits" : " != ALIGNED BITS") : "") + " row counts bit-equal " +
                     std::to_string(invariant) + "/" + std::to_string(tried) + " forms bit-equal " +
-                    std::to_string(forms_equal) + "/3" + " unwritten " + std::to_string(d.unwritten) +
+                    std::to_string(forms_equal) + "/6" + " unwritten " + std::to_string(d.unwritten) +
                     " pad_written " + std::to_string(pad_touched));
       }
     }
@@ -175,8 +177,16 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
         for (int o = 0; o < Ro; ++o)
           ref[r * ys + g * Ro + o] = static_cast<float>(cpu::dot(&x[r * xs + g * gin], &w[(g * Ro + o) * gin], gin));
     const Diff d = compare(y, ref);
-    rep.add("linear grouped bf16 3x(40->24)", d.unwritten == 0 && d.rel_to_max() < 1e-6,
-            "rel " + fmt("%.2e", d.rel_to_max()) + " unwritten " + std::to_string(d.unwritten));
+    // The groups through each form: the library's bits.
+    int forms_equal = 0;
+    for (int form : {1, 4, kLinearGemm8, kLinearGemm32}) {
+      dy.poison();
+      check(linear_exact(a, nullptr, form), "linear_exact (grouped, form)");
+      forms_equal += bits_equal(dy.download(), y);
+    }
+    rep.add("linear grouped bf16 3x(40->24)", d.unwritten == 0 && d.rel_to_max() < 1e-6 && forms_equal == 4,
+            "rel " + fmt("%.2e", d.rel_to_max()) + " unwritten " + std::to_string(d.unwritten) + " forms bit-equal " +
+                std::to_string(forms_equal) + "/4");
   }
 }
 
