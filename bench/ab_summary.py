@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Side-by-side summary of `memra bench --json` runs of one binary under different settings (A/B arms).
+
+    python3 bench/ab_summary.py [--sites REGEX] ARM=FILE.json [ARM=FILE.json ...]
+
+One line per arm and measure: decode ms/layer and its logits hash, each batch's tokens/s, floor
+ratio and whether its last sequence matched running alone, each verify block's ms and floor ratio.
+With --sites (and runs made with --timeline), the device time of the timeline sites whose name
+matches REGEX, summed per measure, so an A/B of one kernel reads at a glance. An arm whose file is
+missing or unreadable prints that and the others still print.
+"""
+import argparse
+import json
+import re
+import sys
+
+
+def site_sum(entry, pattern):
+    sites = (entry.get("timeline") or {}).get("sites") or []
+    return sum(s["ms"] for s in sites if pattern.search(s["site"])) * 1000.0
+
+
+def lines(arm, doc, pattern):
+    for d in doc.get("decode", []):
+        extra = f" sites {site_sum(d, pattern):8.1f} us" if pattern else ""
+        yield (f"decode@{d['context']}", arm,
+               f"{d['ms_per_layer_token']:.4f} ms/layer {d['ratio_to_floor']:.2f}x hash {d['logits_xxh3'][:12]}{extra}")
+    for b in doc.get("batch", []):
+        extra = f" sites {site_sum(b, pattern):8.1f} us" if pattern else ""
+        yield (f"batch {b['batch']}", arm,
+               f"{b['tokens_per_s']:8.0f} tok/s {b['ratio_to_floor']:.3f}x alone-bits "
+               f"{b.get('last_sequence_bits_equal_alone')}{extra}")
+    for v in doc.get("verify", []):
+        extra = f" sites {site_sum(v, pattern):8.1f} us" if pattern else ""
+        yield (f"verify {v['block']}", arm, f"{v['ms']:.3f} ms {v['ratio_to_floor']:.3f}x{extra}")
+    p = doc.get("prefill")
+    if isinstance(p, dict) and "tokens_per_s" in p:
+        exact = p.get("exact_tokens_per_s")
+        yield ("prefill", arm, f"{p['tokens_per_s']:.0f} tok/s (cuda-fast)" +
+               (f", exact {exact:.0f} tok/s" if exact else ""))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sites", help="regex of timeline sites to sum per measure")
+    ap.add_argument("arms", nargs="+", metavar="ARM=FILE")
+    args = ap.parse_args()
+    pattern = re.compile(args.sites) if args.sites else None
+    rows = {}
+    order = []
+    for spec in args.arms:
+        arm, _, path = spec.partition("=")
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"{arm}: unreadable ({e})")
+            continue
+        for key, a, text in lines(arm, doc, pattern):
+            if key not in rows:
+                rows[key] = []
+                order.append(key)
+            rows[key].append((a, text))
+    for key in order:
+        print(key)
+        for a, text in rows[key]:
+            print(f"  {a:10s} {text}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
