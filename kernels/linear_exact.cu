@@ -257,14 +257,13 @@ __device__ __forceinline__ void butterfly_fold(float (&p)[kWarp]) {
   if constexpr (OFF > 1) butterfly_fold<OFF / 2>(p);
 }
 
-template <typename Row, int NJ>
-__global__ void __launch_bounds__(kBlock, NJ == 8 ? 2 : NJ == 4 ? 3 : 4) linear_exact_gemm_kernel(LinearArgs a) {
+template <typename Row, int NJ, int kMinBlocks>
+__global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(LinearArgs a) {
   constexpr int V = Row::kV, RT = 4 * NJ, OT = kGemmOuts;
   constexpr int kSteps = kGemmChunk / (kWarp * V);       // lane steps per chunk
   constexpr int kRowVecs = kGemmChunk / V;               // 16-byte weight loads per row and chunk
   constexpr int kWLoads = OT * kRowVecs / kBlock;        // per thread and chunk
   constexpr int kXLoads = RT * (kGemmChunk / 4) / kBlock;  // float4 copies per thread and chunk
-  constexpr int kRowsHeld = NJ;
   static_assert(kSteps >= 1 && kWLoads >= 1 && kXLoads >= 1, "chunk too small for the block");
   extern __shared__ __align__(16) float gemm_smem[];
   float* const xs = gemm_smem;                    // [2][RT][kGemmLd]
@@ -332,25 +331,21 @@ __global__ void __launch_bounds__(kBlock, NJ == 8 ? 2 : NJ == 4 ? 3 : 4) linear_
     for (int s = 0; s < kSteps; ++s) {
       const int off = s * kWarp * V + l * V;
       if (c0 + off < a.in) {  // lane l's step is whole or absent (in % V == 0)
-#pragma unroll 1
+#pragma unroll 1  // unrolled, ptxas hoisted the second half's loads and spilled
         for (int h = 0; h < V / 4; ++h) {
+          float4 xq[NJ];
 #pragma unroll
-          for (int j0 = 0; j0 < NJ; j0 += kRowsHeld) {  // kRowsHeld rows' float4s in registers at a time
-            float4 xq[kRowsHeld];
+          for (int j = 0; j < NJ; ++j) xq[j] = *reinterpret_cast<const float4*>(xb + (rt + 4 * j) * kGemmLd + off + 4 * h);
 #pragma unroll
-            for (int j = 0; j < kRowsHeld; ++j)
-              xq[j] = *reinterpret_cast<const float4*>(xb + (rt + 4 * (j0 + j)) * kGemmLd + off + 4 * h);
+          for (int k = 0; k < 8; ++k) {
+            const float4 wq = *reinterpret_cast<const float4*>(wb + (ot + 2 * k) * kGemmLd + off + 4 * h);
 #pragma unroll
-            for (int k = 0; k < 8; ++k) {
-              const float4 wq = *reinterpret_cast<const float4*>(wb + (ot + 2 * k) * kGemmLd + off + 4 * h);
-#pragma unroll
-              for (int j = 0; j < kRowsHeld; ++j) {
-                float& c = acc[j0 + j][k];
-                c = __fmaf_rn(xq[j].x, wq.x, c);
-                c = __fmaf_rn(xq[j].y, wq.y, c);
-                c = __fmaf_rn(xq[j].z, wq.z, c);
-                c = __fmaf_rn(xq[j].w, wq.w, c);
-              }
+            for (int j = 0; j < NJ; ++j) {
+              float& sum = acc[j][k];
+              sum = __fmaf_rn(xq[j].x, wq.x, sum);
+              sum = __fmaf_rn(xq[j].y, wq.y, sum);
+              sum = __fmaf_rn(xq[j].z, wq.z, sum);
+              sum = __fmaf_rn(xq[j].w, wq.w, sum);
             }
           }
         }
@@ -424,10 +419,10 @@ int gemm_min_rows() {
   return setting;
 }
 
-template <typename Row, int NJ>
+template <typename Row, int NJ, int kMinBlocks>
 cudaError_t launch_gemm(const LinearArgs& a, cudaStream_t stream) {
   constexpr size_t smem = gemm_smem_bytes<NJ>();
-  const auto kernel = linear_exact_gemm_kernel<Row, NJ>;
+  const auto kernel = linear_exact_gemm_kernel<Row, NJ, kMinBlocks>;
   const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>((a.rows + 4 * NJ - 1) / (4 * NJ)),
@@ -435,12 +430,32 @@ cudaError_t launch_gemm(const LinearArgs& a, cudaStream_t stream) {
   return launch(kernel, grid, kBlock, smem, stream, a);
 }
 
+// MEMRA_CUDA_LINEAR_GEMM_TILE=32 (A/B timing; same bits): rounds of > 16 rows in blocks of 32 rows
+// (NJ = 8, one block per SM at 252 registers) instead of 16 (NJ = 4, two per SM).
+int gemm_tile_rows() {
+  static const int setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_TILE");
+    return v && std::string(v) == "32" ? 32 : 16;
+  }();
+  return setting;
+}
+
+// Whether the register-tiled grid gives every SM two blocks: a lane's chain cannot be split (its
+// order is sequential over `in`), so a matrix of few outputs (wq_a, the router, the shared expert at
+// 32 rows) has few blocks, each walking all of `in`; the tiled kernel spreads those better.
+bool gemm_fills_sms(const LinearArgs& a, int tile) {
+  DeviceCaps caps;
+  const int sms = current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
+  const int64_t blocks = static_cast<int64_t>((a.rows + tile - 1) / tile) * ((a.out + kGemmOuts - 1) / kGemmOuts) * a.groups;
+  return blocks >= 2 * sms;
+}
+
 // The register-tiled form for `rows_per_block` (8, 16 or 32) rows a block.
 template <typename Row>
 cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_per_block) {
-  if (rows_per_block <= 8) return launch_gemm<Row, 2>(a, stream);
-  if (rows_per_block <= 16) return launch_gemm<Row, 4>(a, stream);
-  return launch_gemm<Row, 8>(a, stream);
+  if (rows_per_block <= 8) return launch_gemm<Row, 2, 2>(a, stream);
+  if (rows_per_block <= 16) return launch_gemm<Row, 4, 2>(a, stream);
+  return launch_gemm<Row, 8, 1>(a, stream);
 }
 
 template <typename Row>
@@ -455,7 +470,10 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     const bool gemm_fits = tiled_ok<Row>(a, static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts));
     if (form < 0 && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);
     const int from = gemm_min_rows();
-    if (form == 0 && from > 0 && a.rows >= from && gemm_fits) return launch_gemm_rows<Row>(a, stream, a.rows);
+    if (form == 0 && from > 0 && a.rows >= from && gemm_fits) {
+      const int tile = a.rows <= 8 ? 8 : a.rows <= 16 ? 16 : gemm_tile_rows();
+      if (gemm_fills_sms(a, tile)) return launch_gemm_rows<Row>(a, stream, tile);
+    }
     const int env = tiled_setting();
     const int ko = form == 1 || form == 2 || form == 4 ? form : env > 0 ? env : tiled_outs_per_warp(a, gy);
     const int per_block = kOutsPerBlock * ko;
