@@ -226,35 +226,26 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
 // kernel above gives each warp one lane step of 8 rows × KO outputs, so a weight load serves 8 rows
 // and an activation load KO outputs, and its FMAs waited on both (ncu, run 70: 26% of the FMA pipe
 // at 32 rows). Here a thread keeps one lane's partial sums for NJ rows × 8 outputs, both operands
-// in shared memory as f32, so a float4 of activations serves 8 outputs and a float4 of weights NJ
-// rows: NJ·8·4 FMAs per NJ + 8 shared loads.
+// staged in shared memory as f32, so a float4 of activations serves 8 outputs and a float4 of
+// weights NJ rows: NJ·8·4 FMAs per NJ + 8 shared loads.
 //   Thread (warp w, lane λ): lane l = 4w + (λ & 3) of dot_rows' order, rows rt + 4j (rt = (λ >> 2)
 //   & 3, j < NJ), outputs ot + 2j (ot = λ >> 4, j < 8). A block: 4·NJ rows × 16 outputs.
 // Its partial of (row, o) is lane l's chain of dot_rows<Row, 1>: acc = fma(x[i], w[i], acc) from +0
 // over i = base + 0 … V−1, base = l·V, l·V + 32·V, … (< in), chunk after chunk of kGemmChunk
 // (a multiple of 32·V). The 32 lanes' partials then meet in shared memory in warp_sum's butterfly
 // (level off = 16, 8, 4, 2, 1: p[i] + p[i + off] for i < off), so (row, o) has the bits of every
-// other form.
-// Staging, one barrier per chunk: chunk c + 2's activations and raw weights are copied by cp.async
-// into a ring of three while chunk c is computed; after it, each thread decodes the raw weights of
-// chunk c + 1 that it copied itself (so its own wait suffices) into the f32 buffer chunk c + 1
-// reads. One chunk ahead with the weights in registers (run 73) left the FMA pipe 31% active.
+// other form. Activations are copied by cp.async, weights through registers (decoded to f32 on the
+// way in), chunk c + 1's in flight while chunk c is computed; one barrier per chunk.
 constexpr int kGemmMinRows = 16;
 constexpr int kGemmChunk = 256;          // K elements per staged chunk
 constexpr int kGemmLd = kGemmChunk + 4;  // padded row (floats): a warp's float4 reads in ≤ 2 wavefronts
 constexpr int kGemmOuts = 16;            // outputs per block
-constexpr int kGemmRing = 3;             // chunks of copies in the ring
 
-// Shared memory of one block: the x ring [kGemmRing][4·NJ][kGemmLd] f32, the raw weight ring
-// [kGemmRing][16 · kGemmChunk / V] uint4, the decoded weights [2][16][kGemmLd] f32; the epilogue's
-// partials [4·NJ · 16][33] reuse it.
-template <typename Row, int NJ>
+template <int NJ>
 constexpr size_t gemm_smem_bytes() {
-  const size_t x = static_cast<size_t>(kGemmRing) * 4 * NJ * kGemmLd * sizeof(float);
-  const size_t raw = static_cast<size_t>(kGemmRing) * kGemmOuts * (kGemmChunk / Row::kV) * 16;
-  const size_t wf = 2u * kGemmOuts * kGemmLd * sizeof(float);
+  const size_t stage = 2u * (4 * NJ + kGemmOuts) * kGemmLd * sizeof(float);  // two chunks of x and w
   const size_t partials = static_cast<size_t>(4 * NJ) * kGemmOuts * (kWarp + 1) * sizeof(float);
-  return x + raw + wf > partials ? x + raw + wf : partials;
+  return stage > partials ? stage : partials;
 }
 
 // warp_sum's levels on 32 partials held by one thread: p[i] + p[i + off] for i < off, off = OFF … 1
@@ -269,81 +260,73 @@ __device__ __forceinline__ void butterfly_fold(float (&p)[kWarp]) {
 template <typename Row, int NJ, int kMinBlocks>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(LinearArgs a) {
   constexpr int V = Row::kV, RT = 4 * NJ, OT = kGemmOuts;
-  constexpr int kSteps = kGemmChunk / (kWarp * V);         // lane steps per chunk
-  constexpr int kRowVecs = kGemmChunk / V;                 // 16-byte weight copies per row and chunk
-  constexpr int kWLoads = OT * kRowVecs / kBlock;          // per thread and chunk
+  constexpr int kSteps = kGemmChunk / (kWarp * V);       // lane steps per chunk
+  constexpr int kRowVecs = kGemmChunk / V;               // 16-byte weight loads per row and chunk
+  constexpr int kWLoads = OT * kRowVecs / kBlock;        // per thread and chunk
   constexpr int kXLoads = RT * (kGemmChunk / 4) / kBlock;  // float4 copies per thread and chunk
   static_assert(kSteps >= 1 && kWLoads >= 1 && kXLoads >= 1, "chunk too small for the block");
   extern __shared__ __align__(16) float gemm_smem[];
-  float* const xs = gemm_smem;                                                      // x ring
-  uint4* const raw = reinterpret_cast<uint4*>(gemm_smem + kGemmRing * RT * kGemmLd);  // raw weight ring
-  float* const ws = reinterpret_cast<float*>(raw + kGemmRing * OT * kRowVecs);       // decoded, two chunks
+  float* const xs = gemm_smem;                    // [2][RT][kGemmLd]
+  float* const ws = gemm_smem + 2 * RT * kGemmLd;  // [2][OT][kGemmLd]
   const int t = threadIdx.x, lane = t % kWarp;
   const int l = (t / kWarp) * 4 + (lane & 3), rt = (lane >> 2) & 3, ot = lane >> 4;
   const int r0 = blockIdx.x * RT, o0 = blockIdx.y * OT, g = blockIdx.z;
   const int nr = min(RT, a.rows - r0);
   const int64_t wrow0 = g * a.w_gstride / a.in + o0;
   const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
-  const int chunks = (a.in + kGemmChunk - 1) / kGemmChunk;
 
-  const auto copy_w = [&](int c) {  // chunk c's raw weights → ring slot c % kGemmRing
-    const int c0 = c * kGemmChunk;
+  uint4 wraw[kWLoads];
+  const auto fetch_w = [&](int c0) {
 #pragma unroll
     for (int i = 0; i < kWLoads; ++i) {
       const int q = t + i * kBlock, row = q / kRowVecs, col = (q % kRowVecs) * V;
-      const bool valid = o0 + row < a.out && c0 + col < a.in;
-      const void* src = valid ? static_cast<const void*>(Row::at(a.w, a.ws, wrow0 + row, a.in).w + c0 + col) : a.w;
-      cp_async16(raw + (c % kGemmRing) * OT * kRowVecs + q, src, valid);
+      wraw[i] = o0 + row < a.out && c0 + col < a.in ? Row::at(a.w, a.ws, wrow0 + row, a.in).load_raw(c0 + col)
+                                                    : make_uint4(0, 0, 0, 0);
     }
   };
-  const auto copy_x = [&](int c) {  // chunk c's activations → ring slot c % kGemmRing
-    const int c0 = c * kGemmChunk;
-#pragma unroll
-    for (int i = 0; i < kXLoads; ++i) {
-      const int q = t + i * kBlock, r = q / (kGemmChunk / 4), col = (q % (kGemmChunk / 4)) * 4;
-      const bool valid = r < nr && c0 + col < a.in;
-      cp_async16(xs + ((c % kGemmRing) * RT + r) * kGemmLd + col, valid ? xg + r * a.x_stride + c0 + col : a.x, valid);
-    }
-  };
-  const auto decode_w = [&](int c) {  // the raw weights this thread copied for chunk c → f32 buffer c & 1
+  const auto store_w = [&](int buf) {
 #pragma unroll
     for (int i = 0; i < kWLoads; ++i) {
       const int q = t + i * kBlock, row = q / kRowVecs, col = (q % kRowVecs) * V;
       float f[V];
-      Row::decode(raw[(c % kGemmRing) * OT * kRowVecs + q], f);
-      float* dst = ws + ((c & 1) * OT + row) * kGemmLd + col;
+      Row::decode(wraw[i], f);
+      float* dst = ws + (buf * OT + row) * kGemmLd + col;
 #pragma unroll
       for (int h = 0; h < V / 4; ++h)
         *reinterpret_cast<float4*>(dst + 4 * h) = make_float4(f[4 * h], f[4 * h + 1], f[4 * h + 2], f[4 * h + 3]);
     }
   };
+  const auto copy_x = [&](int buf, int c0) {
+#pragma unroll
+    for (int i = 0; i < kXLoads; ++i) {
+      const int q = t + i * kBlock, r = q / (kGemmChunk / 4), col = (q % (kGemmChunk / 4)) * 4;
+      const bool valid = r < nr && c0 + col < a.in;
+      cp_async16(xs + (buf * RT + r) * kGemmLd + col, valid ? xg + r * a.x_stride + c0 + col : a.x, valid);
+    }
+    cp_async_commit();
+  };
 
-  // Groups: G0 = weights of chunks 0 and 1 + x of chunk 0 (weights only before pdl_begin(): nothing
-  // writes them during a forward), G1 = x of chunk 1, G(c + 2) committed in iteration c (maybe empty).
-  copy_w(0);
-  if (chunks > 1) copy_w(1);
+  fetch_w(0);  // weights only before pdl_begin(): nothing writes them during a forward
   pdl_begin();
-  copy_x(0);
-  cp_async_commit();
-  if (chunks > 1) copy_x(1);
-  cp_async_commit();
-  cp_async_wait<1>();
-  decode_w(0);
+  copy_x(0, 0);
+  store_w(0);
   float acc[NJ][8];
 #pragma unroll
   for (int j = 0; j < NJ; ++j)
 #pragma unroll
     for (int k = 0; k < 8; ++k) acc[j][k] = 0.0f;
+  const int chunks = (a.in + kGemmChunk - 1) / kGemmChunk;
   for (int c = 0; c < chunks; ++c) {
-    const int c0 = c * kGemmChunk;
-    __syncthreads();  // chunk c staged and decoded by every thread; chunk c − 1's buffers free
-    if (c + 2 < chunks) {
-      copy_x(c + 2);
-      copy_w(c + 2);
+    const int c0 = c * kGemmChunk, buf = c & 1;
+    cp_async_wait<0>();
+    __syncthreads();  // chunk c staged by every thread; chunk c − 1's reads of the other buffer done
+    const bool next = c + 1 < chunks;
+    if (next) {
+      copy_x(buf ^ 1, c0 + kGemmChunk);
+      fetch_w(c0 + kGemmChunk);
     }
-    cp_async_commit();
-    const float* xb = xs + (c % kGemmRing) * RT * kGemmLd;
-    const float* wb = ws + (c & 1) * OT * kGemmLd;
+    const float* xb = xs + buf * RT * kGemmLd;
+    const float* wb = ws + buf * OT * kGemmLd;
 #pragma unroll
     for (int s = 0; s < kSteps; ++s) {
       const int off = s * kWarp * V + l * V;
@@ -368,11 +351,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
         }
       }
     }
-    cp_async_wait<1>();  // every group but G(c + 2): chunk c + 1's copies
-    if (c + 1 < chunks) decode_w(c + 1);
+    if (next) store_w(buf ^ 1);
   }
   // The butterfly of warp_sum over the 32 lanes' partials, in shared memory (reused).
-  cp_async_wait<0>();
   __syncthreads();
   float* const part = gemm_smem;  // [RT·OT][33]
 #pragma unroll
@@ -440,7 +421,7 @@ int gemm_min_rows() {
 
 template <typename Row, int NJ, int kMinBlocks>
 cudaError_t launch_gemm(const LinearArgs& a, cudaStream_t stream) {
-  constexpr size_t smem = gemm_smem_bytes<Row, NJ>();
+  constexpr size_t smem = gemm_smem_bytes<NJ>();
   const auto kernel = linear_exact_gemm_kernel<Row, NJ, kMinBlocks>;
   const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (e != cudaSuccess) return e;
