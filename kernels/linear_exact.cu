@@ -257,6 +257,50 @@ __device__ __forceinline__ void butterfly_fold(float (&p)[kWarp]) {
   if constexpr (OFF > 1) butterfly_fold<OFF / 2>(p);
 }
 
+// The epilogue of both register-tiled kernels: each thread's partials of lane l into shared memory
+// (`part`, [4·NJ·16][33], free once the caller's barrier has passed), then per (row, o) the 32
+// lanes' partials in warp_sum's butterfly, stored to y.
+template <int NJ>
+__device__ __forceinline__ void gemm_butterfly_store(const float (&acc)[NJ][8], float* part, const LinearArgs& a, int r0,
+                                                     int o0, int g, int nr, int l, int rt, int ot) {
+  constexpr int RT = 4 * NJ, OT = kGemmOuts;
+#pragma unroll
+  for (int j = 0; j < NJ; ++j)
+#pragma unroll
+    for (int k = 0; k < 8; ++k) part[((rt + 4 * j) * OT + ot + 2 * k) * (kWarp + 1) + l] = acc[j][k];
+  __syncthreads();
+  float* yg = a.y + g * a.y_gstride;
+  for (int e = threadIdx.x; e < RT * OT; e += kBlock) {
+    const int r = e / OT, o = e % OT;
+    float p[kWarp];
+#pragma unroll
+    for (int i = 0; i < kWarp; ++i) p[i] = part[e * (kWarp + 1) + i];
+    butterfly_fold<kWarp / 2>(p);
+    if (r < nr && o0 + o < a.out) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o0 + o] = p[0];
+  }
+}
+
+// One float4 of lane l's step for NJ rows (xq, from the x tile) times 8 outputs' weights (w(k) for
+// output ot + 2k): acc[j][k] takes the 4 products in element order, as dot_rows does.
+template <int NJ, typename WLoad>
+__device__ __forceinline__ void gemm_quad(float (&acc)[NJ][8], const float* xb, int rt, int x_off, WLoad&& w) {
+  float4 xq[NJ];
+#pragma unroll
+  for (int j = 0; j < NJ; ++j) xq[j] = *reinterpret_cast<const float4*>(xb + (rt + 4 * j) * kGemmLd + x_off);
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const float4 wq = w(k);
+#pragma unroll
+    for (int j = 0; j < NJ; ++j) {
+      float& sum = acc[j][k];
+      sum = __fmaf_rn(xq[j].x, wq.x, sum);
+      sum = __fmaf_rn(xq[j].y, wq.y, sum);
+      sum = __fmaf_rn(xq[j].z, wq.z, sum);
+      sum = __fmaf_rn(xq[j].w, wq.w, sum);
+    }
+  }
+}
+
 template <typename Row, int NJ, int kMinBlocks>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(LinearArgs a) {
   constexpr int V = Row::kV, RT = 4 * NJ, OT = kGemmOuts;
@@ -333,43 +377,117 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
       if (c0 + off < a.in) {  // lane l's step is whole or absent (in % V == 0)
 #pragma unroll 1  // unrolled, ptxas hoisted the second half's loads and spilled
         for (int h = 0; h < V / 4; ++h) {
-          float4 xq[NJ];
-#pragma unroll
-          for (int j = 0; j < NJ; ++j) xq[j] = *reinterpret_cast<const float4*>(xb + (rt + 4 * j) * kGemmLd + off + 4 * h);
-#pragma unroll
-          for (int k = 0; k < 8; ++k) {
-            const float4 wq = *reinterpret_cast<const float4*>(wb + (ot + 2 * k) * kGemmLd + off + 4 * h);
-#pragma unroll
-            for (int j = 0; j < NJ; ++j) {
-              float& sum = acc[j][k];
-              sum = __fmaf_rn(xq[j].x, wq.x, sum);
-              sum = __fmaf_rn(xq[j].y, wq.y, sum);
-              sum = __fmaf_rn(xq[j].z, wq.z, sum);
-              sum = __fmaf_rn(xq[j].w, wq.w, sum);
-            }
-          }
+          const float* wh = wb + ot * kGemmLd + off + 4 * h;
+          gemm_quad<NJ>(acc, xb, rt, off + 4 * h,
+                        [&](int k) { return *reinterpret_cast<const float4*>(wh + 2 * k * kGemmLd); });
         }
       }
     }
     if (next) store_w(buf ^ 1);
   }
-  // The butterfly of warp_sum over the 32 lanes' partials, in shared memory (reused).
-  __syncthreads();
-  float* const part = gemm_smem;  // [RT·OT][33]
+  __syncthreads();  // every thread's reads of the staging buffers done: the partials reuse them
+  gemm_butterfly_store<NJ>(acc, gemm_smem, a, r0, o0, g, nr, l, rt, ot);
+}
+
+// The register-tiled form with 16-bit weights kept raw in shared memory: a float4 of decoded
+// weights is an 8-byte load and four conversions in the loop instead of a 16-byte load, half the
+// shared-memory bytes of the weights (run 74's stalls: short scoreboard and MIO throttle, the
+// shared-memory pipe). With nothing to decode on the way in, every copy is a cp.async: chunk c + 2's
+// activations and weights are in flight in a ring of three while chunk c is computed; one barrier
+// per chunk. The same lanes, rows, outputs and order as linear_exact_gemm_kernel: the same bits.
+constexpr int kGemmRing = 3;
+constexpr int kGemmLdRaw = kGemmChunk + 32;  // padded raw row (16-bit values): 576 bytes, 16-aligned;
+                                             // outputs ot and ot + 1 land 16 banks apart
+
+template <int NJ>
+constexpr size_t gemm_raw_smem_bytes() {
+  const size_t x = static_cast<size_t>(kGemmRing) * 4 * NJ * kGemmLd * sizeof(float);
+  const size_t w = static_cast<size_t>(kGemmRing) * kGemmOuts * kGemmLdRaw * 2;
+  const size_t partials = static_cast<size_t>(4 * NJ) * kGemmOuts * (kWarp + 1) * sizeof(float);
+  return x + w > partials ? x + w : partials;
+}
+
+template <typename Row, int NJ, int kMinBlocks>
+__global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kernel(LinearArgs a) {
+  using WT = std::remove_cv_t<std::remove_pointer_t<decltype(Row::w)>>;
+  static_assert(sizeof(WT) == 2 && Row::kV == 8, "16-bit weights");
+  constexpr int V = 8, RT = 4 * NJ, OT = kGemmOuts;
+  constexpr int kRowVecs = kGemmChunk / V;                 // 16-byte weight copies per row and chunk
+  constexpr int kWLoads = OT * kRowVecs / kBlock;          // per thread and chunk
+  constexpr int kXLoads = RT * (kGemmChunk / 4) / kBlock;  // float4 copies per thread and chunk
+  static_assert(kWLoads >= 1 && kXLoads >= 1 && kGemmChunk == kWarp * V, "one lane step per chunk");
+  extern __shared__ __align__(16) float gemm_smem[];
+  float* const xs = gemm_smem;                                            // [ring][RT][kGemmLd]
+  WT* const ws = reinterpret_cast<WT*>(gemm_smem + kGemmRing * RT * kGemmLd);  // [ring][OT][kGemmLdRaw]
+  const int t = threadIdx.x, lane = t % kWarp;
+  const int l = (t / kWarp) * 4 + (lane & 3), rt = (lane >> 2) & 3, ot = lane >> 4;
+  const int r0 = blockIdx.x * RT, o0 = blockIdx.y * OT, g = blockIdx.z;
+  const int nr = min(RT, a.rows - r0);
+  const int64_t wrow0 = g * a.w_gstride / a.in + o0;
+  const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
+  const int chunks = (a.in + kGemmChunk - 1) / kGemmChunk;
+
+  const auto copy_w = [&](int c) {  // chunk c's weights → ring slot c % kGemmRing
+    const int c0 = c * kGemmChunk;
+#pragma unroll
+    for (int i = 0; i < kWLoads; ++i) {
+      const int q = t + i * kBlock, row = q / kRowVecs, col = (q % kRowVecs) * V;
+      const bool valid = o0 + row < a.out && c0 + col < a.in;
+      const void* src = valid ? static_cast<const void*>(Row::at(a.w, a.ws, wrow0 + row, a.in).w + c0 + col) : a.w;
+      cp_async16(ws + ((c % kGemmRing) * OT + row) * kGemmLdRaw + col, src, valid);
+    }
+  };
+  const auto copy_x = [&](int c) {  // chunk c's activations → ring slot c % kGemmRing
+    const int c0 = c * kGemmChunk;
+#pragma unroll
+    for (int i = 0; i < kXLoads; ++i) {
+      const int q = t + i * kBlock, r = q / (kGemmChunk / 4), col = (q % (kGemmChunk / 4)) * 4;
+      const bool valid = r < nr && c0 + col < a.in;
+      cp_async16(xs + ((c % kGemmRing) * RT + r) * kGemmLd + col, valid ? xg + r * a.x_stride + c0 + col : a.x, valid);
+    }
+  };
+
+  // Groups: G0 = weights of chunks 0 and 1 (before pdl_begin(): nothing writes weights during a
+  // forward) + x of chunk 0; G1 = x of chunk 1; G(c + 2) committed in iteration c (maybe empty).
+  copy_w(0);
+  if (chunks > 1) copy_w(1);
+  pdl_begin();
+  copy_x(0);
+  cp_async_commit();
+  if (chunks > 1) copy_x(1);
+  cp_async_commit();
+  float acc[NJ][8];
 #pragma unroll
   for (int j = 0; j < NJ; ++j)
 #pragma unroll
-    for (int k = 0; k < 8; ++k) part[((rt + 4 * j) * OT + ot + 2 * k) * (kWarp + 1) + l] = acc[j][k];
-  __syncthreads();
-  float* yg = a.y + g * a.y_gstride;
-  for (int e = t; e < RT * OT; e += kBlock) {
-    const int r = e / OT, o = e % OT;
-    float p[kWarp];
-#pragma unroll
-    for (int i = 0; i < kWarp; ++i) p[i] = part[e * (kWarp + 1) + i];
-    butterfly_fold<kWarp / 2>(p);
-    if (r < nr && o0 + o < a.out) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o0 + o] = p[0];
+    for (int k = 0; k < 8; ++k) acc[j][k] = 0.0f;
+  for (int c = 0; c < chunks; ++c) {
+    const int c0 = c * kGemmChunk, slot = c % kGemmRing;
+    cp_async_wait<1>();  // every group but the latest, G(c + 1): chunk c's copies
+    __syncthreads();     // … by every thread; chunk c − 1's slot, (c + 2) % 3, free
+    if (c + 2 < chunks) {
+      copy_x(c + 2);
+      copy_w(c + 2);
+    }
+    cp_async_commit();
+    const int off = l * V;
+    if (c0 + off < a.in) {  // lane l's step is whole or absent (in % V == 0)
+      const float* xb = xs + slot * RT * kGemmLd;
+      const WT* wb = ws + (slot * OT + ot) * kGemmLdRaw + off;
+#pragma unroll 1  // as in linear_exact_gemm_kernel
+      for (int h = 0; h < V / 4; ++h) {
+        const WT* wh = wb + 4 * h;
+        gemm_quad<NJ>(acc, xb, rt, off + 4 * h, [&](int k) {
+          const uint2 u = *reinterpret_cast<const uint2*>(wh + 2 * k * kGemmLdRaw);
+          const WT* v = reinterpret_cast<const WT*>(&u);
+          return make_float4(to_f32(v[0]), to_f32(v[1]), to_f32(v[2]), to_f32(v[3]));
+        });
+      }
+    }
   }
+  cp_async_wait<0>();
+  __syncthreads();  // every thread's reads of the rings done: the partials reuse them
+  gemm_butterfly_store<NJ>(acc, gemm_smem, a, r0, o0, g, nr, l, rt, ot);
 }
 
 // MEMRA_CUDA_LINEAR_TILED (A/B timing; the same bits in every setting): 0 = multi-row linears
@@ -419,14 +537,33 @@ int gemm_min_rows() {
   return setting;
 }
 
+// MEMRA_CUDA_LINEAR_GEMM_RAW=1 (A/B timing; same bits): 16-bit weights through
+// linear_exact_gemm_raw_kernel instead of decoded to f32 on the way into shared memory.
+bool gemm_raw_weights() {
+  static const bool setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_RAW");
+    return v && std::string(v) == "1";
+  }();
+  return setting;
+}
+
 template <typename Row, int NJ, int kMinBlocks>
 cudaError_t launch_gemm(const LinearArgs& a, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((a.rows + 4 * NJ - 1) / (4 * NJ)),
+                  static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts), a.groups);
+  if constexpr (Row::kV == 8 && sizeof(*Row{}.w) == 2) {
+    if (gemm_raw_weights()) {
+      constexpr size_t smem = gemm_raw_smem_bytes<NJ>();
+      const auto kernel = linear_exact_gemm_raw_kernel<Row, NJ, kMinBlocks>;
+      const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+      if (e != cudaSuccess) return e;
+      return launch(kernel, grid, kBlock, smem, stream, a);
+    }
+  }
   constexpr size_t smem = gemm_smem_bytes<NJ>();
   const auto kernel = linear_exact_gemm_kernel<Row, NJ, kMinBlocks>;
   const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (e != cudaSuccess) return e;
-  const dim3 grid(static_cast<unsigned>((a.rows + 4 * NJ - 1) / (4 * NJ)),
-                  static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts), a.groups);
   return launch(kernel, grid, kBlock, smem, stream, a);
 }
 
