@@ -395,20 +395,20 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
 // shared-memory pipe). With nothing to decode on the way in, every copy is a cp.async: chunk c + 2's
 // activations and weights are in flight in a ring of three while chunk c is computed; one barrier
 // per chunk. The same lanes, rows, outputs and order as linear_exact_gemm_kernel: the same bits.
-constexpr int kGemmRing = 3;
 constexpr int kGemmLdRaw = kGemmChunk + 32;  // padded raw row (16-bit values): 576 bytes, 16-aligned;
                                              // outputs ot and ot + 1 land 16 banks apart
 
-template <int NJ>
+template <int NJ, int kRing>
 constexpr size_t gemm_raw_smem_bytes() {
-  const size_t x = static_cast<size_t>(kGemmRing) * 4 * NJ * kGemmLd * sizeof(float);
-  const size_t w = static_cast<size_t>(kGemmRing) * kGemmOuts * kGemmLdRaw * 2;
+  const size_t x = static_cast<size_t>(kRing) * 4 * NJ * kGemmLd * sizeof(float);
+  const size_t w = static_cast<size_t>(kRing) * kGemmOuts * kGemmLdRaw * 2;
   const size_t partials = static_cast<size_t>(4 * NJ) * kGemmOuts * (kWarp + 1) * sizeof(float);
   return x + w > partials ? x + w : partials;
 }
 
-template <typename Row, int NJ, int kMinBlocks>
+template <typename Row, int NJ, int kMinBlocks, int kRing>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kernel(LinearArgs a) {
+  constexpr int kAhead = kRing - 1;  // chunks in flight while one is computed
   using WT = std::remove_cv_t<std::remove_pointer_t<decltype(Row::w)>>;
   static_assert(sizeof(WT) == 2 && Row::kV == 8, "16-bit weights");
   constexpr int V = 8, RT = 4 * NJ, OT = kGemmOuts;
@@ -418,7 +418,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   static_assert(kWLoads >= 1 && kXLoads >= 1 && kGemmChunk == kWarp * V, "one lane step per chunk");
   extern __shared__ __align__(16) float gemm_smem[];
   float* const xs = gemm_smem;                                            // [ring][RT][kGemmLd]
-  WT* const ws = reinterpret_cast<WT*>(gemm_smem + kGemmRing * RT * kGemmLd);  // [ring][OT][kGemmLdRaw]
+  WT* const ws = reinterpret_cast<WT*>(gemm_smem + kRing * RT * kGemmLd);  // [ring][OT][kGemmLdRaw]
   const int t = threadIdx.x, lane = t % kWarp;
   const int l = (t / kWarp) * 4 + (lane & 3), rt = (lane >> 2) & 3, ot = lane >> 4;
   const int r0 = blockIdx.x * RT, o0 = blockIdx.y * OT, g = blockIdx.z;
@@ -427,47 +427,50 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
   const int chunks = (a.in + kGemmChunk - 1) / kGemmChunk;
 
-  const auto copy_w = [&](int c) {  // chunk c's weights → ring slot c % kGemmRing
+  const auto copy_w = [&](int c) {  // chunk c's weights → ring slot c % kRing
     const int c0 = c * kGemmChunk;
 #pragma unroll
     for (int i = 0; i < kWLoads; ++i) {
       const int q = t + i * kBlock, row = q / kRowVecs, col = (q % kRowVecs) * V;
       const bool valid = o0 + row < a.out && c0 + col < a.in;
       const void* src = valid ? static_cast<const void*>(Row::at(a.w, a.ws, wrow0 + row, a.in).w + c0 + col) : a.w;
-      cp_async16(ws + ((c % kGemmRing) * OT + row) * kGemmLdRaw + col, src, valid);
+      cp_async16(ws + ((c % kRing) * OT + row) * kGemmLdRaw + col, src, valid);
     }
   };
-  const auto copy_x = [&](int c) {  // chunk c's activations → ring slot c % kGemmRing
+  const auto copy_x = [&](int c) {  // chunk c's activations → ring slot c % kRing
     const int c0 = c * kGemmChunk;
 #pragma unroll
     for (int i = 0; i < kXLoads; ++i) {
       const int q = t + i * kBlock, r = q / (kGemmChunk / 4), col = (q % (kGemmChunk / 4)) * 4;
       const bool valid = r < nr && c0 + col < a.in;
-      cp_async16(xs + ((c % kGemmRing) * RT + r) * kGemmLd + col, valid ? xg + r * a.x_stride + c0 + col : a.x, valid);
+      cp_async16(xs + ((c % kRing) * RT + r) * kGemmLd + col, valid ? xg + r * a.x_stride + c0 + col : a.x, valid);
     }
   };
 
-  // Groups: G0 = weights of chunks 0 and 1 (before pdl_begin(): nothing writes weights during a
-  // forward) + x of chunk 0; G1 = x of chunk 1; G(c + 2) committed in iteration c (maybe empty).
-  copy_w(0);
-  if (chunks > 1) copy_w(1);
+  // Groups: G0 = weights of chunks 0 … kAhead − 1 (before pdl_begin(): nothing writes weights
+  // during a forward) + x of chunk 0; Gp = x of chunk p < kAhead; G(c + kAhead) committed in
+  // iteration c (maybe empty).
+#pragma unroll
+  for (int p = 0; p < kAhead; ++p)
+    if (p < chunks) copy_w(p);
   pdl_begin();
-  copy_x(0);
-  cp_async_commit();
-  if (chunks > 1) copy_x(1);
-  cp_async_commit();
+#pragma unroll
+  for (int p = 0; p < kAhead; ++p) {
+    if (p < chunks) copy_x(p);
+    cp_async_commit();
+  }
   float acc[NJ][8];
 #pragma unroll
   for (int j = 0; j < NJ; ++j)
 #pragma unroll
     for (int k = 0; k < 8; ++k) acc[j][k] = 0.0f;
   for (int c = 0; c < chunks; ++c) {
-    const int c0 = c * kGemmChunk, slot = c % kGemmRing;
-    cp_async_wait<1>();  // every group but the latest, G(c + 1): chunk c's copies
-    __syncthreads();     // … by every thread; chunk c − 1's slot, (c + 2) % 3, free
-    if (c + 2 < chunks) {
-      copy_x(c + 2);
-      copy_w(c + 2);
+    const int c0 = c * kGemmChunk, slot = c % kRing;
+    cp_async_wait<kAhead - 1>();  // every group but the latest kAhead − 1: chunk c's copies
+    __syncthreads();              // … by every thread; chunk c − 1's slot, (c + kAhead) % kRing, free
+    if (c + kAhead < chunks) {
+      copy_x(c + kAhead);
+      copy_w(c + kAhead);
     }
     cp_async_commit();
     const int off = l * V;
@@ -553,11 +556,23 @@ cudaError_t launch_gemm(const LinearArgs& a, cudaStream_t stream) {
                   static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts), a.groups);
   if constexpr (Row::kV == 8 && sizeof(*Row{}.w) == 2) {
     if (gemm_raw_weights()) {
-      constexpr size_t smem = gemm_raw_smem_bytes<NJ>();
-      const auto kernel = linear_exact_gemm_raw_kernel<Row, NJ, kMinBlocks>;
-      const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
-      if (e != cudaSuccess) return e;
-      return launch(kernel, grid, kBlock, smem, stream, a);
+      // MEMRA_CUDA_LINEAR_GEMM_RAWFORM (A/B): b = 32-row blocks two per SM (ring of 2), c = 16-row
+      // blocks three per SM (ring of 2); else 16-row blocks two per SM (ring of 3).
+      static const char form = [] {
+        const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_RAWFORM");
+        return v && v[0] ? v[0] : 'a';
+      }();
+      const auto go = [&](auto kernel, size_t smem, int rows_per_block) {
+        const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+        if (e != cudaSuccess) return e;
+        const dim3 g2(static_cast<unsigned>((a.rows + rows_per_block - 1) / rows_per_block), grid.y, grid.z);
+        return launch(kernel, g2, kBlock, smem, stream, a);
+      };
+      if (NJ >= 4 && form == 'b')
+        return go(linear_exact_gemm_raw_kernel<Row, 8, 2, 2>, gemm_raw_smem_bytes<8, 2>(), 32);
+      if (NJ >= 4 && form == 'c')
+        return go(linear_exact_gemm_raw_kernel<Row, 4, 3, 2>, gemm_raw_smem_bytes<4, 2>(), 16);
+      return go(linear_exact_gemm_raw_kernel<Row, NJ, kMinBlocks, 3>, gemm_raw_smem_bytes<NJ, 3>(), 4 * NJ);
     }
   }
   constexpr size_t smem = gemm_smem_bytes<NJ>();
