@@ -398,6 +398,18 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
 constexpr int kGemmLdRaw = kGemmChunk + 32;  // padded raw row (16-bit values): 576 bytes, 16-aligned;
                                              // outputs ot and ot + 1 land 16 banks apart
 
+// Four 16-bit weights (8 bytes, element 0 in the low half of u.x) as f32: bf16 by its bits (one
+// shift or mask per value; __bfloat162float took a PRMT and a multiply for the high half), f16 by
+// the conversion.
+__device__ __forceinline__ float4 raw4_f32(uint2 u, __nv_bfloat16) {
+  return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u), __uint_as_float(u.y << 16),
+                     __uint_as_float(u.y & 0xffff0000u));
+}
+__device__ __forceinline__ float4 raw4_f32(uint2 u, __half) {
+  const __half* v = reinterpret_cast<const __half*>(&u);
+  return make_float4(__half2float(v[0]), __half2float(v[1]), __half2float(v[2]), __half2float(v[3]));
+}
+
 template <int NJ, int kRing>
 constexpr size_t gemm_raw_smem_bytes() {
   const size_t x = static_cast<size_t>(kRing) * 4 * NJ * kGemmLd * sizeof(float);
@@ -427,23 +439,35 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
   const int chunks = (a.in + kGemmChunk - 1) / kGemmChunk;
 
-  const auto copy_w = [&](int c) {  // chunk c's weights → ring slot c % kRing
-    const int c0 = c * kGemmChunk;
+  // Each thread's copies, fixed for the block (run 76's SASS: recomputing them took 162
+  // instructions a chunk beside 368 in the FMA loop): x copy i is row xr0 + i·kXRowStep at column
+  // xcol, weight copy i is row wr0 + i·kWRowStep at column wcol; per chunk only c0 and the slot move.
+  constexpr int kXQuads = kGemmChunk / 4, kXRowStep = kBlock / kXQuads, kWRowStep = kBlock / kRowVecs;
+  const int xr0 = t / kXQuads, xcol = (t % kXQuads) * 4, wr0 = t / kRowVecs, wcol = (t % kRowVecs) * V;
+  const float* const xsrc = xg + static_cast<int64_t>(xr0) * a.x_stride + xcol;
+  const WT* const wsrc = static_cast<const WT*>(a.w) + (wrow0 + wr0) * a.in + wcol;
+  const int64_t xstep = static_cast<int64_t>(kXRowStep) * a.x_stride, wstep = static_cast<int64_t>(kWRowStep) * a.in;
+  unsigned x_rows_ok = 0, w_rows_ok = 0;
+#pragma unroll
+  for (int i = 0; i < kXLoads; ++i) x_rows_ok |= static_cast<unsigned>(xr0 + i * kXRowStep < nr) << i;
+#pragma unroll
+  for (int i = 0; i < kWLoads; ++i) w_rows_ok |= static_cast<unsigned>(o0 + wr0 + i * kWRowStep < a.out) << i;
+  float* const xdst = xs + xr0 * kGemmLd + xcol;
+  WT* const wdst = ws + wr0 * kGemmLdRaw + wcol;
+  const auto copy_w = [&](int c0, int slot) {  // the chunk at c0's weights → ring slot `slot`
+    const bool col_ok = c0 + wcol < a.in;
 #pragma unroll
     for (int i = 0; i < kWLoads; ++i) {
-      const int q = t + i * kBlock, row = q / kRowVecs, col = (q % kRowVecs) * V;
-      const bool valid = o0 + row < a.out && c0 + col < a.in;
-      const void* src = valid ? static_cast<const void*>(Row::at(a.w, a.ws, wrow0 + row, a.in).w + c0 + col) : a.w;
-      cp_async16(ws + ((c % kRing) * OT + row) * kGemmLdRaw + col, src, valid);
+      const bool valid = col_ok && (w_rows_ok >> i & 1);
+      cp_async16(wdst + (slot * OT + i * kWRowStep) * kGemmLdRaw, valid ? wsrc + i * wstep + c0 : a.w, valid);
     }
   };
-  const auto copy_x = [&](int c) {  // chunk c's activations → ring slot c % kRing
-    const int c0 = c * kGemmChunk;
+  const auto copy_x = [&](int c0, int slot) {  // the chunk at c0's activations → ring slot `slot`
+    const bool col_ok = c0 + xcol < a.in;
 #pragma unroll
     for (int i = 0; i < kXLoads; ++i) {
-      const int q = t + i * kBlock, r = q / (kGemmChunk / 4), col = (q % (kGemmChunk / 4)) * 4;
-      const bool valid = r < nr && c0 + col < a.in;
-      cp_async16(xs + ((c % kRing) * RT + r) * kGemmLd + col, valid ? xg + r * a.x_stride + c0 + col : a.x, valid);
+      const bool valid = col_ok && (x_rows_ok >> i & 1);
+      cp_async16(xdst + (slot * RT + i * kXRowStep) * kGemmLd, valid ? xsrc + i * xstep + c0 : a.x, valid);
     }
   };
 
@@ -452,11 +476,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   // iteration c (maybe empty).
 #pragma unroll
   for (int p = 0; p < kAhead; ++p)
-    if (p < chunks) copy_w(p);
+    if (p < chunks) copy_w(p * kGemmChunk, p);
   pdl_begin();
 #pragma unroll
   for (int p = 0; p < kAhead; ++p) {
-    if (p < chunks) copy_x(p);
+    if (p < chunks) copy_x(p * kGemmChunk, p);
     cp_async_commit();
   }
   float acc[NJ][8];
@@ -464,13 +488,14 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   for (int j = 0; j < NJ; ++j)
 #pragma unroll
     for (int k = 0; k < 8; ++k) acc[j][k] = 0.0f;
-  for (int c = 0; c < chunks; ++c) {
-    const int c0 = c * kGemmChunk, slot = c % kRing;
-    cp_async_wait<kAhead - 1>();  // every group but the latest kAhead − 1: chunk c's copies
-    __syncthreads();              // … by every thread; chunk c − 1's slot, (c + kAhead) % kRing, free
-    if (c + kAhead < chunks) {
-      copy_x(c + kAhead);
-      copy_w(c + kAhead);
+  int slot = 0, fill = kAhead % kRing;  // ring slots of chunk c and of chunk c + kAhead
+  for (int c0 = 0; c0 < a.in; c0 += kGemmChunk) {
+    cp_async_wait<kAhead - 1>();  // every group but the latest kAhead − 1: this chunk's copies
+    __syncthreads();              // … by every thread; the previous chunk's slot (= fill) free
+    const int next0 = c0 + kAhead * kGemmChunk;
+    if (next0 < a.in) {
+      copy_x(next0, fill);
+      copy_w(next0, fill);
     }
     cp_async_commit();
     const int off = l * V;
@@ -481,12 +506,12 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
       for (int h = 0; h < V / 4; ++h) {
         const WT* wh = wb + 4 * h;
         gemm_quad<NJ>(acc, xb, rt, off + 4 * h, [&](int k) {
-          const uint2 u = *reinterpret_cast<const uint2*>(wh + 2 * k * kGemmLdRaw);
-          const WT* v = reinterpret_cast<const WT*>(&u);
-          return make_float4(to_f32(v[0]), to_f32(v[1]), to_f32(v[2]), to_f32(v[3]));
+          return raw4_f32(*reinterpret_cast<const uint2*>(wh + 2 * k * kGemmLdRaw), WT{});
         });
       }
     }
+    slot = slot + 1 == kRing ? 0 : slot + 1;
+    fill = fill + 1 == kRing ? 0 : fill + 1;
   }
   cp_async_wait<0>();
   __syncthreads();  // every thread's reads of the rings done: the partials reuse them
