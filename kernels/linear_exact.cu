@@ -565,50 +565,43 @@ int gemm_min_rows() {
   return setting;
 }
 
-// MEMRA_CUDA_LINEAR_GEMM_RAW=1 (A/B timing; same bits): 16-bit weights through
-// linear_exact_gemm_raw_kernel instead of decoded to f32 on the way into shared memory.
+// MEMRA_CUDA_LINEAR_GEMM_RAW=0 (A/B timing; same bits): 16-bit weights through
+// linear_exact_gemm_kernel (decoded to f32 on the way into shared memory) instead of raw.
 bool gemm_raw_weights() {
   static const bool setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_RAW");
-    return v && std::string(v) == "1";
+    return !(v && std::string(v) == "0");
   }();
   return setting;
 }
 
+template <typename Row>
+inline constexpr bool kRawWeights = std::is_same_v<Row, PlainRow<__nv_bfloat16>> || std::is_same_v<Row, PlainRow<__half>>;
+
 template <typename Row, int NJ, int kMinBlocks>
 cudaError_t launch_gemm(const LinearArgs& a, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((a.rows + 4 * NJ - 1) / (4 * NJ)),
-                  static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts), a.groups);
-  if constexpr (Row::kV == 8 && sizeof(*Row{}.w) == 2) {
-    if (gemm_raw_weights()) {
-      // MEMRA_CUDA_LINEAR_GEMM_RAWFORM (A/B): b = 32-row blocks two per SM (ring of 2), c = 16-row
-      // blocks three per SM (ring of 2); else 16-row blocks two per SM (ring of 3).
-      static const char form = [] {
-        const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_RAWFORM");
-        return v && v[0] ? v[0] : 'a';
-      }();
-      const auto go = [&](auto kernel, size_t smem, int rows_per_block) {
-        const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
-        if (e != cudaSuccess) return e;
-        const dim3 g2(static_cast<unsigned>((a.rows + rows_per_block - 1) / rows_per_block), grid.y, grid.z);
-        return launch(kernel, g2, kBlock, smem, stream, a);
-      };
-      if (NJ >= 4 && form == 'b')
-        return go(linear_exact_gemm_raw_kernel<Row, 8, 2, 2>, gemm_raw_smem_bytes<8, 2>(), 32);
-      if (NJ >= 4 && form == 'c')
-        return go(linear_exact_gemm_raw_kernel<Row, 4, 3, 2>, gemm_raw_smem_bytes<4, 2>(), 16);
-      return go(linear_exact_gemm_raw_kernel<Row, NJ, kMinBlocks, 3>, gemm_raw_smem_bytes<NJ, 3>(), 4 * NJ);
-    }
-  }
   constexpr size_t smem = gemm_smem_bytes<NJ>();
   const auto kernel = linear_exact_gemm_kernel<Row, NJ, kMinBlocks>;
   const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (e != cudaSuccess) return e;
+  const dim3 grid(static_cast<unsigned>((a.rows + 4 * NJ - 1) / (4 * NJ)),
+                  static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts), a.groups);
+  return launch(kernel, grid, kBlock, smem, stream, a);
+}
+
+template <typename Row, int NJ, int kMinBlocks, int kRing>
+cudaError_t launch_gemm_raw(const LinearArgs& a, cudaStream_t stream) {
+  constexpr size_t smem = gemm_raw_smem_bytes<NJ, kRing>();
+  const auto kernel = linear_exact_gemm_raw_kernel<Row, NJ, kMinBlocks, kRing>;
+  const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+  if (e != cudaSuccess) return e;
+  const dim3 grid(static_cast<unsigned>((a.rows + 4 * NJ - 1) / (4 * NJ)),
+                  static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts), a.groups);
   return launch(kernel, grid, kBlock, smem, stream, a);
 }
 
 // MEMRA_CUDA_LINEAR_GEMM_TILE=32 (A/B timing; same bits): rounds of > 16 rows in blocks of 32 rows
-// (NJ = 8, one block per SM at 252 registers) instead of 16 (NJ = 4, two per SM).
+// (NJ = 8: two per SM with raw weights, one with f32-staged) instead of 16.
 int gemm_tile_rows() {
   static const int setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_TILE");
@@ -627,9 +620,19 @@ bool gemm_fills_sms(const LinearArgs& a, int tile) {
   return blocks >= 2 * sms;
 }
 
-// The register-tiled form for `rows_per_block` (8, 16 or 32) rows a block.
+// The register-tiled form for `rows_per_block` (8, 16 or 32) rows a block. 16-bit weights raw, one
+// chunk ahead (ring of 2), as many blocks per SM as registers allow: 16-row blocks three per SM at
+// 80 registers (run 77: within 1% of 32-row blocks at 32-64 rows, and whole at 16); f32 weights
+// decoded in staging.
 template <typename Row>
 cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_per_block) {
+  if constexpr (kRawWeights<Row>) {
+    if (gemm_raw_weights()) {
+      if (rows_per_block <= 8) return launch_gemm_raw<Row, 2, 4, 2>(a, stream);
+      if (rows_per_block <= 16) return launch_gemm_raw<Row, 4, 3, 2>(a, stream);
+      return launch_gemm_raw<Row, 8, 2, 2>(a, stream);
+    }
+  }
   if (rows_per_block <= 8) return launch_gemm<Row, 2, 2>(a, stream);
   if (rows_per_block <= 16) return launch_gemm<Row, 4, 2>(a, stream);
   return launch_gemm<Row, 8, 1>(a, stream);
