@@ -5,7 +5,7 @@
 // the grid: no split-K, no shape-dependent kernel choice that changes a reduction. Packed weights
 // (FP8/FP4 with e8m0 block scales) are decoded in registers as they are loaded (dot_exact.cuh).
 //
-// Four kernels, one (row, o) order, so the same bits from any of them:
+// Five kernels, one (row, o) order, so the same bits from any of them:
 //   linear_one_row_kernel      one row of a plain matrix (decode GEMV), one output per warp, its
 //                              first weights loaded before pdl_begin()
 //                                                        grid (ceil(out / 8), 1, groups)
@@ -16,10 +16,13 @@
 //                              (the largest whose grid has a block per SM), the 8 rows' activations
 //                              staged in shared memory, row groups on grid x
 //                                                        grid (ceil(rows / 8), ceil(out / (8·KO)), groups)
-//   linear_exact_gemm_kernel   rows ≥ kGemmMinRows (16), plain weights, aligned: the register-tiled
-//                              form; a thread holds one lane's partials of NJ rows × 8 outputs, the
-//                              lanes' butterfly replayed in shared memory; NJ = 2, 4, 8 by rows
+//   linear_exact_gemm_raw_kernel  rows ≥ kGemmMinRows (16), bf16/f16 weights, aligned, a grid of
+//                              two blocks per SM: the register-tiled form; a thread holds one lane's
+//                              partials of NJ rows × 8 outputs, the lanes' butterfly replayed in
+//                              shared memory; raw weights staged by cp.async, decoded in the loop;
+//                              NJ = 4 (16-row blocks), 2 and 8 for the forms
 //                                                        grid (ceil(rows / 4·NJ), ceil(out / 16), groups)
+//   linear_exact_gemm_kernel   the same for f32 weights: decoded to f32 on the way into shared memory
 //   block 256 (8 warps); rows beyond `rows` masked.
 #include <cstdlib>
 #include <string>
