@@ -260,13 +260,32 @@ __device__ __forceinline__ void butterfly_fold(float (&p)[kWarp]) {
   if constexpr (OFF > 1) butterfly_fold<OFF / 2>(p);
 }
 
+// Where a thread of a register-tiled block works (one definition for both kernels and their
+// epilogue): lane l of dot_rows' order, rows rt + 4j and outputs ot + 2k of the block's rows r0 …
+// r0 + nr − 1 and 16 outputs from o0, group g; wrow0 and xg: the block's first weight row and
+// activation row.
+struct GemmPlace {
+  int l, rt, ot, r0, o0, g, nr;
+  int64_t wrow0;
+  const float* xg;
+  __device__ __forceinline__ GemmPlace(const LinearArgs& a, int rows_per_block) {
+    const int lane = threadIdx.x % kWarp;
+    l = static_cast<int>(threadIdx.x / kWarp) * 4 + (lane & 3), rt = (lane >> 2) & 3, ot = lane >> 4;
+    r0 = blockIdx.x * rows_per_block, o0 = blockIdx.y * kGemmOuts, g = blockIdx.z;
+    nr = min(rows_per_block, a.rows - r0);
+    wrow0 = g * a.w_gstride / a.in + o0;
+    xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
+  }
+};
+
 // The epilogue of both register-tiled kernels: each thread's partials of lane l into shared memory
 // (`part`, [4·NJ·16][33], free once the caller's barrier has passed), then per (row, o) the 32
 // lanes' partials in warp_sum's butterfly, stored to y.
 template <int NJ>
-__device__ __forceinline__ void gemm_butterfly_store(const float (&acc)[NJ][8], float* part, const LinearArgs& a, int r0,
-                                                     int o0, int g, int nr, int l, int rt, int ot) {
+__device__ __forceinline__ void gemm_butterfly_store(const float (&acc)[NJ][8], float* part, const LinearArgs& a,
+                                                     const GemmPlace& at) {
   constexpr int RT = 4 * NJ, OT = kGemmOuts;
+  const int l = at.l, rt = at.rt, ot = at.ot, r0 = at.r0, o0 = at.o0, g = at.g, nr = at.nr;
 #pragma unroll
   for (int j = 0; j < NJ; ++j)
 #pragma unroll
@@ -315,12 +334,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
   extern __shared__ __align__(16) float gemm_smem[];
   float* const xs = gemm_smem;                    // [2][RT][kGemmLd]
   float* const ws = gemm_smem + 2 * RT * kGemmLd;  // [2][OT][kGemmLd]
-  const int t = threadIdx.x, lane = t % kWarp;
-  const int l = (t / kWarp) * 4 + (lane & 3), rt = (lane >> 2) & 3, ot = lane >> 4;
-  const int r0 = blockIdx.x * RT, o0 = blockIdx.y * OT, g = blockIdx.z;
-  const int nr = min(RT, a.rows - r0);
-  const int64_t wrow0 = g * a.w_gstride / a.in + o0;
-  const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
+  const int t = threadIdx.x;
+  const GemmPlace at(a, RT);
+  const int l = at.l, rt = at.rt, ot = at.ot, o0 = at.o0, nr = at.nr;
+  const int64_t wrow0 = at.wrow0;
+  const float* xg = at.xg;
 
   uint4 wraw[kWLoads];
   const auto fetch_w = [&](int c0) {
@@ -389,7 +407,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
     if (next) store_w(buf ^ 1);
   }
   __syncthreads();  // every thread's reads of the staging buffers done: the partials reuse them
-  gemm_butterfly_store<NJ>(acc, gemm_smem, a, r0, o0, g, nr, l, rt, ot);
+  gemm_butterfly_store<NJ>(acc, gemm_smem, a, at);
 }
 
 // The register-tiled form with 16-bit weights kept raw in shared memory: a float4 of decoded
@@ -434,12 +452,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   extern __shared__ __align__(16) float gemm_smem[];
   float* const xs = gemm_smem;                                            // [ring][RT][kGemmLd]
   WT* const ws = reinterpret_cast<WT*>(gemm_smem + kRing * RT * kGemmLd);  // [ring][OT][kGemmLdRaw]
-  const int t = threadIdx.x, lane = t % kWarp;
-  const int l = (t / kWarp) * 4 + (lane & 3), rt = (lane >> 2) & 3, ot = lane >> 4;
-  const int r0 = blockIdx.x * RT, o0 = blockIdx.y * OT, g = blockIdx.z;
-  const int nr = min(RT, a.rows - r0);
-  const int64_t wrow0 = g * a.w_gstride / a.in + o0;
-  const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
+  const int t = threadIdx.x;
+  const GemmPlace at(a, RT);
+  const int l = at.l, rt = at.rt, ot = at.ot, o0 = at.o0, nr = at.nr;
+  const int64_t wrow0 = at.wrow0;
+  const float* xg = at.xg;
   const int chunks = (a.in + kGemmChunk - 1) / kGemmChunk;
 
   // Each thread's copies, fixed for the block (run 76's SASS: recomputing them took 162
@@ -518,7 +535,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   }
   cp_async_wait<0>();
   __syncthreads();  // every thread's reads of the rings done: the partials reuse them
-  gemm_butterfly_store<NJ>(acc, gemm_smem, a, r0, o0, g, nr, l, rt, ot);
+  gemm_butterfly_store<NJ>(acc, gemm_smem, a, at);
 }
 
 // MEMRA_CUDA_LINEAR_TILED (A/B timing; the same bits in every setting): 0 = multi-row linears
