@@ -7,7 +7,8 @@ One line per arm and measure: decode ms/layer and its logits hash, each batch's 
 ratio and whether its last sequence matched running alone, each verify block's ms and floor ratio.
 With --sites (and runs made with --timeline), the device time of the timeline sites whose name
 matches REGEX, summed per measure, so an A/B of one kernel reads at a glance. An arm whose file is
-missing or unreadable prints that and the others still print.
+missing or unreadable is named on stderr and the others still print (a killed arm in a device run
+must not hide the rest); exit 2 when no arm could be read or an argument is malformed.
 """
 import argparse
 import json
@@ -45,22 +46,36 @@ def main():
     ap.add_argument("--sites", help="regex of timeline sites to sum per measure")
     ap.add_argument("arms", nargs="+", metavar="ARM=FILE")
     args = ap.parse_args()
-    pattern = re.compile(args.sites) if args.sites else None
+    try:
+        pattern = re.compile(args.sites) if args.sites else None
+    except re.error as e:
+        print(f"ab_summary.py: error: --sites: {e}", file=sys.stderr)
+        return 2
     rows = {}
     order = []
+    read = 0
     for spec in args.arms:
-        arm, _, path = spec.partition("=")
+        arm, eq, path = spec.partition("=")
+        if not eq or not arm or not path:
+            print(f"ab_summary.py: error: '{spec}' is not ARM=FILE (hint: new=run.json)", file=sys.stderr)
+            return 2
         try:
             with open(path) as f:
                 doc = json.load(f)
-        except (OSError, ValueError) as e:
-            print(f"{arm}: unreadable ({e})")
+            found = list(lines(arm, doc, pattern))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            print(f"ab_summary.py: {arm}: unreadable ({type(e).__name__}: {e})", file=sys.stderr)
             continue
-        for key, a, text in lines(arm, doc, pattern):
+        read += 1
+        for key, a, text in found:
             if key not in rows:
                 rows[key] = []
                 order.append(key)
             rows[key].append((a, text))
+    if read == 0:
+        print("ab_summary.py: error: no arm could be read (hint: each FILE is `memra bench --json` output)",
+              file=sys.stderr)
+        return 2
     for key in order:
         print(key)
         for a, text in rows[key]:

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# shell.bench_ab_summary: bench/ab_summary.py lays `memra bench --json` runs of A/B arms side by side:
+# per measure one line per arm (decode hash, batch tokens/s and alone-bits, verify ms), with --sites
+# the matching timeline sites summed; an unreadable arm is named on stderr while the others print;
+# no readable arm, a malformed ARM=FILE or a bad regex is a one-line error with exit 2. (The runs
+# themselves come from a GPU; this checks the reader on made-up files.)
+set -uo pipefail
+src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail=0
+source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
+ab="$src/bench/ab_summary.py"
+command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+mk() {  # mk FILE TOKENS_PER_S LINEAR_MS
+  cat > "$1" <<JSON
+{"decode": [{"context": 2048, "ms_per_layer_token": 0.25, "ratio_to_floor": 1.75, "logits_xxh3": "383647b2373afe14",
+  "timeline": {"sites": [{"site": "C:linear_exact (wq_b)", "ms": 0.02}, {"site": "C:attention", "ms": 0.03}]}}],
+ "batch": [{"batch": 32, "tokens_per_s": $2, "ratio_to_floor": 1.5, "last_sequence_bits_equal_alone": true,
+  "timeline": {"sites": [{"site": "C:linear_exact (wq_b)", "ms": $3}, {"site": "H:linear_exact (wo_b)", "ms": 0.1},
+                         {"site": "C:experts_fused", "ms": 1.7}]}}],
+ "verify": [{"block": 6, "ms": 1.5, "ratio_to_floor": 1.6}],
+ "prefill": {"tokens_per_s": 90000, "exact_tokens_per_s": 8000}}
+JSON
+}
+mk "$work/off.json" 5970 0.155
+mk "$work/new.json" 6290 0.116
+expect 0 '  off            5970 tok/s 1.500x alone-bits True sites    255.0 us' -- python3 "$ab" --sites linear_exact off="$work/off.json" new="$work/new.json"
+expect 0 '  new            6290 tok/s 1.500x alone-bits True sites    216.0 us' -- python3 "$ab" --sites linear_exact off="$work/off.json" new="$work/new.json"
+expect 0 'hash 383647b2373a' -- python3 "$ab" off="$work/off.json"
+expect 0 '90000 tok/s (cuda-fast), exact 8000 tok/s' -- python3 "$ab" off="$work/off.json"
+# an arm killed on the device: named on stderr, the others still print
+expect 0 'ab_summary.py: gone: unreadable' -- python3 "$ab" off="$work/off.json" gone="$work/missing.json"
+out=$(python3 "$ab" off="$work/off.json" gone="$work/missing.json" 2>/dev/null)
+grep -q '  off            5970 tok/s' <<< "$out" || { echo "FAIL: the readable arm did not print"; fail=1; }
+echo '{"batch": [{"batch": 8}]}' > "$work/partial.json"
+expect 2 'ab_summary.py: error: no arm could be read' -- python3 "$ab" part="$work/partial.json"
+expect 2 'ab_summary.py: error: no arm could be read' -- python3 "$ab" gone="$work/missing.json"
+expect 2 "ab_summary.py: error: 'off' is not ARM=FILE" -- python3 "$ab" off
+expect 2 'ab_summary.py: error: --sites: ' -- python3 "$ab" --sites '(' off="$work/off.json"
+exit $fail
