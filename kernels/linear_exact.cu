@@ -413,9 +413,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
 // The register-tiled form with 16-bit weights kept raw in shared memory: a float4 of decoded
 // weights is an 8-byte load and four conversions in the loop instead of a 16-byte load, half the
 // shared-memory bytes of the weights (run 74's stalls: short scoreboard and MIO throttle, the
-// shared-memory pipe). With nothing to decode on the way in, every copy is a cp.async: chunk c + 2's
-// activations and weights are in flight in a ring of three while chunk c is computed; one barrier
-// per chunk. The same lanes, rows, outputs and order as linear_exact_gemm_kernel: the same bits.
+// shared-memory pipe). With nothing to decode on the way in, every copy is a cp.async into a ring
+// of kRing chunks, kRing − 1 chunks in flight while one is computed (2 by default: deeper rings
+// cost blocks per SM and gained nothing, runs 74 and 76); one barrier per chunk. In the loop a
+// half step is 128 FFMA of 181 instructions (SASS, run 77). The same lanes, rows, outputs and
+// order as linear_exact_gemm_kernel: the same bits.
 constexpr int kGemmLdRaw = kGemmChunk + 32;  // padded raw row (16-bit values): 576 bytes, 16-aligned;
                                              // outputs ot and ot + 1 land 16 banks apart
 
