@@ -340,33 +340,45 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
   const int64_t wrow0 = at.wrow0;
   const float* xg = at.xg;
 
+  // Each thread's copies planned once per block, as in linear_exact_gemm_raw_kernel (run 76's SASS).
+  using WT = std::remove_cv_t<std::remove_pointer_t<decltype(Row::w)>>;
+  constexpr int kXQuads = kGemmChunk / 4, kXRowStep = kBlock / kXQuads, kWRowStep = kBlock / kRowVecs;
+  const int xr0 = t / kXQuads, xcol = (t % kXQuads) * 4, wr0 = t / kRowVecs, wcol = (t % kRowVecs) * V;
+  const float* const xsrc = xg + static_cast<int64_t>(xr0) * a.x_stride + xcol;
+  const WT* const wsrc = static_cast<const WT*>(a.w) + (wrow0 + wr0) * a.in + wcol;
+  const int64_t xstep = static_cast<int64_t>(kXRowStep) * a.x_stride, wstep = static_cast<int64_t>(kWRowStep) * a.in;
+  unsigned x_rows_ok = 0, w_rows_ok = 0;
+#pragma unroll
+  for (int i = 0; i < kXLoads; ++i) x_rows_ok |= static_cast<unsigned>(xr0 + i * kXRowStep < nr) << i;
+#pragma unroll
+  for (int i = 0; i < kWLoads; ++i) w_rows_ok |= static_cast<unsigned>(o0 + wr0 + i * kWRowStep < a.out) << i;
+  float* const xdst = xs + xr0 * kGemmLd + xcol;
+  float* const wdst = ws + wr0 * kGemmLd + wcol;
+
   uint4 wraw[kWLoads];
   const auto fetch_w = [&](int c0) {
+    const bool col_ok = c0 + wcol < a.in;
 #pragma unroll
-    for (int i = 0; i < kWLoads; ++i) {
-      const int q = t + i * kBlock, row = q / kRowVecs, col = (q % kRowVecs) * V;
-      wraw[i] = o0 + row < a.out && c0 + col < a.in ? Row::at(a.w, a.ws, wrow0 + row, a.in).load_raw(c0 + col)
-                                                    : make_uint4(0, 0, 0, 0);
-    }
+    for (int i = 0; i < kWLoads; ++i)
+      wraw[i] = col_ok && (w_rows_ok >> i & 1) ? *reinterpret_cast<const uint4*>(wsrc + i * wstep + c0) : make_uint4(0, 0, 0, 0);
   };
   const auto store_w = [&](int buf) {
 #pragma unroll
     for (int i = 0; i < kWLoads; ++i) {
-      const int q = t + i * kBlock, row = q / kRowVecs, col = (q % kRowVecs) * V;
       float f[V];
       Row::decode(wraw[i], f);
-      float* dst = ws + (buf * OT + row) * kGemmLd + col;
+      float* dst = wdst + (buf * OT + i * kWRowStep) * kGemmLd;
 #pragma unroll
       for (int h = 0; h < V / 4; ++h)
         *reinterpret_cast<float4*>(dst + 4 * h) = make_float4(f[4 * h], f[4 * h + 1], f[4 * h + 2], f[4 * h + 3]);
     }
   };
   const auto copy_x = [&](int buf, int c0) {
+    const bool col_ok = c0 + xcol < a.in;
 #pragma unroll
     for (int i = 0; i < kXLoads; ++i) {
-      const int q = t + i * kBlock, r = q / (kGemmChunk / 4), col = (q % (kGemmChunk / 4)) * 4;
-      const bool valid = r < nr && c0 + col < a.in;
-      cp_async16(xs + (buf * RT + r) * kGemmLd + col, valid ? xg + r * a.x_stride + c0 + col : a.x, valid);
+      const bool valid = col_ok && (x_rows_ok >> i & 1);
+      cp_async16(xdst + (buf * RT + i * kXRowStep) * kGemmLd, valid ? xsrc + i * xstep + c0 : a.x, valid);
     }
     cp_async_commit();
   };
@@ -655,9 +667,9 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
       return launch_gemm_raw<Row, 8, 2, 2>(a, stream);
     }
   }
-  if (rows_per_block <= 8) return launch_gemm<Row, 2, 2>(a, stream);
-  if (rows_per_block <= 16) return launch_gemm<Row, 4, 2>(a, stream);
-  return launch_gemm<Row, 8, 1>(a, stream);
+  if (rows_per_block <= 8) return launch_gemm<Row, 2, 4>(a, stream);
+  if (rows_per_block <= 16) return launch_gemm<Row, 4, 3>(a, stream);
+  return launch_gemm<Row, 8, 2>(a, stream);
 }
 
 template <typename Row>
