@@ -657,7 +657,8 @@ bool gemm_fills_sms(const LinearArgs& a, int tile) {
 // The register-tiled form for `rows_per_block` (8, 16 or 32) rows a block. 16-bit weights raw, one
 // chunk ahead (ring of 2), as many blocks per SM as registers allow: 16-row blocks three per SM at
 // 80 registers (run 77: within 1% of 32-row blocks at 32-64 rows, and whole at 16); f32 weights
-// decoded in staging.
+// decoded in staging (that form on 16-bit weights, MEMRA_CUDA_LINEAR_GEMM_RAW=0, is 8-30% slower:
+// its weights wait in registers a chunk ahead, run 80).
 template <typename Row>
 cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_per_block) {
   if constexpr (kRawWeights<Row>) {
