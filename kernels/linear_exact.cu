@@ -278,6 +278,44 @@ struct GemmPlace {
   }
 };
 
+// Each thread's copies of a chunk, planned once per block for both register-tiled kernels (run
+// 76's SASS: recomputing them took 162 instructions a chunk): x copy i is row xr0 + i·kXRowStep of
+// the block at column xcol of the chunk, weight copy i (16 bytes of WT) row wr0 + i·kWRowStep at
+// column wcol. Per chunk only c0 moves; a copy off the matrix is invalid (zero-filled, read nowhere).
+template <typename WT, int RT>
+struct GemmCopyPlan {
+  static constexpr int V = 16 / sizeof(WT), kRowVecs = kGemmChunk / V, kXQuads = kGemmChunk / 4;
+  static constexpr int kWLoads = kGemmOuts * kRowVecs / kBlock, kXLoads = RT * kXQuads / kBlock;
+  static constexpr int kWRowStep = kBlock / kRowVecs, kXRowStep = kBlock / kXQuads;
+  static_assert(kWLoads >= 1 && kXLoads >= 1, "chunk too small for the block");
+  int xr0, xcol, wr0, wcol;
+  const float* xsrc;
+  const WT* wsrc;
+  int64_t xstep, wstep;
+  unsigned x_rows_ok = 0, w_rows_ok = 0;
+  __device__ __forceinline__ GemmCopyPlan(const LinearArgs& a, const GemmPlace& at) {
+    const int t = threadIdx.x;
+    xr0 = t / kXQuads, xcol = (t % kXQuads) * 4, wr0 = t / kRowVecs, wcol = (t % kRowVecs) * V;
+    xsrc = at.xg + static_cast<int64_t>(xr0) * a.x_stride + xcol;
+    wsrc = static_cast<const WT*>(a.w) + (at.wrow0 + wr0) * a.in + wcol;
+    xstep = static_cast<int64_t>(kXRowStep) * a.x_stride, wstep = static_cast<int64_t>(kWRowStep) * a.in;
+#pragma unroll
+    for (int i = 0; i < kXLoads; ++i) x_rows_ok |= static_cast<unsigned>(xr0 + i * kXRowStep < at.nr) << i;
+#pragma unroll
+    for (int i = 0; i < kWLoads; ++i) w_rows_ok |= static_cast<unsigned>(at.o0 + wr0 + i * kWRowStep < a.out) << i;
+  }
+  __device__ __forceinline__ bool x_ok(int i, int c0, int in) const { return c0 + xcol < in && (x_rows_ok >> i & 1); }
+  __device__ __forceinline__ bool w_ok(int i, int c0, int in) const { return c0 + wcol < in && (w_rows_ok >> i & 1); }
+  // The chunk at c0's x copies → rows xr0 + i·kXRowStep of the tile at xs ([RT][kGemmLd]).
+  __device__ __forceinline__ void copy_x(const LinearArgs& a, float* xs, int c0) const {
+#pragma unroll
+    for (int i = 0; i < kXLoads; ++i) {
+      const bool valid = x_ok(i, c0, a.in);
+      cp_async16(xs + (xr0 + i * kXRowStep) * kGemmLd + xcol, valid ? xsrc + i * xstep + c0 : a.x, valid);
+    }
+  }
+};
+
 // The epilogue of both register-tiled kernels: each thread's partials of lane l into shared memory
 // (`part`, [4·NJ·16][33], free once the caller's barrier has passed), then per (row, o) the 32
 // lanes' partials in warp_sum's butterfly, stored to y.
@@ -325,61 +363,36 @@ __device__ __forceinline__ void gemm_quad(float (&acc)[NJ][8], const float* xb, 
 
 template <typename Row, int NJ, int kMinBlocks>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(LinearArgs a) {
+  using WT = std::remove_cv_t<std::remove_pointer_t<decltype(Row::w)>>;
   constexpr int V = Row::kV, RT = 4 * NJ, OT = kGemmOuts;
-  constexpr int kSteps = kGemmChunk / (kWarp * V);       // lane steps per chunk
-  constexpr int kRowVecs = kGemmChunk / V;               // 16-byte weight loads per row and chunk
-  constexpr int kWLoads = OT * kRowVecs / kBlock;        // per thread and chunk
-  constexpr int kXLoads = RT * (kGemmChunk / 4) / kBlock;  // float4 copies per thread and chunk
-  static_assert(kSteps >= 1 && kWLoads >= 1 && kXLoads >= 1, "chunk too small for the block");
+  constexpr int kSteps = kGemmChunk / (kWarp * V);  // lane steps per chunk
+  using Plan = GemmCopyPlan<WT, RT>;
   extern __shared__ __align__(16) float gemm_smem[];
   float* const xs = gemm_smem;                    // [2][RT][kGemmLd]
   float* const ws = gemm_smem + 2 * RT * kGemmLd;  // [2][OT][kGemmLd]
-  const int t = threadIdx.x;
   const GemmPlace at(a, RT);
-  const int l = at.l, rt = at.rt, ot = at.ot, o0 = at.o0, nr = at.nr;
-  const int64_t wrow0 = at.wrow0;
-  const float* xg = at.xg;
+  const int l = at.l, rt = at.rt, ot = at.ot;
+  const Plan plan(a, at);
 
-  // Each thread's copies planned once per block, as in linear_exact_gemm_raw_kernel (run 76's SASS).
-  using WT = std::remove_cv_t<std::remove_pointer_t<decltype(Row::w)>>;
-  constexpr int kXQuads = kGemmChunk / 4, kXRowStep = kBlock / kXQuads, kWRowStep = kBlock / kRowVecs;
-  const int xr0 = t / kXQuads, xcol = (t % kXQuads) * 4, wr0 = t / kRowVecs, wcol = (t % kRowVecs) * V;
-  const float* const xsrc = xg + static_cast<int64_t>(xr0) * a.x_stride + xcol;
-  const WT* const wsrc = static_cast<const WT*>(a.w) + (wrow0 + wr0) * a.in + wcol;
-  const int64_t xstep = static_cast<int64_t>(kXRowStep) * a.x_stride, wstep = static_cast<int64_t>(kWRowStep) * a.in;
-  unsigned x_rows_ok = 0, w_rows_ok = 0;
-#pragma unroll
-  for (int i = 0; i < kXLoads; ++i) x_rows_ok |= static_cast<unsigned>(xr0 + i * kXRowStep < nr) << i;
-#pragma unroll
-  for (int i = 0; i < kWLoads; ++i) w_rows_ok |= static_cast<unsigned>(o0 + wr0 + i * kWRowStep < a.out) << i;
-  float* const xdst = xs + xr0 * kGemmLd + xcol;
-  float* const wdst = ws + wr0 * kGemmLd + wcol;
-
-  uint4 wraw[kWLoads];
+  uint4 wraw[Plan::kWLoads];
   const auto fetch_w = [&](int c0) {
-    const bool col_ok = c0 + wcol < a.in;
 #pragma unroll
-    for (int i = 0; i < kWLoads; ++i)
-      wraw[i] = col_ok && (w_rows_ok >> i & 1) ? *reinterpret_cast<const uint4*>(wsrc + i * wstep + c0) : make_uint4(0, 0, 0, 0);
+    for (int i = 0; i < Plan::kWLoads; ++i)
+      wraw[i] = plan.w_ok(i, c0, a.in) ? *reinterpret_cast<const uint4*>(plan.wsrc + i * plan.wstep + c0) : make_uint4(0, 0, 0, 0);
   };
   const auto store_w = [&](int buf) {
 #pragma unroll
-    for (int i = 0; i < kWLoads; ++i) {
+    for (int i = 0; i < Plan::kWLoads; ++i) {
       float f[V];
       Row::decode(wraw[i], f);
-      float* dst = wdst + (buf * OT + i * kWRowStep) * kGemmLd;
+      float* dst = ws + (buf * OT + plan.wr0 + i * Plan::kWRowStep) * kGemmLd + plan.wcol;
 #pragma unroll
       for (int h = 0; h < V / 4; ++h)
         *reinterpret_cast<float4*>(dst + 4 * h) = make_float4(f[4 * h], f[4 * h + 1], f[4 * h + 2], f[4 * h + 3]);
     }
   };
   const auto copy_x = [&](int buf, int c0) {
-    const bool col_ok = c0 + xcol < a.in;
-#pragma unroll
-    for (int i = 0; i < kXLoads; ++i) {
-      const bool valid = col_ok && (x_rows_ok >> i & 1);
-      cp_async16(xdst + (buf * RT + i * kXRowStep) * kGemmLd, valid ? xsrc + i * xstep + c0 : a.x, valid);
-    }
+    plan.copy_x(a, xs + buf * RT * kGemmLd, c0);
     cp_async_commit();
   };
 
@@ -433,12 +446,13 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
 constexpr int kGemmLdRaw = kGemmChunk + 32;  // padded raw row (16-bit values): 576 bytes, 16-aligned;
                                              // outputs ot and ot + 1 land 16 banks apart
 
-// Four 16-bit weights (8 bytes, element 0 in the low half of u.x) as f32: bf16 by its bits (one
-// shift or mask per value; __bfloat162float took a PRMT and a multiply for the high half), f16 by
-// the conversion.
+// Four 16-bit weights (8 bytes, element 0 in the low half of u.x) as f32: bf16 by its bits
+// (bf16x2_f32), f16 by the conversion.
 __device__ __forceinline__ float4 raw4_f32(uint2 u, __nv_bfloat16) {
-  return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u), __uint_as_float(u.y << 16),
-                     __uint_as_float(u.y & 0xffff0000u));
+  float4 f;
+  bf16x2_f32(u.x, f.x, f.y);
+  bf16x2_f32(u.y, f.z, f.w);
+  return f;
 }
 __device__ __forceinline__ float4 raw4_f32(uint2 u, __half) {
   const __half* v = reinterpret_cast<const __half*>(&u);
@@ -459,51 +473,24 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   using WT = std::remove_cv_t<std::remove_pointer_t<decltype(Row::w)>>;
   static_assert(sizeof(WT) == 2 && Row::kV == 8, "16-bit weights");
   constexpr int V = 8, RT = 4 * NJ, OT = kGemmOuts;
-  constexpr int kRowVecs = kGemmChunk / V;                 // 16-byte weight copies per row and chunk
-  constexpr int kWLoads = OT * kRowVecs / kBlock;          // per thread and chunk
-  constexpr int kXLoads = RT * (kGemmChunk / 4) / kBlock;  // float4 copies per thread and chunk
-  static_assert(kWLoads >= 1 && kXLoads >= 1 && kGemmChunk == kWarp * V, "one lane step per chunk");
+  static_assert(kGemmChunk == kWarp * V, "one lane step per chunk");
+  using Plan = GemmCopyPlan<WT, RT>;
   extern __shared__ __align__(16) float gemm_smem[];
   float* const xs = gemm_smem;                                            // [ring][RT][kGemmLd]
   WT* const ws = reinterpret_cast<WT*>(gemm_smem + kRing * RT * kGemmLd);  // [ring][OT][kGemmLdRaw]
-  const int t = threadIdx.x;
   const GemmPlace at(a, RT);
-  const int l = at.l, rt = at.rt, ot = at.ot, o0 = at.o0, nr = at.nr;
-  const int64_t wrow0 = at.wrow0;
-  const float* xg = at.xg;
+  const int l = at.l, rt = at.rt, ot = at.ot;
+  const Plan plan(a, at);
   const int chunks = (a.in + kGemmChunk - 1) / kGemmChunk;
-
-  // Each thread's copies, fixed for the block (run 76's SASS: recomputing them took 162
-  // instructions a chunk beside 368 in the FMA loop): x copy i is row xr0 + i·kXRowStep at column
-  // xcol, weight copy i is row wr0 + i·kWRowStep at column wcol; per chunk only c0 and the slot move.
-  constexpr int kXQuads = kGemmChunk / 4, kXRowStep = kBlock / kXQuads, kWRowStep = kBlock / kRowVecs;
-  const int xr0 = t / kXQuads, xcol = (t % kXQuads) * 4, wr0 = t / kRowVecs, wcol = (t % kRowVecs) * V;
-  const float* const xsrc = xg + static_cast<int64_t>(xr0) * a.x_stride + xcol;
-  const WT* const wsrc = static_cast<const WT*>(a.w) + (wrow0 + wr0) * a.in + wcol;
-  const int64_t xstep = static_cast<int64_t>(kXRowStep) * a.x_stride, wstep = static_cast<int64_t>(kWRowStep) * a.in;
-  unsigned x_rows_ok = 0, w_rows_ok = 0;
-#pragma unroll
-  for (int i = 0; i < kXLoads; ++i) x_rows_ok |= static_cast<unsigned>(xr0 + i * kXRowStep < nr) << i;
-#pragma unroll
-  for (int i = 0; i < kWLoads; ++i) w_rows_ok |= static_cast<unsigned>(o0 + wr0 + i * kWRowStep < a.out) << i;
-  float* const xdst = xs + xr0 * kGemmLd + xcol;
-  WT* const wdst = ws + wr0 * kGemmLdRaw + wcol;
   const auto copy_w = [&](int c0, int slot) {  // the chunk at c0's weights → ring slot `slot`
-    const bool col_ok = c0 + wcol < a.in;
 #pragma unroll
-    for (int i = 0; i < kWLoads; ++i) {
-      const bool valid = col_ok && (w_rows_ok >> i & 1);
-      cp_async16(wdst + (slot * OT + i * kWRowStep) * kGemmLdRaw, valid ? wsrc + i * wstep + c0 : a.w, valid);
+    for (int i = 0; i < Plan::kWLoads; ++i) {
+      const bool valid = plan.w_ok(i, c0, a.in);
+      cp_async16(ws + (slot * OT + plan.wr0 + i * Plan::kWRowStep) * kGemmLdRaw + plan.wcol,
+                 valid ? plan.wsrc + i * plan.wstep + c0 : a.w, valid);
     }
   };
-  const auto copy_x = [&](int c0, int slot) {  // the chunk at c0's activations → ring slot `slot`
-    const bool col_ok = c0 + xcol < a.in;
-#pragma unroll
-    for (int i = 0; i < kXLoads; ++i) {
-      const bool valid = col_ok && (x_rows_ok >> i & 1);
-      cp_async16(xdst + (slot * RT + i * kXRowStep) * kGemmLd, valid ? xsrc + i * xstep + c0 : a.x, valid);
-    }
-  };
+  const auto copy_x = [&](int c0, int slot) { plan.copy_x(a, xs + slot * RT * kGemmLd, c0); };
 
   // Groups: G0 = weights of chunks 0 … kAhead − 1 (before pdl_begin(): nothing writes weights
   // during a forward) + x of chunk 0; Gp = x of chunk p < kAhead; G(c + kAhead) committed in
@@ -612,26 +599,23 @@ bool gemm_raw_weights() {
 template <typename Row>
 inline constexpr bool kRawWeights = std::is_same_v<Row, PlainRow<__nv_bfloat16>> || std::is_same_v<Row, PlainRow<__half>>;
 
-template <typename Row, int NJ, int kMinBlocks>
-cudaError_t launch_gemm(const LinearArgs& a, cudaStream_t stream) {
-  constexpr size_t smem = gemm_smem_bytes<NJ>();
-  const auto kernel = linear_exact_gemm_kernel<Row, NJ, kMinBlocks>;
+// A register-tiled kernel of NJ rows per thread (4·NJ per block) with `smem` bytes of dynamic shared memory.
+template <int NJ, typename Kernel>
+cudaError_t launch_gemm(Kernel kernel, size_t smem, const LinearArgs& a, cudaStream_t stream) {
   const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>((a.rows + 4 * NJ - 1) / (4 * NJ)),
                   static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts), a.groups);
   return launch(kernel, grid, kBlock, smem, stream, a);
 }
-
+template <typename Row, int NJ, int kMinBlocks>
+cudaError_t launch_gemm_staged(const LinearArgs& a, cudaStream_t stream) {
+  return launch_gemm<NJ>(linear_exact_gemm_kernel<Row, NJ, kMinBlocks>, gemm_smem_bytes<NJ>(), a, stream);
+}
 template <typename Row, int NJ, int kMinBlocks, int kRing>
 cudaError_t launch_gemm_raw(const LinearArgs& a, cudaStream_t stream) {
-  constexpr size_t smem = gemm_raw_smem_bytes<NJ, kRing>();
-  const auto kernel = linear_exact_gemm_raw_kernel<Row, NJ, kMinBlocks, kRing>;
-  const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
-  if (e != cudaSuccess) return e;
-  const dim3 grid(static_cast<unsigned>((a.rows + 4 * NJ - 1) / (4 * NJ)),
-                  static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts), a.groups);
-  return launch(kernel, grid, kBlock, smem, stream, a);
+  return launch_gemm<NJ>(linear_exact_gemm_raw_kernel<Row, NJ, kMinBlocks, kRing>, gemm_raw_smem_bytes<NJ, kRing>(), a,
+                         stream);
 }
 
 // MEMRA_CUDA_LINEAR_GEMM_TILE=32 (A/B timing; same bits): rounds of > 16 rows in blocks of 32 rows
@@ -668,9 +652,9 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
       return launch_gemm_raw<Row, 8, 2, 2>(a, stream);
     }
   }
-  if (rows_per_block <= 8) return launch_gemm<Row, 2, 4>(a, stream);
-  if (rows_per_block <= 16) return launch_gemm<Row, 4, 3>(a, stream);
-  return launch_gemm<Row, 8, 2>(a, stream);
+  if (rows_per_block <= 8) return launch_gemm_staged<Row, 2, 4>(a, stream);
+  if (rows_per_block <= 16) return launch_gemm_staged<Row, 4, 3>(a, stream);
+  return launch_gemm_staged<Row, 8, 2>(a, stream);
 }
 
 template <typename Row>

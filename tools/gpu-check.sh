@@ -5,7 +5,7 @@
 #       builds build-cuda (Release, sm_90a) and packs what the GPU machine needs into build-gpu-pack/:
 #       bin/{memra, libmemra_cuda.so, memra_cuda_test} (xz-compressed) and deps/ (the header-only libraries and their
 #       CMake files, for a rebuild there). Carry build-gpu-pack (or build-cuda itself).
-#   on the GPU machine:  bash tools/gpu-check.sh
+#   on the GPU machine:  bash tools/gpu-check.sh      (--unpack: only unpack build-gpu-pack's binaries)
 #       uses build-gpu-pack/bin, else build-cuda/; when those binaries do not run there it builds
 #       build-gpu/ with cmake + ninja (deps from build-gpu-pack/deps). Writes every log under $OUT
 #       (≤ 8 files, each ≤ 16 MB) and prints a summary table last.
@@ -33,6 +33,21 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+# Packed binaries (--pack) travel xz-compressed: unpack each once (python3's lzma: the image may
+# lack xz). `--unpack` does only this, for a device run's own command (bench/results/*/command.sh).
+unpack_pack() {
+  local f
+  for f in build-gpu-pack/*/*.xz; do
+    [[ -f "$f" && ! -f "${f%.xz}" ]] || continue
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$f" "${f%.xz}" &&
+      chmod +x "${f%.xz}"
+  done
+}
+if [[ "${1:-}" == "--unpack" ]]; then
+  unpack_pack
+  exit 0
+fi
 
 if [[ "${1:-}" == "--pack" ]]; then
   set -e
@@ -115,12 +130,7 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 runtime=$(grep '^runtime:' "$OUT/env.txt" | cut -d' ' -f2)
 
 # ---- binaries ------------------------------------------------------------------------------
-# packed binaries (--pack) travel xz-compressed: unpack them (python3's lzma: the image may lack xz)
-for f in build-gpu-pack/*/*.xz; do
-  [[ -f "$f" && ! -f "${f%.xz}" ]] || continue
-  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$f" "${f%.xz}" &&
-    chmod +x "${f%.xz}"
-done
+unpack_pack
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64:/usr/local/cuda/lib"
 bin=""
 for cand in build-gpu-pack/bin build-cuda; do
