@@ -264,8 +264,17 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
   if (rates_fn(bo.devices.empty() ? 0 : bo.devices[0], snap_bytes_hint, rates, err, sizeof err) != 0)
     throw Error(std::string("measuring the device's ceilings failed: ") + err);
   const double copy_gbs = rates[0], tflops = rates[1];
-  out["ceilings"] = {{"copy_GBps", copy_gbs}, {"bf16_TFLOPs", tflops}, {"pinned_d2h_GBps", rates[2]},
-                     {"pinned_h2d_GBps", rates[3]}, {"pinned_bytes", snap_bytes_hint}};
+  // what one more dependent kernel adds to a captured chain: × a graph's longest kernel chain, the
+  // least its critical path spends between kernels
+  using StepFn = int (*)(int, double*, char*, size_t);
+  auto step_fn = reinterpret_cast<StepFn>(cuda_symbol("memra_cuda_launch_step"));
+  double launch_step_us[2];
+  if (step_fn(bo.devices.empty() ? 0 : bo.devices[0], launch_step_us, err, sizeof err) != 0)
+    throw Error(std::string("measuring the launch step failed: ") + err);
+  out["ceilings"] = {{"copy_GBps", copy_gbs},        {"bf16_TFLOPs", tflops},
+                     {"pinned_d2h_GBps", rates[2]},  {"pinned_h2d_GBps", rates[3]},
+                     {"pinned_bytes", snap_bytes_hint}, {"launch_step_us_pdl", launch_step_us[0]},
+                     {"launch_step_us", launch_step_us[1]}};
   note(ctx, "ceilings: copy " + fmt("%.0f", copy_gbs) + " GB/s, bf16 " + fmt("%.0f", tflops) + " TFLOP/s");
 
   // ---- backends (weights made on the device)
@@ -381,7 +390,11 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                              {"floor_ms_per_layer", f.layer_ms},
                              {"ratio_to_floor", step_s * 1e3 / f.ms},
                              {"graph_kernel_edges", rep_of("graph_kernel_edges")},
-                             {"graph_programmatic_edges", rep_of("graph_programmatic_edges")}});
+                             {"graph_programmatic_edges", rep_of("graph_programmatic_edges")},
+                             // the longest chain of dependent kernels in the step's graph, and what
+                             // it pays between kernels at the measured launch step
+                             {"graph_critical_kernels", rep_of("graph_critical_kernels")},
+                             {"critical_launch_ms", rep_of("graph_critical_kernels") * launch_step_us[0] * 1e-3}});
     if (opt.timeline) out["decode"].back()["timeline"] = timeline;
     note(ctx, "decode at " + std::to_string(ctx_len) + ": " + fmt("%.3f", step_s * 1e3 / L) + " ms/layer/token, floor " +
                   fmt("%.3f", f.layer_ms));
@@ -566,11 +579,16 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
     std::cout << "memra bench: V4-Flash layer geometry, layers " << opt.layers << ", vocab " << V << ", seed " << opt.seed << ", "
               << out.value("device", std::string("?")) << "\n";
     std::cout << "ceilings: copy " << fmt("%.0f", copy_gbs) << " GB/s, bf16 " << fmt("%.0f", tflops) << " TFLOP/s, pinned D2H "
-              << fmt("%.1f", rates[2]) << " / H2D " << fmt("%.1f", rates[3]) << " GB/s\n\n";
+              << fmt("%.1f", rates[2]) << " / H2D " << fmt("%.1f", rates[3]) << " GB/s, launch step " << fmt("%.2f", launch_step_us[0])
+              << " us (PDL) / " << fmt("%.2f", launch_step_us[1]) << " us\n\n";
     std::printf("%-34s %12s %12s %8s\n", "measure", "memra", "floor", "ratio");
     for (const auto& d : out["decode"])
       std::printf("%-34s %12.3f %12.3f %8.2f\n", ("decode ms/layer/token @" + std::to_string(d["context"].get<int64_t>())).c_str(),
                   d["ms_per_layer_token"].get<double>(), d["floor_ms_per_layer"].get<double>(), d["ratio_to_floor"].get<double>());
+    for (const auto& d : out["decode"])
+      std::printf("  decode @%lld: %.0f kernels on the graph's longest chain, %.3f ms between them of a %.3f ms step\n",
+                  static_cast<long long>(d["context"].get<int64_t>()), d["graph_critical_kernels"].get<double>(),
+                  d["critical_launch_ms"].get<double>(), d["step_ms"].get<double>());
     for (const auto& b : out["batch"])
       std::printf("%-34s %12.0f %12.0f %8.2f\n", ("batch " + std::to_string(b["batch"].get<int64_t>()) + " tokens/s").c_str(),
                   b["tokens_per_s"].get<double>(), b["floor_tokens_per_s"].get<double>(), b["ratio_to_floor"].get<double>());

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <map>
 #include <cstdlib>
 #include <optional>
 #include <set>
@@ -180,9 +181,47 @@ std::map<std::string, double> CudaBackend::device_report() const {
     out["graph_kernels"] = static_cast<double>(graph_kernels_);
     out["graph_kernel_edges"] = static_cast<double>(graph_kernel_edges_);
     out["graph_programmatic_edges"] = static_cast<double>(graph_programmatic_edges_);
+    out["graph_critical_kernels"] = static_cast<double>(graph_critical_kernels_);
   }
   return out;
 }
+
+namespace {
+
+// The most kernels on one dependency path of the graph (edges through event or memcpy nodes count
+// as dependencies, those nodes not as kernels): however wide the graph, a round takes at least that
+// many dependent launches one after another (bench: × the measured launch step).
+template <typename IsKernel>
+int64_t longest_kernel_chain(const std::vector<cudaGraphNode_t>& nodes, const std::vector<cudaGraphNode_t>& from,
+                             const std::vector<cudaGraphNode_t>& to, IsKernel&& is_kernel) {
+  std::map<cudaGraphNode_t, size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i]] = i;
+  std::vector<std::vector<size_t>> next(nodes.size());
+  std::vector<int> pending(nodes.size(), 0);
+  for (size_t e = 0; e < from.size(); ++e) {
+    const auto a = index.find(from[e]), b = index.find(to[e]);
+    if (a == index.end() || b == index.end()) continue;
+    next[a->second].push_back(b->second);
+    ++pending[b->second];
+  }
+  std::vector<int64_t> depth(nodes.size(), 0);  // kernels on the longest path ending at the node
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (pending[i] == 0) ready.push_back(i), depth[i] = is_kernel(nodes[i]);
+  int64_t longest = 0;
+  while (!ready.empty()) {  // Kahn's order: a node's depth is final when its last predecessor is done
+    const size_t i = ready.back();
+    ready.pop_back();
+    longest = std::max(longest, depth[i]);
+    for (size_t j : next[i]) {
+      depth[j] = std::max(depth[j], depth[i] + (is_kernel(nodes[j]) ? 1 : 0));
+      if (--pending[j] == 0) ready.push_back(j);
+    }
+  }
+  return longest;
+}
+
+}  // namespace
 
 // The last captured round's kernels, kernel → kernel edges, and how many of those are programmatic
 // (launch.cuh): device_report() shows whether PDL reached the graph.
@@ -207,7 +246,9 @@ void CudaBackend::count_graph(cudaGraph_t graph) const {
     programmatic += data[i].type == cudaGraphDependencyTypeProgrammatic;
   }
   graph_kernels_ = kernels, graph_kernel_edges_ = kernel_edges, graph_programmatic_edges_ = programmatic;
+  graph_critical_kernels_ = longest_kernel_chain(nodes, from, to, is_kernel);
 }
+
 
 std::unique_ptr<State> CudaBackend::new_state(int64_t capacity) const {
   auto state = std::make_unique<CudaState>(capacity);

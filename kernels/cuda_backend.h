@@ -59,6 +59,7 @@ class CudaBackend final : public Backend {
   // Captured rounds by Shard::launch_signature (one device, exact, untraced): run_round replays them.
   mutable std::map<std::vector<uint64_t>, cudaGraphExec_t> graphs_;
   mutable int64_t graph_kernels_ = 0, graph_kernel_edges_ = 0, graph_programmatic_edges_ = 0;  // the last capture
+  mutable int64_t graph_critical_kernels_ = 0;
 };
 
 // Checks that `config` is within what the kernels support (throws Error naming the limit).

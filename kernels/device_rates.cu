@@ -3,15 +3,21 @@
 // the L2 plays no part), the dense bf16 tensor-core rate (cuBLAS GEMM 8192³, bf16 in, f32
 // accumulate, random data), and pinned D2H / H2D copies of `pinned_bytes` (the snapshot and
 // restore references). Each is the median of 10 timed runs after 3 warm-ups (pinned: 3 after 1).
+// Also the launch step: what one more dependent kernel adds to a captured chain of them (with
+// programmatic dependent launch and without), the least a round's critical path pays per kernel.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
+#include "common.cuh"
 #include "cuda_check.h"
 #include "device_buffer.h"
+#include "launch.cuh"
+#include "pdl.h"
 #include "synthetic_weights.h"
 
 namespace memra::cuda {
@@ -23,7 +29,59 @@ float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
+// One link of a chain: waits for the kernel before it, then one thread adds one to what that kernel
+// wrote, so every link depends on the last through memory, as a decode step's kernels do.
+__global__ void chain_link_kernel(float* x) {
+  pdl_begin();
+  if (blockIdx.x == 0 && threadIdx.x == 0) x[0] += 1.0f;
+}
+
 }  // namespace
+
+// out[0] / out[1]: microseconds per kernel of a captured chain of kLinks dependent kernels, with PDL
+// and without; each kernel two blocks per SM of 256 threads (the shape of a decode step's linears).
+void measure_launch_step(int device, double out[2]) {
+  constexpr int kLinks = 64;
+  DeviceGuard guard(device);
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties (launch step)");
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate (launch step)");
+  DeviceBuffer x(device, sizeof(float), "launch-step counter");
+  check(cudaMemsetAsync(x.get(), 0, sizeof(float), stream), "launch-step counter");
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a), "cudaEventCreate (launch step)");
+  check(cudaEventCreate(&b), "cudaEventCreate (launch step)");
+  for (int pdl = 1; pdl >= 0; --pdl) {
+    std::optional<PdlOff> off;
+    if (!pdl) off.emplace();
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture (launch step)");
+    for (int i = 0; i < kLinks; ++i)
+      check(launch(chain_link_kernel, 2 * prop.multiProcessorCount, 256, 0, stream, static_cast<float*>(x.get())),
+            "chain_link_kernel");
+    check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture (launch step)");
+    cudaGraphExec_t exec = nullptr;
+    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate (launch step)");
+    std::vector<float> ms;
+    for (int r = 0; r < 13; ++r) {
+      check(cudaEventRecord(a, stream), "cudaEventRecord (launch step)");
+      check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch (launch step)");
+      check(cudaEventRecord(b, stream), "cudaEventRecord (launch step)");
+      check(cudaEventSynchronize(b), "cudaEventSynchronize (launch step)");
+      float t = 0;
+      check(cudaEventElapsedTime(&t, a, b), "cudaEventElapsedTime (launch step)");
+      if (r >= 3) ms.push_back(t);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    out[pdl ? 0 : 1] = median(ms) * 1e3 / kLinks;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  check(cudaStreamSynchronize(stream), "launch step");
+  cudaStreamDestroy(stream);
+}
 
 void measure_device_rates(int device, size_t pinned_bytes, double out[4]) {
   double* copy_gbs = &out[0];

@@ -24,6 +24,8 @@
 //                                                        grid (ceil(rows / 4·NJ), ceil(out / 16), groups)
 //   linear_exact_gemm_kernel   the same for f32 weights: decoded to f32 on the way into shared memory
 //   block 256 (8 warps); rows beyond `rows` masked.
+// Every kernel ends in store_output: y, or with LinearArgs::hc the attention's hc_post applied to the
+// value as it is made (the decode path's wo_b), one dependent launch fewer per layer.
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -32,6 +34,7 @@
 #include "device_caps.h"
 #include "dot_exact.cuh"
 #include "launch.cuh"
+#include "mhc_post.cuh"
 #include "ops.h"
 
 namespace memra::cuda {
@@ -40,6 +43,13 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr int kOutsPerBlock = kBlock / kWarp;
+
+// Where every kernel's finished (row, o) value goes: y of group g, or with the hc_post epilogue
+// (LinearArgs::hc, one group) into the mHC streams, column o of row `row` only.
+__device__ __forceinline__ void store_output(const LinearArgs& a, int g, int64_t row, int o, float v) {
+  if (a.hc.X) hc_post_element(a.hc.X, v, a.hc.post, a.hc.comb, row, o, a.hc.n, a.out);
+  else a.y[g * a.y_gstride + row * a.y_stride + o] = v;
+}
 
 template <typename Row, int RB>
 __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
@@ -59,10 +69,9 @@ __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
   float acc[RB];
   dot_rows<Row, RB>(xr, nr, w, a.in, acc);
   if (lane == 0) {
-    float* yg = a.y + g * a.y_gstride;
 #pragma unroll
     for (int r = 0; r < RB; ++r)
-      if (r < nr) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o] = acc[r];
+      if (r < nr) store_output(a, g, r0 + r, o, acc[r]);
   }
 }
 
@@ -118,7 +127,7 @@ __global__ void __launch_bounds__(kBlock) linear_one_row_kernel(LinearArgs a) {
     dot_rows<Row, 1>(xr, 1, w, a.in, r);
     acc = r[0];
   }
-  if (lane == 0) a.y[g * a.y_gstride + o] = acc;
+  if (lane == 0) store_output(a, g, 0, o, acc);
 }
 
 template <typename Row>
@@ -215,13 +224,12 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
     }
   }
   if (o0 >= a.out) return;  // after the last barrier
-  float* yg = a.y + g * a.y_gstride;
 #pragma unroll
   for (int t = 0; t < KO; ++t)
 #pragma unroll
     for (int r = 0; r < RB; ++r) {
       const float s = warp_sum(acc[t][r]);
-      if (lane == 0 && r < nr && o0 + t < a.out) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o0 + t] = s;
+      if (lane == 0 && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, s);
     }
 }
 
@@ -329,14 +337,13 @@ __device__ __forceinline__ void gemm_butterfly_store(const float (&acc)[NJ][8], 
 #pragma unroll
     for (int k = 0; k < 8; ++k) part[((rt + 4 * j) * OT + ot + 2 * k) * (kWarp + 1) + l] = acc[j][k];
   __syncthreads();
-  float* yg = a.y + g * a.y_gstride;
   for (int e = threadIdx.x; e < RT * OT; e += kBlock) {
     const int r = e / OT, o = e % OT;
     float p[kWarp];
 #pragma unroll
     for (int i = 0; i < kWarp; ++i) p[i] = part[e * (kWarp + 1) + i];
     butterfly_fold<kWarp / 2>(p);
-    if (r < nr && o0 + o < a.out) yg[static_cast<int64_t>(r0 + r) * a.y_stride + o0 + o] = p[0];
+    if (r < nr && o0 + o < a.out) store_output(a, g, r0 + r, o0 + o, p[0]);
   }
 }
 
@@ -726,9 +733,11 @@ bool wscale_valid(WType t, const WScale& s, int in) {
 
 cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int form) {
   if (a.rows == 0 || a.out == 0) return cudaSuccess;
-  if (!a.x || !a.w || !a.y || a.rows < 0 || a.in <= 0 || a.out < 0 || a.groups < 1 || a.groups > 65535 ||
-      (a.rows + 7) / 8 > 65535 || a.x_stride < a.in || a.y_stride < a.out || a.w_gstride % a.in != 0 ||
-      !wscale_valid(a.wtype, a.ws, a.in))
+  const bool hc = a.hc.X != nullptr;  // the hc_post epilogue: no y, one group
+  if (!a.x || !a.w || (!hc && (!a.y || a.y_stride < a.out)) || a.rows < 0 || a.in <= 0 || a.out < 0 || a.groups < 1 ||
+      a.groups > 65535 || (a.rows + 7) / 8 > 65535 || a.x_stride < a.in || a.w_gstride % a.in != 0 ||
+      !wscale_valid(a.wtype, a.ws, a.in) ||
+      (hc && (a.groups != 1 || !a.hc.post || !a.hc.comb || a.hc.n < 1 || a.hc.n > kMaxHc)))
     return cudaErrorInvalidValue;
   switch (a.wtype) {
     case WType::kF32: return launch<PlainRow<float>>(a, stream, form);

@@ -11,7 +11,8 @@
 //  - the collapse / combine: per element, a fixed j-ascending fma chain;
 //  - hc_post_moe: hc_post whose y is the MoE combine (moe_combine.cuh: combine_kernel's slot-ascending
 //    mul-then-add chain + shared), computed per element where hc_post would load it: one dependent
-//    launch fewer per layer on the decode path, and y is never stored.
+//    launch fewer per layer on the decode path, and y is never stored. The attention's hc_post runs
+//    the same way in the exact linear's epilogue (LinearArgs::hc, mhc_post.cuh).
 //
 //   hc_mix       grid (rows, slices)          block 256   partials [rows, M, slices]
 //   hc_pre       grid rows                    block 256   (n ≤ kMaxHc)
@@ -20,6 +21,7 @@
 //   hc_head      grid out_rows                block 256   (after hc_mix of its M = n values)
 #include "common.cuh"
 #include "launch.cuh"
+#include "mhc_post.cuh"
 #include "moe_combine.cuh"
 #include "ops.h"
 
@@ -262,24 +264,6 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
   }
   if (!in_warp) collapse_streams<8>(Xt, n, D, pre, xt, threadIdx.x, kBlock);
-}
-
-// Element (t, i) of hc_post given its y value: one body for hc_post and hc_post_moe, so the two
-// cannot drift apart.
-__device__ __forceinline__ void hc_post_element(float* X, float yv, const float* post, const float* comb, int64_t t,
-                                                int i, int n, int D) {
-  float* Xt = X + t * n * D;
-  const float* C = comb + t * n * n;
-  float xs[kMaxHc];
-#pragma unroll
-  for (int j = 0; j < kMaxHc; ++j) xs[j] = j < n ? Xt[static_cast<int64_t>(j) * D + i] : 0.0f;
-  for (int k = 0; k < n; ++k) {
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kMaxHc; ++j)
-      if (j < n) s = __fmaf_rn(C[j * n + k], xs[j], s);
-    Xt[static_cast<int64_t>(k) * D + i] = post[t * n + k] * yv + s;
-  }
 }
 
 __global__ void hc_post_kernel(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D) {

@@ -80,6 +80,16 @@ struct Closing {
 // x[g] = x + g·x_gstride (row stride x_stride), W[g] = w + g·w_gstride elements (a multiple of
 // `in`: group g's rows are rows g·w_gstride/in … of the one matrix w, which a packed type's scale
 // grid covers as a whole), y likewise.
+// The exact linear's optional epilogue: with X set, each output y[r, o] goes through hc_post
+// (mhc_post.cuh) into the mHC streams X [rows, n, out] with row r's post [n] and comb [n, n], as
+// hc_post(X, y, post, comb, …) would after a stored y (the same operations); y is not written and may
+// be null. One group only.
+struct HcPostTo {
+  float* X = nullptr;
+  const float* post = nullptr;
+  const float* comb = nullptr;
+  int n = 0;
+};
 struct LinearArgs {
   const float* x = nullptr;
   int64_t x_stride = 0;
@@ -91,6 +101,7 @@ struct LinearArgs {
   int rows = 0, in = 0, out = 0;
   int groups = 1;
   int64_t x_gstride = 0, w_gstride = 0, y_gstride = 0;
+  HcPostTo hc;  // the hc_post epilogue (exact kernels only; linear_fast refuses it)
 };
 // Exact: the fixed lane K-order and butterfly of dot_exact.cuh for every (row, output). `form`
 // fixes the kernel for the tests, which run each: 1, 2 or 4 = the tiled kernel with that many

@@ -14,6 +14,7 @@
 
 namespace memra::cuda {
 void measure_device_rates(int device, size_t pinned_bytes, double out[4]);  // device_rates.cu
+void measure_launch_step(int device, double out[2]);                        // device_rates.cu
 }
 
 namespace {
@@ -73,6 +74,20 @@ int memra_cuda_device_rates(int index, size_t pinned_bytes, double* out, char* e
   try {
     out[0] = out[1] = out[2] = out[3] = 0.0;
     memra::cuda::measure_device_rates(index, pinned_bytes, out);
+  } catch (const std::exception& e) {
+    write_error(error, error_size, e.what(), "");
+    return 1;
+  }
+  return 0;
+}
+
+// The launch step of device `index` (device_rates.cu): out[0] / out[1] microseconds one more
+// dependent kernel adds to a captured chain, with programmatic dependent launch and without.
+// Returns 0, or 1 with a one-line reason in error.
+int memra_cuda_launch_step(int index, double* out, char* error, size_t error_size) {
+  try {
+    out[0] = out[1] = 0.0;
+    memra::cuda::measure_launch_step(index, out);
   } catch (const std::exception& e) {
     write_error(error, error_size, e.what(), "");
     return 1;

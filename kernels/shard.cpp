@@ -70,8 +70,9 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   main_stream_ = stream_;
   for (cudaStream_t& s : side_) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate (side)");
-  for (cudaEvent_t* e : {&fork_event_, &qr_ready_, &idx_closed_, &join_event_[0], &join_event_[1], &join_event_[2]})
+  for (cudaEvent_t* e : {&fork_event_, &qr_ready_})
     check(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate (fork/join)");
+  for (cudaEvent_t& e : join_event_) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (fork/join)");
   const char* ov = std::getenv("MEMRA_CUDA_OVERLAP");
   overlap_env_ = !(ov && std::string(ov) == "0");
   if (fast_) {
@@ -83,6 +84,10 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   time_linears_ = t && std::string(t) == "1";
   const char* h = std::getenv("MEMRA_CUDA_HC_SPLIT");
   hc_split_ = !(h && std::string(h) == "0");
+  const char* e = std::getenv("MEMRA_CUDA_HC_POST_EPILOGUE");
+  hc_post_epilogue_ = !(e && std::string(e) == "0");
+  const char* c = std::getenv("MEMRA_CUDA_SIDE_CHAINS");
+  side_chains_ = !(c && std::string(c) == "0");
 }
 
 namespace {
@@ -126,6 +131,11 @@ void Shard::join_from(int side) {
   check(cudaStreamWaitEvent(main_stream_, join_event_[side], 0), "cudaStreamWaitEvent (join)");
 }
 
+void Shard::link(int from, int to) {
+  check(cudaEventRecord(join_event_[from], side_[from]), "cudaEventRecord (link)");
+  check(cudaStreamWaitEvent(side_[to], join_event_[from], 0), "cudaStreamWaitEvent (link)");
+}
+
 void Shard::collect_timeline(std::map<std::string, SiteTime>& into) {
   DeviceGuard guard(device_);
   if (timeline_) timeline_->collect(into);
@@ -166,7 +176,9 @@ Shard::~Shard() {
   if (stream_) cudaStreamSynchronize(stream_);
   if (cublas_) cublasDestroy(cublas_);
   for (cudaEvent_t e : timing_events_) cudaEventDestroy(e);
-  for (cudaEvent_t e : {fork_event_, qr_ready_, idx_closed_, join_event_[0], join_event_[1], join_event_[2]})
+  for (cudaEvent_t e : {fork_event_, qr_ready_})
+    if (e) cudaEventDestroy(e);
+  for (cudaEvent_t e : join_event_)
     if (e) cudaEventDestroy(e);
   for (cudaStream_t s : side_)
     if (s) cudaStreamDestroy(s);
@@ -409,8 +421,14 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   hp.fn = w.hc_attn_fn, hp.base = w.hc_attn_base, hp.scale = w.hc_attn_scale;
   launched(hc_pre(hp, stream_), "hc_pre (attention)");
   norm(x_.get(), D, R, 1, D, w.attn_norm, nullptr, "norm_rope (attn_norm)");
-  attention_site(w, l, x_.get(), y_.get(), trace);
-  launched(hc_post(X_.get(), y_.get(), post_.get(), comb_.get(), R, n, D, stream_), "hc_post (attention)");
+  // The exact realization applies hc_post in wo_b's epilogue (LinearArgs::hc: the same operations,
+  // one dependent launch fewer); cuda-fast's cuBLAS wo_b stores y for hc_post.
+  if (fast_ || !hc_post_epilogue_) {
+    attention_site(w, l, x_.get(), y_.get(), trace);
+    launched(hc_post(X_.get(), y_.get(), post_.get(), comb_.get(), R, n, D, stream_), "hc_post (attention)");
+  } else {
+    attention_site(w, l, x_.get(), nullptr, trace);
+  }
 
   hp.fn = w.hc_ffn_fn, hp.base = w.hc_ffn_base, hp.scale = w.hc_ffn_scale;
   launched(hc_pre(hp, stream_), "hc_pre (ffn)");
@@ -444,9 +462,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   const int half = static_cast<int>(cfg_.qk_rope_head_dim / 2), W = static_cast<int>(cfg_.sliding_window);
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
 
-  auto compress = [&](const DevCompressor& cw, bool indexer, int c, int width, float* kvbuf, float* scbuf) {
-    linear(cw.wkv, x, D, R, kvbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wkv)");
-    linear(cw.wgate, x, D, R, scbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wgate)");
+  auto compressor_args = [&](const DevCompressor& cw, bool indexer, int c, int width, float* kvbuf, float* scbuf) {
     CompressorArgs ca;
     ca.seqs = d_seqs_;
     ca.layer = l;
@@ -461,31 +477,53 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     ca.c = c;
     ca.w = width;
     ca.eps = eps;
-    const bool csa = w.kind == LayerKind::kCSA;
-    const std::vector<Closing>& cl = csa ? plan_.closings_csa : plan_.closings_hca;
-    launched(compressor_close(ca, csa ? d_csa_ : d_hca_, static_cast<int>(cl.size()), stream_), "compressor_close");
-    launched(compressor_update(ca, plan_.seq_count(), stream_), "compressor_update");
+    return ca;
   };
-  // Four independent chains from x (with overlap on, side streams 0-2 run beside stream_):
-  //   stream_  wq_a, q_norm, wq_b, query norm+RoPE
-  //   side 0   wkv, kv norm+RoPE, the attention compressor
-  //   side 2   (CSA) the indexer's compressor
-  //   side 1   (CSA) the indexer's weights, then, once q_norm is done, its queries, and once side 2
-  //            closed its entries, its scores and top-k (side 2 joins stream_ through side 1)
-  // They touch disjoint scratch and state; the attention joins them.
   const bool ov = overlap(trace);
   const bool csa = w.kind == LayerKind::kCSA;
+  // A compressor's projections (wkv on kv_side, wgate on gate_side, side by side), then the windows
+  // this round closes (on kv_side once both are done): what the attention reads. Its pending-window
+  // update waits until after the attention (below).
+  auto compress = [&](const DevCompressor& cw, bool indexer, int c, int width, float* kvbuf, float* scbuf, int kv_side,
+                      int gate_side) {
+    {
+      OnStream on(*this, ov ? side_[kv_side] : stream_);
+      linear(cw.wkv, x, D, R, kvbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wkv)");
+    }
+    if (!side_chains_) gate_side = kv_side;  // MEMRA_CUDA_SIDE_CHAINS=0: session 28's chains (A/B)
+    {
+      OnStream on(*this, ov ? side_[gate_side] : stream_);
+      linear(cw.wgate, x, D, R, scbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wgate)");
+    }
+    if (ov && gate_side != kv_side) link(gate_side, kv_side);
+    OnStream on(*this, ov ? side_[kv_side] : stream_);
+    const std::vector<Closing>& cl = csa ? plan_.closings_csa : plan_.closings_hca;
+    const CompressorArgs ca = compressor_args(cw, indexer, c, width, kvbuf, scbuf);
+    launched(compressor_close(ca, csa ? d_csa_ : d_hca_, static_cast<int>(cl.size()), stream_), "compressor_close");
+    if (!side_chains_) launched(compressor_update(ca, plan_.seq_count(), stream_), "compressor_update");
+  };
+  // Independent chains from x (with overlap on, on the side streams of shard.h's Side):
+  //   stream_        wq_a, q_norm, wq_b, query norm+RoPE
+  //   kSideKv        wkv, kv norm+RoPE
+  //   kSideCmpKv     the attention compressor (its wgate on kSideCmpGate), its closings
+  //   kSideIdxKv     (CSA) the indexer's compressor (its wgate on kSideIdxGate), its closings
+  //   kSideIndexer   (CSA) the indexer's weights, then, once q_norm is done, its queries, and once
+  //                  kSideIdxKv closed its entries, its scores and top-k (kSideIdxKv joins through it)
+  // They touch disjoint scratch and state; the attention joins them.
+  const bool compressed = w.kind != LayerKind::kSliding;
   if (ov) {
-    fork_to(0);
-    if (csa) fork_to(1), fork_to(2);
+    fork_to(kSideKv);
+    if (compressed && side_chains_) fork_to(kSideCmpKv), fork_to(kSideCmpGate);
+    if (csa) fork_to(kSideIndexer), fork_to(kSideIdxKv);
+    if (csa && side_chains_) fork_to(kSideIdxGate);
   }
   {
-    OnStream on(*this, ov ? side_[0] : stream_);
+    OnStream on(*this, ov ? side_[kSideKv] : stream_);
     linear(w.wkv, x, D, R, kv_.get(), d, "linear_exact (wkv)");
     norm(kv_.get(), d, R, 1, d, w.kv_norm, w.inv_freq, "norm_rope (kv)");
-    if (w.kind != LayerKind::kSliding)
-      compress(w.cmp, false, csa ? 2 : 1, d, ckv_.get(), csc_.get());
   }
+  if (compressed)
+    compress(w.cmp, false, csa ? 2 : 1, d, ckv_.get(), csc_.get(), side_chains_ ? kSideCmpKv : kSideKv, kSideCmpGate);
   linear(w.wq_a, x, D, R, qr_.get(), ql, "linear_exact (wq_a)");
   norm(qr_.get(), ql, R, 1, ql, w.q_norm, nullptr, "norm_rope (q_norm)");
   if (ov && csa) check(cudaEventRecord(qr_ready_, stream_), "cudaEventRecord (q_lora ready)");
@@ -494,14 +532,10 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
 
   AttentionArgs aa;
   const int K = static_cast<int>(cfg_.index_topk);
+  const int Hi = static_cast<int>(cfg_.index_n_heads), di = static_cast<int>(cfg_.index_head_dim);
   if (csa) {
-    const int Hi = static_cast<int>(cfg_.index_n_heads), di = static_cast<int>(cfg_.index_head_dim);
-    {
-      OnStream on(*this, ov ? side_[2] : stream_);
-      compress(w.idx, true, 2, di, ikv_.get(), isc_.get());
-      if (ov) check(cudaEventRecord(idx_closed_, stream_), "cudaEventRecord (indexer entries closed)");
-    }
-    OnStream on(*this, ov ? side_[1] : stream_);
+    compress(w.idx, true, 2, di, ikv_.get(), isc_.get(), kSideIdxKv, kSideIdxGate);
+    OnStream on(*this, ov ? side_[kSideIndexer] : stream_);
     linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)");
     if (ov) check(cudaStreamWaitEvent(stream_, qr_ready_, 0), "cudaStreamWaitEvent (q_lora ready)");
     linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)");
@@ -515,7 +549,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     ra.half = half;
     ra.pos = d_row_pos_;
     launched(rope_only(ra, stream_), "rope_only (indexer queries)");
-    if (ov) check(cudaStreamWaitEvent(stream_, idx_closed_, 0), "cudaStreamWaitEvent (indexer entries closed)");
+    if (ov) link(kSideIdxKv, kSideIndexer);  // the indexer's entries closed
     IndexerArgs ia;
     ia.seqs = d_seqs_;
     ia.row_seq = d_row_seq_;
@@ -561,8 +595,9 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   }
 
   if (ov) {
-    join_from(0);
-    if (csa) join_from(1);
+    join_from(kSideKv);
+    if (compressed && side_chains_) join_from(kSideCmpKv);
+    if (csa) join_from(kSideIndexer);
   }
   aa.seqs = d_seqs_;
   aa.row_seq = d_row_seq_;
@@ -594,7 +629,20 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     launched(attention_fast(aa, stream_), "attention (tensor cores)");
   else
     launched(attention(aa, stream_), "attention");
-  launched(window_update(d_seqs_, d_row_seq_, d_row_pos_, l, R, kv_.get(), d, W, stream_), "window_update");
+  // What the attention does not read: the round's kv into the window, the compressors' rows into their
+  // pending windows (after this round's closings read the old ones). With overlap on they leave the
+  // critical path for kSideKv, which the MoE site joins before the next layer touches their scratch.
+  if (ov && side_chains_) fork_to(kSideKv);
+  {
+    OnStream on(*this, ov && side_chains_ ? side_[kSideKv] : stream_);
+    launched(window_update(d_seqs_, d_row_seq_, d_row_pos_, l, R, kv_.get(), d, W, stream_), "window_update");
+    const int seqs = plan_.seq_count();
+    if (compressed && side_chains_)  // (without side chains, compress() ran them)
+      launched(compressor_update(compressor_args(w.cmp, false, csa ? 2 : 1, d, ckv_.get(), csc_.get()), seqs, stream_),
+               "compressor_update");
+    if (csa && side_chains_)
+      launched(compressor_update(compressor_args(w.idx, true, 2, di, ikv_.get(), isc_.get()), seqs, stream_), "compressor_update");
+  }
 
   // Grouped output projection: z[:, g·Ro:(g+1)·Ro] = o[:, g·Hd/G:(g+1)·Hd/G] · wo_a[g]ᵀ, then y = z · wo_bᵀ.
   const int G = static_cast<int>(cfg_.o_groups), Ro = static_cast<int>(cfg_.o_lora_rank), gin = Hd / G;
@@ -614,6 +662,20 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   la.y_gstride = Ro;
   la.ws = w.wo_a.scale;
   run_linear(la, "linear_exact (wo_a, grouped)");
+  if (!y) {  // the caller's hc_post in wo_b's epilogue (exact realization: layer())
+    LinearArgs lb;
+    lb.x = z_.get();
+    lb.x_stride = static_cast<int64_t>(G) * Ro;
+    lb.w = w.wo_b.ptr;
+    lb.wtype = w.wo_b.type;
+    lb.ws = w.wo_b.scale;
+    lb.rows = R;
+    lb.in = static_cast<int>(w.wo_b.cols);
+    lb.out = static_cast<int>(w.wo_b.rows);
+    lb.hc = {X_.get(), post_.get(), comb_.get(), static_cast<int>(cfg_.hc_mult)};
+    run_linear(lb, "linear_exact (wo_b + hc_post)");
+    return;
+  }
   linear(w.wo_b, z_.get(), static_cast<int64_t>(G) * Ro, R, y, D, "linear_exact (wo_b)");
 }
 
@@ -775,11 +837,12 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
   const int R = rows(), D = static_cast<int>(cfg_.hidden_size), E = static_cast<int>(cfg_.n_routed_experts);
   const int k = static_cast<int>(cfg_.num_experts_per_tok), I = static_cast<int>(cfg_.moe_intermediate_size);
   const float limit = static_cast<float>(cfg_.swiglu_limit);
-  // The shared expert (side stream 0 with overlap on) beside the router and the routed experts.
+  // The shared expert (kSideKv with overlap on) beside the router and the routed experts; the join
+  // below also joins the attention site's state updates, queued on kSideKv before it.
   const bool ov = overlap(trace);
-  if (ov) fork_to(0);
+  if (ov) fork_to(kSideKv);
   {
-    OnStream on(*this, ov ? side_[0] : stream_);
+    OnStream on(*this, ov ? side_[kSideKv] : stream_);
     linear(w.shared_w1, x, D, R, sg_.get(), I, "linear_exact (shared w1)");
     linear(w.shared_w3, x, D, R, su_.get(), I, "linear_exact (shared w3)");
     launched(swiglu(sg_.get(), su_.get(), sh_.get(), static_cast<int64_t>(R) * I, limit, stream_), "swiglu (shared)");
@@ -835,7 +898,7 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
     per_expert(w, x);
     moe_ran_ = "per-expert";
   }
-  if (ov) join_from(0);
+  if (ov) join_from(kSideKv);
   // y == nullptr: the caller combines eo_/ew_/sy_ itself (layer(): hc_post_moe); every path above
   // leaves the routed outputs in eo_ in the combine's layout.
   if (y) launched(moe_combine(eo_.get(), ew_.get(), sy_.get(), R, k, D, y, stream_), "moe_combine");

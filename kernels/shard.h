@@ -77,7 +77,8 @@ class Shard {
   const float* head(const DevEnds& ends);
 
   // The sites, on this round's rows: x [rows, D] → y [rows, D] (the attention site advances the
-  // layer's state: compressors, window ring).
+  // layer's state: compressors, window ring). The attention site with y == nullptr applies the
+  // layer's hc_post to the streams X_ in wo_b's epilogue (exact kernels) instead of storing y.
   void attention_site(const DevLayer& w, int layer, const float* x, float* y, LayerTrace* trace);
   void moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* trace);
   void linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
@@ -122,8 +123,21 @@ class Shard {
   // graph as parallel branches): the exact realization, untraced, fused MoE, no timing.
   // MEMRA_CUDA_OVERLAP=0 runs everything on the one stream (A/B timing; the bits are the same).
   bool overlap(const LayerTrace* trace) const;
-  void fork_to(int side);    // side stream `side` waits for what stream_ enqueued so far
-  void join_from(int side);  // stream_ waits for what side stream `side` enqueued so far
+  // The side streams and what each runs (attention_site, moe_site). The compressors' two projections
+  // run side by side and meet before their closings; everything a round's attention does not read
+  // (the window and pending-window updates) runs on kSideKv after it, joined by the MoE site.
+  enum Side : int {
+    kSideKv = 0,       // wkv, kv norm+RoPE; after the attention: the state updates; then the shared expert
+    kSideIndexer = 1,  // (CSA) the indexer's weights, queries, scores and top-k
+    kSideIdxKv = 2,    // (CSA) the indexer compressor's wkv, then its closings
+    kSideCmpKv = 3,    // the attention compressor's wkv, then its closings
+    kSideCmpGate = 4,  // the attention compressor's wgate
+    kSideIdxGate = 5,  // (CSA) the indexer compressor's wgate
+    kSides = 6
+  };
+  void fork_to(int side);            // side stream `side` waits for what stream_ enqueued so far
+  void join_from(int side);          // stream_ waits for what side stream `side` enqueued so far
+  void link(int from, int to);       // side stream `to` waits for what side stream `from` enqueued so far
   friend class OnStream;
   void time_begin();
   void time_end(double flop);
@@ -136,8 +150,8 @@ class Shard {
   MoePath moe_path_ = MoePath::kFused;
   cudaStream_t stream_ = nullptr;  // where launches go (a side stream inside OnStream scopes)
   cudaStream_t main_stream_ = nullptr;
-  cudaStream_t side_[3] = {nullptr, nullptr, nullptr};
-  cudaEvent_t fork_event_ = nullptr, qr_ready_ = nullptr, idx_closed_ = nullptr, join_event_[3] = {nullptr, nullptr, nullptr};
+  cudaStream_t side_[kSides] = {};
+  cudaEvent_t fork_event_ = nullptr, qr_ready_ = nullptr, join_event_[kSides] = {};
   bool overlap_env_ = true;
   cublasHandle_t cublas_ = nullptr;
   int max_keys_ = 0;
@@ -147,6 +161,8 @@ class Shard {
   std::string site_prefix_;  // the running layer's kind for the timeline's site names
   int csa_bucket_ = 0, hca_bucket_ = 0;  // visible compressed entries, rounded up (upload_plan)
   bool hc_split_ = true;  // MEMRA_CUDA_HC_SPLIT=0: the mHC mix in one block per row (bench A/B)
+  bool hc_post_epilogue_ = true;  // MEMRA_CUDA_HC_POST_EPILOGUE=0: the attention's hc_post as its own launch (A/B)
+  bool side_chains_ = true;       // MEMRA_CUDA_SIDE_CHAINS=0: session 28's side chains (A/B; shard.h Side)
   Scratch<float> hc_partial_;
   std::vector<cudaEvent_t> timing_events_;  // pairs, reused
   std::vector<double> timing_flop_;        // per pair in use

@@ -407,6 +407,53 @@ void test_hc_post_moe(Rng& rng, Report& rep) {
   }
 }
 
+// The exact linear's hc_post epilogue (LinearArgs::hc: the decode path's wo_b) against the linear
+// storing y and then hc_post, by bits, through every kernel form: the one-row kernel, the tiled one
+// (1, 2, 4 outputs per warp), the register-tiled one (8, 16, 32-row blocks), the scalar path
+// (misaligned rows), on f32 and bf16 weights and 1 to 40 rows.
+void test_linear_hc_post(Rng& rng, Report& rep) {
+  const int n = 4, in = 520, D = 96;  // D: a whole number of the register-tiled blocks' 16 outputs
+  for (WType t : {WType::kF32, WType::kBF16}) {
+    for (int pad : {0, 1}) {
+      for (int R : {1, 3, 16, 40}) {
+        const int xs = in + pad;
+        const std::vector<float> x = rng.normals(static_cast<size_t>(R) * xs);
+        const std::vector<float> w = round_weights(rng.normals(static_cast<size_t>(D) * in, 1.0f / std::sqrt(float(in))), t);
+        const std::vector<float> X = rng.normals(static_cast<size_t>(R) * n * D);
+        std::vector<float> post(static_cast<size_t>(R) * n), comb(static_cast<size_t>(R) * n * n);
+        for (auto& v : post) v = rng.uniform(0.0f, 2.0f);
+        for (auto& v : comb) v = rng.uniform(0.0f, 1.0f);
+        DevVec<float> dx(x), dpost(post), dcomb(comb), dXref(X), dy(static_cast<size_t>(R) * D);
+        DevVec<uint8_t> dw = upload_weights_as(w, t);
+        LinearArgs a;
+        a.x = dx.get(), a.x_stride = xs, a.w = dw.get(), a.wtype = t, a.y = dy.get(), a.y_stride = D;
+        a.rows = R, a.in = in, a.out = D;
+        dy.poison();
+        check(linear_exact(a, nullptr), "linear_exact");
+        check(hc_post(dXref.get(), dy.get(), dpost.get(), dcomb.get(), R, n, D, nullptr), "hc_post");
+        const std::vector<float> ref = dXref.download();
+        int forms = 0, equal = 0;
+        size_t kept = 0;  // elements of X an epilogue left as they were (the reference changed them)
+        for (int form : {0, 1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32}) {
+          DevVec<float> dX(X);
+          LinearArgs b = a;
+          b.y = nullptr;
+          b.hc = {dX.get(), dpost.get(), dcomb.get(), n};
+          check(linear_exact(b, nullptr, form), "linear_exact (hc_post epilogue)");
+          const std::vector<float> got = dX.download();
+          ++forms;
+          equal += bits_equal(got, ref);
+          for (size_t i = 0; i < got.size(); ++i) kept += std::memcmp(&got[i], &X[i], 4) == 0;
+        }
+        const std::string tag = std::string(" ") + wtype_name(t) + " rows " + std::to_string(R) + (pad ? " misaligned" : "");
+        rep.add("linear + hc_post epilogue == linear, hc_post (bits)" + tag, equal == forms && kept == 0,
+                "forms bit-equal " + std::to_string(equal) + "/" + std::to_string(forms) + ", " + std::to_string(kept) +
+                    " elements left unchanged");
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // top-k (ties to the lower index), exact
 
@@ -2127,7 +2174,10 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
       cudaGetLastError();
     }
   };
-  group("linear", [&] { test_linear(rng, rep, quick); });
+  group("linear", [&] {
+    test_linear(rng, rep, quick);
+    test_linear_hc_post(rng, rep);
+  });
   group("norm", [&] { test_norm_rope(rng, rep); });
   group("mhc", [&] {
     test_mhc(rng, rep);
