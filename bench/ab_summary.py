@@ -24,6 +24,8 @@ def site_sum(entry, pattern):
 def lines(arm, doc, pattern):
     for d in doc.get("decode", []):
         extra = f" sites {site_sum(d, pattern):8.1f} us" if pattern else ""
+        if "graph_critical_kernels" in d:  # the step graph's longest kernel chain (memra bench)
+            extra += f" chain {d['graph_critical_kernels']:.0f} kernels"
         yield (f"decode@{d['context']}", arm,
                f"{d['ms_per_layer_token']:.4f} ms/layer {d['ratio_to_floor']:.2f}x hash {d['logits_xxh3'][:12]}{extra}")
     for b in doc.get("batch", []):
