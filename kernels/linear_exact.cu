@@ -68,11 +68,13 @@ __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
   const Row w = Row::at(a.w, a.ws, g * a.w_gstride / a.in + o, a.in);
   float acc[RB];
   dot_rows<Row, RB>(xr, nr, w, a.in, acc);
-  if (lane == 0) {
+  // Every lane holds every row's sum (warp_sum's butterfly): lane r stores row r, so the stores (and
+  // the hc_post epilogue's loads) go side by side instead of one after another on lane 0.
+  float mine = 0.0f;
 #pragma unroll
-    for (int r = 0; r < RB; ++r)
-      if (r < nr) store_output(a, g, r0 + r, o, acc[r]);
-  }
+  for (int r = 0; r < RB; ++r)
+    if (lane == r) mine = acc[r];
+  if (lane < nr) store_output(a, g, r0 + lane, o, mine);
 }
 
 // One row of a plain matrix (a decode step's GEMV): dot_rows<Row, 1>'s sequence, with the warp's
@@ -224,13 +226,19 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
     }
   }
   if (o0 >= a.out) return;  // after the last barrier
+  // Lane t·RB + r stores (row r, output o0 + t): every lane holds every sum (warp_sum's butterfly),
+  // and the KO·RB ≤ 32 stores (with the hc_post epilogue, their loads of X) go side by side.
+  float mine = 0.0f;
 #pragma unroll
   for (int t = 0; t < KO; ++t)
 #pragma unroll
     for (int r = 0; r < RB; ++r) {
       const float s = warp_sum(acc[t][r]);
-      if (lane == 0 && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, s);
+      if (lane == t * RB + r) mine = s;
     }
+  static_assert(KO * RB <= kWarp, "one lane per stored value");
+  const int t = lane / RB, r = lane % RB;
+  if (lane < KO * RB && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
 }
 
 // Rows ≥ kGemmMinRows of a plain matrix on the vector path: the register-tiled form. The tiled

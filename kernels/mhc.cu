@@ -72,27 +72,16 @@ int slices_of(int nD) { return (nD + kSlice - 1) / kSlice; }
 // (or blockIdx.x), slice s = blockIdx.y. Every block recomputes the row's r (the same bits).
 __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const int32_t* rows_idx, int nD, float eps,
                                                         const float* fn, int M, float* partial, const float* rms) {
-  pdl_begin();
-  __shared__ float scratch[kWarps];
-  const int t = rows_idx ? rows_idx[blockIdx.x] : blockIdx.x, s = blockIdx.y, S = gridDim.y;
-  const float* Xt = X + static_cast<int64_t>(t) * nD;
-  const float r = rms ? rms[blockIdx.x] : stream_rms(Xt, nD, eps, scratch);
+  const int s = blockIdx.y, S = gridDim.y;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int e0 = s * kSlice, e1 = min(nD, e0 + kSlice);
-  // The lane's kPer stream values x·r are loaded once for all the warp's mix values, and each
-  // value's kPer weights are loaded before its chain (e ascending, as the one-load-at-a-time loop).
-  constexpr int kPer = kSlice / kWarp;
-  float xr[kPer];
-#pragma unroll
-  for (int t = 0; t < kPer; ++t) {
-    const int e = e0 + lane + t * kWarp;
-    xr[t] = e < e1 ? Xt[e] * r : 0.0f;
-  }
   // The warp's values i = warp, warp + kWarps, … go kValBatch at a time, all their weights loaded
-  // before the first chain: one round trip to memory per batch instead of one per value.
+  // before the first chain: one round trip to memory per batch instead of one per value. The first
+  // batch (V4-Flash's M = 24: all of them) is loaded before pdl_begin(): fn is a weight.
+  constexpr int kPer = kSlice / kWarp;
   constexpr int kValBatch = 4;
-  for (int i0 = warp; i0 < M; i0 += kWarps * kValBatch) {
-    float fv[kValBatch][kPer];
+  float fv[kValBatch][kPer];
+  const auto load_fn = [&](int i0) {
 #pragma unroll
     for (int b = 0; b < kValBatch; ++b) {
       const int i = i0 + b * kWarps;
@@ -103,6 +92,23 @@ __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const in
         fv[b][t] = i < M && e < e1 ? f[e] : 0.0f;
       }
     }
+  };
+  load_fn(warp);
+  pdl_begin();
+  __shared__ float scratch[kWarps];
+  const int t = rows_idx ? rows_idx[blockIdx.x] : blockIdx.x;
+  const float* Xt = X + static_cast<int64_t>(t) * nD;
+  const float r = rms ? rms[blockIdx.x] : stream_rms(Xt, nD, eps, scratch);
+  // The lane's kPer stream values x·r are loaded once for all the warp's mix values, and each
+  // value's kPer weights are loaded before its chain (e ascending, as the one-load-at-a-time loop).
+  float xr[kPer];
+#pragma unroll
+  for (int t = 0; t < kPer; ++t) {
+    const int e = e0 + lane + t * kWarp;
+    xr[t] = e < e1 ? Xt[e] * r : 0.0f;
+  }
+  for (int i0 = warp; i0 < M; i0 += kWarps * kValBatch) {
+    if (i0 != warp) load_fn(i0);
 #pragma unroll
     for (int b = 0; b < kValBatch; ++b) {
       const int i = i0 + b * kWarps;

@@ -40,7 +40,17 @@ constexpr int kGroupRows = 8;
 constexpr int kSmallRows = 2;     // the small list's groups (moe_group_kernel), one kernel of their own
 constexpr int kGroupBlocks = 128;  // blocks along x of the small list's grids, striding over its groups
 
+constexpr int kBiasPer = 4;  // bias values per thread loaded before pdl_begin() (E ≤ 1024)
+
 __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
+  // The bias is a weight (nothing writes it during a forward): its round trip runs beside the
+  // router's tail instead of after the scores.
+  float bias_pre[kBiasPer];
+#pragma unroll
+  for (int u = 0; u < kBiasPer; ++u) {
+    const int e = threadIdx.x + u * kBlock;
+    bias_pre[u] = !a.tid2eid && e < a.E ? a.bias[e] : 0.0f;
+  }
   pdl_begin();
   extern __shared__ float sm[];
   float* score = sm;      // [E]
@@ -70,7 +80,12 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
   if (a.tid2eid) {
     if (threadIdx.x < k) idx[threadIdx.x] = a.tid2eid[static_cast<int64_t>(a.tokens[t]) * k + threadIdx.x];
   } else {
-    for (int e = threadIdx.x; e < E; e += kBlock) sel[e] = score[e] + a.bias[e];
+#pragma unroll
+    for (int u = 0; u < kBiasPer; ++u) {
+      const int e = threadIdx.x + u * kBlock;
+      if (e < E) sel[e] = score[e] + bias_pre[u];
+    }
+    for (int e = threadIdx.x + kBiasPer * kBlock; e < E; e += kBlock) sel[e] = score[e] + a.bias[e];
     __syncthreads();
     for (int e = threadIdx.x; e < E; e += kBlock) {
       const float v = sel[e];
