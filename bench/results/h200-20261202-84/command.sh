@@ -25,7 +25,7 @@ mkdir -p /tmp/ab
 for pass in 1 2; do
   for arm in r83 new; do
     case $arm in r83) B=$Q/bin;; new) B=$P/bin;; esac
-    LD_LIBRARY_PATH=$B timeout 80 $B/memra $BA > /tmp/ab/$arm$pass.json 2>/tmp/ab/$arm$pass.err
+    LD_LIBRARY_PATH=$B:$P/bin timeout 80 $B/memra $BA > /tmp/ab/$arm$pass.json 2>/tmp/ab/$arm$pass.err
     echo "arm $arm pass $pass rc=$? $(tail -c 100 /tmp/ab/$arm$pass.err | tr '\n' ' ')"
   done
 done > $OUT/ab.txt 2>&1
@@ -35,7 +35,7 @@ NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 NB="bench --contexts 2048 --batches 8 --verify 6 --steps 2 --reps 1 --prefill 32 --snapshot-gib 0.05 --json"
 for arm in r83 new; do
   case $arm in r83) B=$Q/bin;; new) B=$P/bin;; esac
-  LD_LIBRARY_PATH=$B timeout 100 $NCU --clock-control none -k 'regex:(route_kernel|hc_pre_kernel|hc_mix)' --launch-count 200 \
+  LD_LIBRARY_PATH=$B:$P/bin timeout 100 $NCU --clock-control none -k 'regex:(route_kernel|hc_pre_kernel|hc_mix)' --launch-count 200 \
     --metrics gpu__time_duration.sum,smsp__inst_executed.sum --csv --page raw $B/memra -q $NB > /tmp/ncu$arm.csv 2>/tmp/ncu$arm.err
   echo "ncu $arm rc=$?"
   python3 - /tmp/ncu$arm.csv <<'PY'
