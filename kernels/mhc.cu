@@ -154,47 +154,27 @@ __device__ void gather_mix(const float* partial, int row, int M, int S, float* m
 // out[i] = Σ_j w[j]·X[j, i] (j ascending from +0) for i = first, first + stride, … < D, where X is a
 // row's n streams [n, D]: hc_pre's collapse (w = pre) and the hc head's (w = its sigmoid mix).
 // KU elements per thread go at a time with all their n loads in flight, the last batch masked
-// (V4-Flash's 4096 elements: one batch over 224 threads in hc_pre, one over 256 in the head). NH:
-// the stream slots a thread holds per element, n itself where the launch knows it (V4: 4), else
-// kMaxHc. collapse_load / collapse_store are one batch's halves, so hc_pre can issue a batch's
-// loads before it knows w.
-template <int KU, int NH>
-__device__ __forceinline__ void collapse_load(const float* Xt, int n, int D, int i, int stride, float (&v)[KU][NH]) {
-#pragma unroll
-  for (int u = 0; u < KU; ++u)
-#pragma unroll
-    for (int j = 0; j < NH; ++j)
-      v[u][j] = j < n && i + u * stride < D ? Xt[static_cast<int64_t>(j) * D + i + u * stride] : 0.0f;
-}
-
-template <int KU, int NH>
-__device__ __forceinline__ void collapse_store(const float (&v)[KU][NH], int n, int D, const float* w, float* out, int i,
-                                               int stride) {
-#pragma unroll
-  for (int u = 0; u < KU; ++u) {
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < NH; ++j)
-      if (j < n) s = __fmaf_rn(w[j], v[u][j], s);
-    if (i + u * stride < D) out[i + u * stride] = s;
-  }
-}
-
-template <int KU, int NH = kMaxHc>
+// (V4-Flash's 4096 elements: three batches over 224 threads in hc_pre, one over 256 in the head).
+template <int KU>
 __device__ void collapse_streams(const float* Xt, int n, int D, const float* w, float* out, int first, int stride) {
   for (int i = first; i < D; i += KU * stride) {
-    float v[KU][NH];
-    collapse_load(Xt, n, D, i, stride, v);
-    collapse_store(v, n, D, w, out, i, stride);
+    float v[KU][kMaxHc];
+#pragma unroll
+    for (int u = 0; u < KU; ++u)
+#pragma unroll
+      for (int j = 0; j < kMaxHc; ++j)
+        v[u][j] = j < n && i + u * stride < D ? Xt[static_cast<int64_t>(j) * D + i + u * stride] : 0.0f;
+#pragma unroll
+    for (int u = 0; u < KU; ++u) {
+      float s = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kMaxHc; ++j)
+        if (j < n) s = __fmaf_rn(w[j], v[u][j], s);
+      if (i + u * stride < D) out[i + u * stride] = s;
+    }
   }
 }
 
-// Elements per collapsing thread in hc_pre's first batch, by the stream slots it holds: V4-Flash's
-// 4096 elements over 224 threads in one batch at NH = 4 (80 registers).
-template <int NH>
-inline constexpr int kPreCollapse = NH == 4 ? 20 : 8;
-
-template <int NH>  // stream slots per collapsed element: n where the launch knows it (4), else kMaxHc
 __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float* partial, int S) {
   pdl_begin();
   __shared__ float scratch[kWarps];
@@ -203,12 +183,6 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
   __shared__ float mat[kMaxHc * kMaxHc];
   const int t = blockIdx.x, n = a.n, D = a.D, nD = n * D, M = (2 + n) * n;
   const float* Xt = a.X + static_cast<int64_t>(t) * nD;
-  // In the warp form (below) warps 1… collapse while warp 0 gathers the mix and runs the Sinkhorn:
-  // their first batch's loads go out now, beside the gather, instead of after pre[] is known.
-  const bool in_warp = n * n <= kWarp;
-  constexpr int KU = kPreCollapse<NH>;
-  float cv[KU][NH];
-  if (in_warp && threadIdx.x >= kWarp) collapse_load(Xt, n, D, threadIdx.x - kWarp, kBlock - kWarp, cv);
   if (partial) {
     gather_mix(partial, t, M, S, mix);
   } else {  // single-block path (hc_split off): one warp per value over all nD inputs
@@ -234,6 +208,7 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
   // Element (j, k)'s pass: v /= (its row's or column's sum, in order) + eps. `element` reads the
   // matrix as it stood before the pass (a warp's lanes through shuffles for n ≤ 5, else shared
   // memory between two block barriers).
+  const bool in_warp = n * n <= kWarp;
   const bool mine = threadIdx.x < n * n;
   const int j = mine ? threadIdx.x / n : 0, k = mine ? threadIdx.x % n : 0;
   float v = 0.0f;
@@ -271,9 +246,7 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     return s;
   };
   if (in_warp && threadIdx.x >= kWarp) {
-    const int first = threadIdx.x - kWarp, stride = kBlock - kWarp;
-    collapse_store(cv, n, D, pre, xt, first, stride);
-    collapse_streams<KU, NH>(Xt, n, D, pre, xt, first + KU * stride, stride);  // D past one batch
+    collapse_streams<8>(Xt, n, D, pre, xt, threadIdx.x - kWarp, kBlock - kWarp);
     return;  // no block barrier follows in the warp form
   }
   {  // the warp form runs on warp 0 alone
@@ -375,8 +348,7 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
     const cudaError_t err = launch(hc_mix_kernel, dim3(a.rows, S), kBlock, 0, stream, a.X, nullptr, nD, a.norm_eps, a.fn, M, a.partial, rms);
     if (err != cudaSuccess) return err;
   }
-  if (a.n == 4) return launch(hc_pre_kernel<4>, a.rows, kBlock, 0, stream, a, a.partial, S);
-  return launch(hc_pre_kernel<kMaxHc>, a.rows, kBlock, 0, stream, a, a.partial, S);
+  return launch(hc_pre_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
 }
 
 cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,
