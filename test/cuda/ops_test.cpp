@@ -454,6 +454,45 @@ void test_linear_hc_post(Rng& rng, Report& rep) {
   }
 }
 
+// route's selection on scores with many exact ties (logits and biases from small sets, so equal
+// (logit, bias) pairs give equal score + bias on both sides and distinct ones stay far apart): the
+// device's experts must be the stable top-k, ties to the lower index (cpu::topk_lower_index), for
+// E = 256 (route_kernel's float4 count) and E = 70 (its scalar tail).
+void test_route_ties(Rng& rng, Report& rep) {
+  for (int E : {256, 70}) {
+    const int R = 7, k = 6;
+    const float levels[] = {-1.0f, 0.0f, 0.5f, 1.0f}, biases[] = {0.0f, 0.25f};
+    std::vector<float> logits(static_cast<size_t>(R) * E), bias(E);
+    for (auto& v : logits) v = levels[static_cast<int>(rng.uniform(0.0f, 3.999f))];
+    for (auto& v : bias) v = biases[static_cast<int>(rng.uniform(0.0f, 1.999f))];
+    DevVec<float> dl(logits), db(bias), dew(static_cast<size_t>(R) * k);
+    DevVec<int32_t> deid(std::vector<int32_t>(static_cast<size_t>(R) * k, -1));
+    RouteArgs a;
+    a.logits = dl.get(), a.rows = R, a.E = E, a.k = k, a.scoring = Scoring::kSqrtSoftplus, a.bias = db.get();
+    a.eid = deid.get(), a.ew = dew.get();
+    check(route(a, nullptr), "route");
+    const std::vector<int32_t> got = deid.download();
+    int rows_equal = 0, tied_rows = 0;
+    for (int t = 0; t < R; ++t) {
+      std::vector<float> sel(E);
+      for (int e = 0; e < E; ++e)
+        sel[e] = static_cast<float>(std::sqrt(std::log1p(std::exp(static_cast<double>(logits[t * E + e]))))) + bias[e];
+      std::vector<int64_t> want = cpu::topk_lower_index(sel, k);
+      std::sort(want.begin(), want.end());
+      bool same = true;
+      for (int i = 0; i < k; ++i) same = same && got[t * k + i] == want[i];
+      rows_equal += same;
+      // the k-th value is shared with an unselected expert: the tie rule decides the row
+      std::vector<float> sorted = sel;
+      std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+      tied_rows += sorted[k - 1] == sorted[k];
+    }
+    rep.add("route, exact ties to the lower index, E=" + std::to_string(E), rows_equal == R && tied_rows > 0,
+            std::to_string(rows_equal) + "/" + std::to_string(R) + " rows equal, " + std::to_string(tied_rows) +
+                " decided by the tie rule");
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // top-k (ties to the lower index), exact
 
@@ -2183,7 +2222,10 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
     test_mhc(rng, rep);
     test_hc_post_moe(rng, rep);
   });
-  group("topk", [&] { test_topk(rng, rep); });
+  group("topk", [&] {
+    test_topk(rng, rep);
+    test_route_ties(rng, rep);
+  });
   group("compressor", [&] { test_compressor(rng, rep); });
   group("attention", [&] {
     test_attention_site(rng, rep, false);
