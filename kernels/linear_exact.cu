@@ -7,8 +7,9 @@
 //
 // Five kernels, one (row, o) order, so the same bits from any of them:
 //   linear_one_row_kernel      one row of a plain matrix (decode GEMV), one output per warp, its
-//                              first weights loaded before pdl_begin()
-//                                                        grid (ceil(out / 8), 1, groups)
+//                              first weights loaded before pdl_begin(); also a few rows of a
+//                              matrix with few outputs, one GEMV per row (per_row_fits)
+//                                                        grid (ceil(out / 8), rows, groups)
 //   linear_exact_kernel        one output per warp; RB = 1 for a single row of packed weights,
 //                              else 8 (packed weights, unaligned rows)
 //                                                        grid (ceil(out / 8), ceil(rows / 8), groups)
@@ -80,7 +81,9 @@ __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
 // One row of a plain matrix (a decode step's GEMV): dot_rows<Row, 1>'s sequence, with the warp's
 // first kPreSteps lane steps of weights loaded before pdl_begin(). Launched with PDL, the kernel's
 // first blocks are resident while the kernel before it finishes, and those weight bytes (wq_b's
-// 2 KB rows: all of them) are read meanwhile instead of after a full drain and launch.
+// 2 KB rows: all of them) are read meanwhile instead of after a full drain and launch. Row
+// blockIdx.y: a few rows of a matrix with few outputs (the router at 8 rows) run as that many GEMVs
+// side by side, the weights read once from HBM and again from L2 per row (kPerRowMaxWarps).
 constexpr int kPreSteps = 4;
 
 template <typename Row>
@@ -91,7 +94,8 @@ __global__ void __launch_bounds__(kBlock) linear_one_row_kernel(LinearArgs a) {
   const int g = blockIdx.z;
   const bool mine = o < a.out;
   const Row w = Row::at(a.w, a.ws, g * a.w_gstride / a.in + (mine ? o : 0), a.in);
-  const float* x = a.x + g * a.x_gstride;
+  const int row = blockIdx.y;
+  const float* x = a.x + g * a.x_gstride + static_cast<int64_t>(row) * a.x_stride;
   const bool vec = w.vec_ok(a.in) && reinterpret_cast<uintptr_t>(x) % 16 == 0;
   uint4 pre[kPreSteps];
   if (mine && vec) {
@@ -129,7 +133,7 @@ __global__ void __launch_bounds__(kBlock) linear_one_row_kernel(LinearArgs a) {
     dot_rows<Row, 1>(xr, 1, w, a.in, r);
     acc = r[0];
   }
-  if (lane == 0) store_output(a, g, 0, o, acc);
+  if (lane == 0) store_output(a, g, row, o, acc);
 }
 
 template <typename Row>
@@ -646,6 +650,21 @@ int gemm_tile_rows() {
 // Whether the register-tiled grid gives every SM two blocks: a lane's chain cannot be split (its
 // order is sequential over `in`), so a matrix of few outputs (wq_a, the router, the shared expert at
 // 32 rows) has few blocks, each walking all of `in`; the tiled kernel spreads those better.
+// A few rows of a matrix with few outputs as per-row GEMVs (linear_one_row_kernel, grid y = rows)
+// instead of the tiled kernel, whose 8-row blocks of such a matrix are few and each walks its chunks
+// one after another (the router at 8 rows: 32 blocks, 19 us against 8 at one row). Each warp also
+// re-reads its x row, so only while rows · outputs warps stay few (MEMRA_CUDA_LINEAR_PER_ROW=0: never;
+// A/B timing, same bits).
+constexpr int64_t kPerRowMaxWarps = 4096;
+
+bool per_row_fits(const LinearArgs& a) {
+  static const bool on = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_PER_ROW");
+    return !(v && std::string(v) == "0");
+  }();
+  return on && a.rows <= 8 && static_cast<int64_t>(a.rows) * a.out * a.groups <= kPerRowMaxWarps && a.rows <= 65535;
+}
+
 bool gemm_fills_sms(const LinearArgs& a, int tile) {
   DeviceCaps caps;
   const int sms = current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
@@ -680,6 +699,9 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     if constexpr (kPlainRow<Row>) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
     else return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
   }
+  if constexpr (kPlainRow<Row>)
+    if (form == kLinearPerRow || (form == 0 && per_row_fits(a)))
+      return launch(linear_one_row_kernel<Row>, dim3(gx, a.rows, a.groups), kBlock, 0, stream, a);
   if constexpr (kPlainRow<Row>) {
     const bool gemm_fits = tiled_ok<Row>(a, static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts));
     if (form < 0 && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);

@@ -121,8 +121,8 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
         if (pad == 0) aligned_out = got;
         else paths_equal = bits_equal(got, aligned_out);
         // Every form (the tiled kernel at 1, 2, 4 outputs per warp; the register-tiled one at 8, 16,
-        // 32 rows a block) gives the bits of the library's choice.
-        const int forms[] = {1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32};
+        // 32 rows a block; the one-row kernel per row) gives the bits of the library's choice.
+        const int forms[] = {1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32, kLinearPerRow};
         int forms_equal = 0;
         for (int ko : forms) {
           dy.poison();
@@ -148,11 +148,11 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
                                  std::to_string(s.out) + (pad ? " misaligned" : "");
         rep.add(name,
                 d.unwritten == 0 && d.nonfinite == 0 && pad_touched == 0 && d.worst_ratio <= 1.0 && invariant == tried &&
-                    paths_equal && forms_equal == 6,
+                    paths_equal && forms_equal == 7,
                 "err/bound " + fmt("%.3f", d.worst_ratio) + " rel " + fmt("%.2e", d.rel_to_max()) +
                     (pad ? (paths_equal ? " = aligned bits" : " != ALIGNED BITS") : "") + " row counts bit-equal " +
                     std::to_string(invariant) + "/" + std::to_string(tried) + " forms bit-equal " +
-                    std::to_string(forms_equal) + "/6" + " unwritten " + std::to_string(d.unwritten) +
+                    std::to_string(forms_equal) + "/7" + " unwritten " + std::to_string(d.unwritten) +
                     " pad_written " + std::to_string(pad_touched));
       }
     }
@@ -179,14 +179,14 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
     const Diff d = compare(y, ref);
     // The groups through each form: the library's bits.
     int forms_equal = 0;
-    for (int form : {1, 4, kLinearGemm8, kLinearGemm32}) {
+    for (int form : {1, 4, kLinearGemm8, kLinearGemm32, kLinearPerRow}) {
       dy.poison();
       check(linear_exact(a, nullptr, form), "linear_exact (grouped, form)");
       forms_equal += bits_equal(dy.download(), y);
     }
-    rep.add("linear grouped bf16 3x(40->24)", d.unwritten == 0 && d.rel_to_max() < 1e-6 && forms_equal == 4,
+    rep.add("linear grouped bf16 3x(40->24)", d.unwritten == 0 && d.rel_to_max() < 1e-6 && forms_equal == 5,
             "rel " + fmt("%.2e", d.rel_to_max()) + " unwritten " + std::to_string(d.unwritten) + " forms bit-equal " +
-                std::to_string(forms_equal) + "/4");
+                std::to_string(forms_equal) + "/5");
   }
 }
 
@@ -409,8 +409,8 @@ void test_hc_post_moe(Rng& rng, Report& rep) {
 
 // The exact linear's hc_post epilogue (LinearArgs::hc: the decode path's wo_b) against the linear
 // storing y and then hc_post, by bits, through every kernel form: the one-row kernel, the tiled one
-// (1, 2, 4 outputs per warp), the register-tiled one (8, 16, 32-row blocks), the scalar path
-// (misaligned rows), on f32 and bf16 weights and 1 to 40 rows.
+// (1, 2, 4 outputs per warp), the register-tiled one (8, 16, 32-row blocks), the one-row kernel
+// per row, the scalar path (misaligned rows), on f32 and bf16 weights and 1 to 40 rows.
 void test_linear_hc_post(Rng& rng, Report& rep) {
   const int n = 4, in = 520, D = 96;  // D: a whole number of the register-tiled blocks' 16 outputs
   for (WType t : {WType::kF32, WType::kBF16}) {
@@ -434,7 +434,7 @@ void test_linear_hc_post(Rng& rng, Report& rep) {
         const std::vector<float> ref = dXref.download();
         int forms = 0, equal = 0;
         size_t kept = 0;  // elements of X an epilogue left as they were (the reference changed them)
-        for (int form : {0, 1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32}) {
+        for (int form : {0, 1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32, kLinearPerRow}) {
           DevVec<float> dX(X);
           LinearArgs b = a;
           b.y = nullptr;
