@@ -27,6 +27,7 @@
 //   block 256 (8 warps); rows beyond `rows` masked.
 // Every kernel ends in store_output: y, or with LinearArgs::hc the attention's hc_post applied to the
 // value as it is made (the decode path's wo_b), one dependent launch fewer per layer.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -653,16 +654,16 @@ int gemm_tile_rows() {
 // A few rows of a matrix with few outputs as per-row GEMVs (linear_one_row_kernel, grid y = rows)
 // instead of the tiled kernel, whose 8-row blocks of such a matrix are few and each walks its chunks
 // one after another (the router at 8 rows: 32 blocks, 19 us against 8 at one row). Each warp also
-// re-reads its x row, so only while rows · outputs warps stay few (MEMRA_CUDA_LINEAR_PER_ROW=0: never;
-// A/B timing, same bits).
+// reads its weight row again (from L2 after the first row's warp), so only while rows · outputs
+// warps stay few (MEMRA_CUDA_LINEAR_PER_ROW=0: never, =n: up to n warps; A/B timing, same bits).
 constexpr int64_t kPerRowMaxWarps = 4096;
 
 bool per_row_fits(const LinearArgs& a) {
-  static const bool on = [] {
+  static const int64_t max_warps = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_PER_ROW");
-    return !(v && std::string(v) == "0");
+    return v ? std::max<int64_t>(0, std::atoll(v)) : kPerRowMaxWarps;
   }();
-  return on && a.rows <= 8 && static_cast<int64_t>(a.rows) * a.out * a.groups <= kPerRowMaxWarps && a.rows <= 65535;
+  return a.rows <= 8 && static_cast<int64_t>(a.rows) * a.out * a.groups <= max_warps;
 }
 
 bool gemm_fills_sms(const LinearArgs& a, int tile) {
