@@ -3,12 +3,14 @@
 // weights (BackendOptions::synthetic_seed, kernels/synthetic_weights.cu); bench/transformers_bench.py
 // builds the same weights and prompts in torch from the same seed, so the two sides time the same
 // model. Every number is measured in this run:
-//   ceilings   device copy bandwidth (read + write), dense bf16 tensor-core rate, pinned D2H/H2D
+//   ceilings   device copy bandwidth (read + write), dense bf16 tensor-core rate, pinned D2H/H2D, the
+//              launch step (what one more dependent kernel adds to a captured chain, PDL on and off)
 //   prefill    cuda-fast, --prefill tokens in one call: tokens/s; the time and FLOPs of its linears
 //              (events around each GEMM) against the tensor-core rate
 //   decode     cuda (exact), batch 1, at each --contexts (state filled by a cuda-fast prefill of that
 //              many tokens, moved into the exact backend through its classes): ms per layer per token
-//              and the HBM floor of the bytes one step must read (active weights + state + head)
+//              and the HBM floor of the bytes one step must read (active weights + state + head);
+//              the step graph's longest chain of dependent kernels × the launch step
 //   batch      --batches sequences at the first context, one token each per step: tokens/s and the
 //              floor of what the batch reads (the experts its rows touch, counted from the routing
 //              trace); one sequence checked bit-identical to running alone
