@@ -254,8 +254,9 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
   out["geometry"] = {{"layers", opt.layers}, {"vocab", V}, {"seed", opt.seed}, {"hidden", cfg.hidden_size},
                      {"heads", cfg.num_attention_heads}, {"head_dim", cfg.head_dim}, {"experts", cfg.n_routed_experts},
                      {"top_k", cfg.num_experts_per_tok}, {"moe_intermediate", cfg.moe_intermediate_size}};
+  const int device0 = bo.devices.empty() ? 0 : bo.devices[0];  // where the ceilings are measured
   for (const auto& d : probe_cuda().devices)
-    if (d.index == (bo.devices.empty() ? 0 : bo.devices[0])) out["device"] = d.description;
+    if (d.index == device0) out["device"] = d.description;
 
   // ---- ceilings
   const size_t snap_bytes_hint = static_cast<size_t>(opt.snapshot_gib * (1ull << 30));
@@ -263,7 +264,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
   auto rates_fn = reinterpret_cast<RatesFn>(cuda_symbol("memra_cuda_device_rates"));
   double rates[4];
   char err[512] = {};
-  if (rates_fn(bo.devices.empty() ? 0 : bo.devices[0], snap_bytes_hint, rates, err, sizeof err) != 0)
+  if (rates_fn(device0, snap_bytes_hint, rates, err, sizeof err) != 0)
     throw Error(std::string("measuring the device's ceilings failed: ") + err);
   const double copy_gbs = rates[0], tflops = rates[1];
   // what one more dependent kernel adds to a captured chain: × a graph's longest kernel chain, the
@@ -271,7 +272,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
   using StepFn = int (*)(int, double*, char*, size_t);
   auto step_fn = reinterpret_cast<StepFn>(cuda_symbol("memra_cuda_launch_step"));
   double launch_step_us[2];
-  if (step_fn(bo.devices.empty() ? 0 : bo.devices[0], launch_step_us, err, sizeof err) != 0)
+  if (step_fn(device0, launch_step_us, err, sizeof err) != 0)
     throw Error(std::string("measuring the launch step failed: ") + err);
   out["ceilings"] = {{"copy_GBps", copy_gbs},        {"bf16_TFLOPs", tflops},
                      {"pinned_d2h_GBps", rates[2]},  {"pinned_h2d_GBps", rates[3]},

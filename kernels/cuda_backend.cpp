@@ -6,7 +6,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <map>
 #include <cstdlib>
 #include <optional>
 #include <set>
@@ -248,7 +247,6 @@ void CudaBackend::count_graph(cudaGraph_t graph) const {
   graph_kernels_ = kernels, graph_kernel_edges_ = kernel_edges, graph_programmatic_edges_ = programmatic;
   graph_critical_kernels_ = longest_kernel_chain(nodes, from, to, is_kernel);
 }
-
 
 std::unique_ptr<State> CudaBackend::new_state(int64_t capacity) const {
   auto state = std::make_unique<CudaState>(capacity);

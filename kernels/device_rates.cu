@@ -29,6 +29,23 @@ float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
+// The median of `runs` timings (ms, events a and b on `stream` around `work()`) after `warm` untimed
+// ones: every ceiling below is measured this way.
+template <typename Work>
+float median_ms(cudaStream_t stream, cudaEvent_t a, cudaEvent_t b, int warm, int runs, Work&& work) {
+  std::vector<float> ms;
+  for (int r = 0; r < warm + runs; ++r) {
+    check(cudaEventRecord(a, stream), "cudaEventRecord (rates)");
+    work();
+    check(cudaEventRecord(b, stream), "cudaEventRecord (rates)");
+    check(cudaEventSynchronize(b), "cudaEventSynchronize (rates)");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, a, b), "cudaEventElapsedTime (rates)");
+    if (r >= warm) ms.push_back(t);
+  }
+  return median(ms);
+}
+
 // One link of a chain: waits for the kernel before it, then one thread adds one to what that kernel
 // wrote, so every link depends on the last through memory, as a decode step's kernels do.
 __global__ void chain_link_kernel(float* x) {
@@ -63,19 +80,10 @@ void measure_launch_step(int device, double out[2]) {
     check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture (launch step)");
     cudaGraphExec_t exec = nullptr;
     check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate (launch step)");
-    std::vector<float> ms;
-    for (int r = 0; r < 13; ++r) {
-      check(cudaEventRecord(a, stream), "cudaEventRecord (launch step)");
-      check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch (launch step)");
-      check(cudaEventRecord(b, stream), "cudaEventRecord (launch step)");
-      check(cudaEventSynchronize(b), "cudaEventSynchronize (launch step)");
-      float t = 0;
-      check(cudaEventElapsedTime(&t, a, b), "cudaEventElapsedTime (launch step)");
-      if (r >= 3) ms.push_back(t);
-    }
+    const float ms = median_ms(stream, a, b, 3, 10, [&] { check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch (launch step)"); });
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
-    out[pdl ? 0 : 1] = median(ms) * 1e3 / kLinks;
+    out[pdl ? 0 : 1] = ms * 1e3 / kLinks;
   }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
@@ -92,19 +100,7 @@ void measure_device_rates(int device, size_t pinned_bytes, double out[4]) {
   cudaEvent_t a, b;
   check(cudaEventCreate(&a), "cudaEventCreate (rates)");
   check(cudaEventCreate(&b), "cudaEventCreate (rates)");
-  auto timed = [&](auto&& work) {
-    std::vector<float> ms;
-    for (int r = 0; r < 13; ++r) {
-      check(cudaEventRecord(a, stream), "cudaEventRecord (rates)");
-      work();
-      check(cudaEventRecord(b, stream), "cudaEventRecord (rates)");
-      check(cudaEventSynchronize(b), "cudaEventSynchronize (rates)");
-      float t = 0;
-      check(cudaEventElapsedTime(&t, a, b), "cudaEventElapsedTime (rates)");
-      if (r >= 3) ms.push_back(t);
-    }
-    return median(ms);
-  };
+  auto timed = [&](auto&& work) { return median_ms(stream, a, b, 3, 10, work); };
   {
     const size_t bytes = size_t(4) << 30;
     DeviceBuffer src(device, bytes, "copy-rate source"), dst(device, bytes, "copy-rate destination");
@@ -138,18 +134,11 @@ void measure_device_rates(int device, size_t pinned_bytes, double out[4]) {
     DeviceBuffer dev(device, pinned_bytes, "pinned-rate device buffer");
     std::memset(host.get(), 0x3c, pinned_bytes);
     for (int dir = 0; dir < 2; ++dir) {
-      std::vector<float> ms;
-      for (int r = 0; r < 4; ++r) {
-        check(cudaEventRecord(a, stream), "cudaEventRecord (rates)");
+      const float ms = median_ms(stream, a, b, 1, 3, [&] {
         if (dir == 0) check(cudaMemcpyAsync(host.get(), dev.get(), pinned_bytes, cudaMemcpyDeviceToHost, stream), "pinned D2H");
         else check(cudaMemcpyAsync(dev.get(), host.get(), pinned_bytes, cudaMemcpyHostToDevice, stream), "pinned H2D");
-        check(cudaEventRecord(b, stream), "cudaEventRecord (rates)");
-        check(cudaEventSynchronize(b), "cudaEventSynchronize (rates)");
-        float t = 0;
-        check(cudaEventElapsedTime(&t, a, b), "cudaEventElapsedTime (rates)");
-        if (r >= 1) ms.push_back(t);
-      }
-      out[2 + dir] = static_cast<double>(pinned_bytes) / (median(ms) * 1e-3) / 1e9;
+      });
+      out[2 + dir] = static_cast<double>(pinned_bytes) / (ms * 1e-3) / 1e9;
     }
   }
   cudaEventDestroy(a);

@@ -648,9 +648,6 @@ int gemm_tile_rows() {
   return setting;
 }
 
-// Whether the register-tiled grid gives every SM two blocks: a lane's chain cannot be split (its
-// order is sequential over `in`), so a matrix of few outputs (wq_a, the router, the shared expert at
-// 32 rows) has few blocks, each walking all of `in`; the tiled kernel spreads those better.
 // A few rows of a matrix with few outputs as per-row GEMVs (linear_one_row_kernel, grid y = rows)
 // instead of the tiled kernel, whose 8-row blocks of such a matrix are few and each walks its chunks
 // one after another (the router at 8 rows: 32 blocks, 19 us against 8 at one row). Each warp also
@@ -666,6 +663,9 @@ bool per_row_fits(const LinearArgs& a) {
   return a.rows <= 8 && static_cast<int64_t>(a.rows) * a.out * a.groups <= max_warps;
 }
 
+// Whether the register-tiled grid gives every SM two blocks: a lane's chain cannot be split (its
+// order is sequential over `in`), so a matrix of few outputs (wq_a, the router, the shared expert at
+// 32 rows) has few blocks, each walking all of `in`; the tiled kernel spreads those better.
 bool gemm_fills_sms(const LinearArgs& a, int tile) {
   DeviceCaps caps;
   const int sms = current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
@@ -700,10 +700,9 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     if constexpr (kPlainRow<Row>) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
     else return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
   }
-  if constexpr (kPlainRow<Row>)
+  if constexpr (kPlainRow<Row>) {
     if (form == kLinearPerRow || (form == 0 && per_row_fits(a)))
       return launch(linear_one_row_kernel<Row>, dim3(gx, a.rows, a.groups), kBlock, 0, stream, a);
-  if constexpr (kPlainRow<Row>) {
     const bool gemm_fits = tiled_ok<Row>(a, static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts));
     if (form < 0 && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);
     const int from = gemm_min_rows();

@@ -335,8 +335,7 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   }
 }
 
-void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
-                   const char* what) {
+LinearArgs Shard::matrix_args(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride) {
   LinearArgs a;
   a.x = x;
   a.x_stride = x_stride;
@@ -348,7 +347,12 @@ void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int row
   a.rows = rows;
   a.in = static_cast<int>(w.cols);
   a.out = static_cast<int>(w.rows);
-  run_linear(a, what);
+  return a;
+}
+
+void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
+                   const char* what) {
+  run_linear(matrix_args(w, x, x_stride, rows, y, y_stride), what);
 }
 
 void Shard::run_linear(LinearArgs a, const char* what) {
@@ -663,15 +667,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   la.ws = w.wo_a.scale;
   run_linear(la, "linear_exact (wo_a, grouped)");
   if (!y) {  // the caller's hc_post in wo_b's epilogue (exact realization: layer())
-    LinearArgs lb;
-    lb.x = z_.get();
-    lb.x_stride = static_cast<int64_t>(G) * Ro;
-    lb.w = w.wo_b.ptr;
-    lb.wtype = w.wo_b.type;
-    lb.ws = w.wo_b.scale;
-    lb.rows = R;
-    lb.in = static_cast<int>(w.wo_b.cols);
-    lb.out = static_cast<int>(w.wo_b.rows);
+    LinearArgs lb = matrix_args(w.wo_b, z_.get(), static_cast<int64_t>(G) * Ro, R, nullptr, 0);
     lb.hc = {X_.get(), post_.get(), comb_.get(), static_cast<int>(cfg_.hc_mult)};
     run_linear(lb, "linear_exact (wo_b + hc_post)");
     return;

@@ -83,6 +83,9 @@ class Shard {
   void moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* trace);
   void linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
               const char* what);
+  // y [rows, out] = x [rows, in] · wᵀ as LinearArgs (one group), for callers that add to them.
+  static LinearArgs matrix_args(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y,
+                                int64_t y_stride);
   // Any linear (grouped too) on this shard's realization: linear_exact, or on cuda-fast cuBLAS (a
   // packed weight dequantised one matrix at a time into scratch first, unless the round is small).
   void run_linear(LinearArgs a, const char* what);

@@ -5,7 +5,7 @@
 #       builds build-cuda (Release, sm_90a) and packs what the GPU machine needs into build-gpu-pack/:
 #       bin/{memra, libmemra_cuda.so, memra_cuda_test} (xz-compressed) and deps/ (the header-only libraries and their
 #       CMake files, for a rebuild there). Carry build-gpu-pack (or build-cuda itself).
-#   on the GPU machine:  bash tools/gpu-check.sh      (--unpack: only unpack build-gpu-pack's binaries)
+#   on the GPU machine:  bash tools/gpu-check.sh      (--unpack [PACK_DIR …]: only unpack packed binaries)
 #       uses build-gpu-pack/bin, else build-cuda/; when those binaries do not run there it builds
 #       build-gpu/ with cmake + ninja (deps from build-gpu-pack/deps). Writes every log under $OUT
 #       (≤ 8 files, each ≤ 16 MB) and prints a summary table last.
@@ -35,17 +35,22 @@ cd "$root" || exit 2
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 # Packed binaries (--pack) travel xz-compressed: unpack each once (python3's lzma: the image may
-# lack xz). `--unpack` does only this, for a device run's own command (bench/results/*/command.sh).
+# lack xz). `--unpack [PACK_DIR …]` does only this, for a device run's own command
+# (bench/results/*/command.sh), on build-gpu-pack or on the packs it names (an older build carried
+# beside it for an A/B of two binaries).
 unpack_pack() {
-  local f
-  for f in build-gpu-pack/*/*.xz; do
-    [[ -f "$f" && ! -f "${f%.xz}" ]] || continue
-    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$f" "${f%.xz}" &&
-      chmod +x "${f%.xz}"
+  local f dir
+  for dir in "${@:-build-gpu-pack}"; do
+    for f in "$dir"/*/*.xz; do
+      [[ -f "$f" && ! -f "${f%.xz}" ]] || continue
+      python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$f" "${f%.xz}" &&
+        chmod +x "${f%.xz}"
+    done
   done
 }
 if [[ "${1:-}" == "--unpack" ]]; then
-  unpack_pack
+  shift
+  unpack_pack "$@"
   exit 0
 fi
 
