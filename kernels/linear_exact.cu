@@ -25,8 +25,8 @@
 //                                                        grid (ceil(rows / 4·NJ), ceil(out / 16), groups)
 //   linear_exact_gemm_kernel   the same for f32 weights: decoded to f32 on the way into shared memory
 //   block 256 (8 warps); rows beyond `rows` masked.
-// Every kernel ends in store_output (linear_store.cuh): y, or with LinearArgs::hc the attention's
-// hc_post applied to the value as it is made (the decode path's wo_b), one dependent launch fewer.
+// Every kernel ends in store_output: y, or with LinearArgs::hc the attention's hc_post applied to the
+// value as it is made (the decode path's wo_b), one dependent launch fewer per layer.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -36,7 +36,7 @@
 #include "device_caps.h"
 #include "dot_exact.cuh"
 #include "launch.cuh"
-#include "linear_store.cuh"
+#include "mhc_post.cuh"
 #include "ops.h"
 
 namespace memra::cuda {
@@ -45,6 +45,13 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr int kOutsPerBlock = kBlock / kWarp;
+
+// Where every kernel's finished (row, o) value goes: y of group g, or with the hc_post epilogue
+// (LinearArgs::hc, one group) into the mHC streams, column o of row `row` only.
+__device__ __forceinline__ void store_output(const LinearArgs& a, int g, int64_t row, int o, float v) {
+  if (a.hc.X) hc_post_element(a.hc.X, v, a.hc.post, a.hc.comb, row, o, a.hc.n, a.out);
+  else a.y[g * a.y_gstride + row * a.y_stride + o] = v;
+}
 
 template <typename Row, int RB>
 __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {

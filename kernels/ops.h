@@ -111,10 +111,6 @@ struct LinearArgs {
 inline constexpr int kLinearGemm8 = -8, kLinearGemm16 = -16, kLinearGemm32 = -32;
 inline constexpr int kLinearPerRow = -1;  // the one-row kernel once per row (rows side by side)
 cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int form = 0);
-// linear_exact(a) then linear_exact(b), where b reads a's whole output (b.x == a.y): for one row of
-// plain weights of one type, in one persistent launch (linear_pair.cu) with `sync` [2] counters
-// (zero between launches; null: two launches). The bits of the two launches either way.
-cudaError_t linear_pair_exact(const LinearArgs& a, const LinearArgs& b, int32_t* sync, cudaStream_t stream);
 
 // Packed weights (kFp8Block / kFp4Block) [rows, cols] → bf16 [rows, cols] (dequant.cu): the
 // cuda-fast realization's dense operand for cuBLAS, one matrix at a time into reusable scratch.

@@ -86,8 +86,6 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   hc_split_ = !(h && std::string(h) == "0");
   const char* e = std::getenv("MEMRA_CUDA_HC_POST_EPILOGUE");
   hc_post_epilogue_ = !(e && std::string(e) == "0");
-  const char* lp = std::getenv("MEMRA_CUDA_LINEAR_PAIR");
-  linear_pair_ = !(lp && std::string(lp) == "0");
   const char* f = std::getenv("MEMRA_CUDA_HC_NORM_FUSED");
   hc_norm_fused_ = !(f && std::string(f) == "0");
   const char* c = std::getenv("MEMRA_CUDA_SIDE_CHAINS");
@@ -219,7 +217,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
                         &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &hh_, &logits_})
     sig.push_back(reinterpret_cast<uint64_t>(f->get()));
-  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &moe_sync_, &hc_done_, &pair_sync_}) sig.push_back(reinterpret_cast<uint64_t>(i->get()));
+  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &moe_sync_, &hc_done_}) sig.push_back(reinterpret_cast<uint64_t>(i->get()));
   return sig;
 }
 
@@ -229,7 +227,7 @@ size_t Shard::scratch_bytes() const {
                         &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &xg_, &eg_, &eu_, &eh_,
                         &eoe_, &hh_, &logits_})
     b += f->bytes();
-  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &order_, &moe_sync_, &hc_done_, &pair_sync_}) b += i->bytes();
+  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &order_, &moe_sync_, &hc_done_}) b += i->bytes();
   return b;
 }
 
@@ -323,13 +321,10 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   sy_.ensure(dv, R * D, "shared expert output");
   const size_t Tl = std::max<size_t>(plan_.logit_rows.size(), 1);
   hc_partial_.ensure(dv, hc_mix_scratch(static_cast<int>(std::max(R, Tl)), static_cast<int>(n), static_cast<int>(D)), "hc mix partials");
-  {  // zeroed once per allocation: hc_pre's one-launch form and the linear pair leave their counters zero
+  {  // zeroed once per allocation: hc_pre's one-launch form leaves its counters zero
     const int32_t* before = hc_done_.get();
     int32_t* done = hc_done_.ensure(dv, R, "hc_pre counters");
     if (done != before) check(cudaMemsetAsync(done, 0, hc_done_.bytes(), stream_), "hc_pre counters");
-    const int32_t* pair_before = pair_sync_.get();
-    int32_t* pair = pair_sync_.ensure(dv, 2, "linear pair counters");
-    if (pair != pair_before) check(cudaMemsetAsync(pair, 0, pair_sync_.bytes(), stream_), "linear pair counters");
   }
   hh_.ensure(dv, Tl * D, "head rows");
   logits_.ensure(dv, Tl * V, "logits");
@@ -676,18 +671,13 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   la.w_gstride = static_cast<int64_t>(Ro) * gin;
   la.y_gstride = Ro;
   la.ws = w.wo_a.scale;
+  run_linear(la, "linear_exact (wo_a, grouped)");
   if (!y) {  // the caller's hc_post in wo_b's epilogue (exact realization: layer())
     LinearArgs lb = matrix_args(w.wo_b, z_.get(), static_cast<int64_t>(G) * Ro, R, nullptr, 0);
     lb.hc = {X_.get(), post_.get(), comb_.get(), static_cast<int>(cfg_.hc_mult)};
-    if (R == 1 && linear_pair_) {  // one persistent launch for both (linear_pair.cu)
-      launched(linear_pair_exact(la, lb, pair_sync_.get(), stream_), "linear_pair (wo_a → wo_b + hc_post)");
-      return;
-    }
-    run_linear(la, "linear_exact (wo_a, grouped)");
     run_linear(lb, "linear_exact (wo_b + hc_post)");
     return;
   }
-  run_linear(la, "linear_exact (wo_a, grouped)");
   linear(w.wo_b, z_.get(), static_cast<int64_t>(G) * Ro, R, y, D, "linear_exact (wo_b)");
 }
 
