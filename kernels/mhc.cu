@@ -16,7 +16,6 @@
 //
 //   hc_mix       grid (rows, slices)          block 256   partials [rows, M, slices]
 //   hc_pre       grid rows                    block 256   (n ≤ kMaxHc)
-//   hc_pre_norm  grid (rows, slices)          block 256   rows < 64: hc_mix + hc_pre + the norm, done [rows]
 //   hc_post      grid ceil(rows·D / 256)      block 256
 //   hc_post_moe  grid ceil(rows·D / 256)      block 256   (eo [rows·k, D], ew [rows, k], shared [rows, D])
 //   hc_head      grid out_rows                block 256   (after hc_mix of its M = n values)
@@ -24,7 +23,6 @@
 #include "launch.cuh"
 #include "mhc_post.cuh"
 #include "moe_combine.cuh"
-#include "norm_row.cuh"
 #include "ops.h"
 
 namespace memra::cuda {
@@ -72,9 +70,8 @@ int slices_of(int nD) { return (nD + kSlice - 1) / kSlice; }
 
 // partial[t, i, s] = Σ over slice s of (X·r)·fn[i] for the M values i, row t = rows_idx[blockIdx.x]
 // (or blockIdx.x), slice s = blockIdx.y. Every block recomputes the row's r (the same bits).
-// The body of hc_mix_kernel, also the first half of hc_pre_norm_kernel (the same bits by construction).
-__device__ __forceinline__ void mix_slice(const float* X, const int32_t* rows_idx, int nD, float eps, const float* fn,
-                                          int M, float* partial, const float* rms) {
+__global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const int32_t* rows_idx, int nD, float eps,
+                                                        const float* fn, int M, float* partial, const float* rms) {
   const int s = blockIdx.y, S = gridDim.y;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int e0 = s * kSlice, e1 = min(nD, e0 + kSlice);
@@ -126,11 +123,6 @@ __device__ __forceinline__ void mix_slice(const float* X, const int32_t* rows_id
   }
 }
 
-__global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const int32_t* rows_idx, int nD, float eps,
-                                                        const float* fn, int M, float* partial, const float* rms) {
-  mix_slice(X, rows_idx, nD, eps, fn, M, partial, rms);
-}
-
 // rms[t] = stream_rms of row t, once per row: many-row rounds (a prefill) then spare each of the
 // row's slice blocks re-reading its n·D values (same function, same bits).
 __global__ void __launch_bounds__(kBlock) hc_rms_kernel(const float* X, int nD, float eps, float* rms) {
@@ -140,9 +132,7 @@ __global__ void __launch_bounds__(kBlock) hc_rms_kernel(const float* X, int nD, 
   if (threadIdx.x == 0) rms[blockIdx.x] = r;
 }
 
-// mix[i] from the slices' partials, s ascending (one thread per value). kCg: the partials were
-// written by other blocks of this launch (hc_pre_norm_kernel), so they are read through L2.
-template <bool kCg = false>
+// mix[i] from the slices' partials, s ascending (one thread per value).
 __device__ void gather_mix(const float* partial, int row, int M, int S, float* mix) {
   constexpr int kBatch = 32;  // loads in flight per thread (a decode row's 32 slices: one round trip); s-ascending
   for (int i = threadIdx.x; i < M; i += kBlock) {
@@ -152,11 +142,11 @@ __device__ void gather_mix(const float* partial, int row, int M, int S, float* m
     for (; s + kBatch <= S; s += kBatch) {
       float v[kBatch];
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) v[u] = kCg ? __ldcg(p + s + u) : p[s + u];
+      for (int u = 0; u < kBatch; ++u) v[u] = p[s + u];
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) acc = acc + v[u];
     }
-    for (; s < S; ++s) acc = acc + (kCg ? __ldcg(p + s) : p[s]);
+    for (; s < S; ++s) acc = acc + p[s];
     mix[i] = acc;
   }
 }
@@ -185,10 +175,8 @@ __device__ void collapse_streams(const float* Xt, int n, int D, const float* w, 
   }
 }
 
-// hc_pre of row blockIdx.x on the whole block: the mix (from the slices' partials, or computed here
-// when partial is null), the Sinkhorn and the collapse into x. Every thread returns (no early exit).
-template <bool kCg>
-__device__ void hc_pre_row(const HcPreArgs& a, const float* partial, int S) {
+__global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float* partial, int S) {
+  pdl_begin();
   __shared__ float scratch[kWarps];
   __shared__ float mix[kMaxMix];
   __shared__ float pre[kMaxHc];
@@ -196,7 +184,7 @@ __device__ void hc_pre_row(const HcPreArgs& a, const float* partial, int S) {
   const int t = blockIdx.x, n = a.n, D = a.D, nD = n * D, M = (2 + n) * n;
   const float* Xt = a.X + static_cast<int64_t>(t) * nD;
   if (partial) {
-    gather_mix<kCg>(partial, t, M, S, mix);
+    gather_mix(partial, t, M, S, mix);
   } else {  // single-block path (hc_split off): one warp per value over all nD inputs
     const float r = stream_rms(Xt, nD, a.norm_eps, scratch);
     stream_mix(Xt, nD, r, a.fn, M, mix);
@@ -259,7 +247,7 @@ __device__ void hc_pre_row(const HcPreArgs& a, const float* partial, int S) {
   };
   if (in_warp && threadIdx.x >= kWarp) {
     collapse_streams<8>(Xt, n, D, pre, xt, threadIdx.x - kWarp, kBlock - kWarp);
-    return;  // no barrier follows inside the warp form
+    return;  // no block barrier follows in the warp form
   }
   {  // the warp form runs on warp 0 alone
     if (mine) v = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
@@ -282,33 +270,6 @@ __device__ void hc_pre_row(const HcPreArgs& a, const float* partial, int S) {
     if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
   }
   if (!in_warp) collapse_streams<8>(Xt, n, D, pre, xt, threadIdx.x, kBlock);
-}
-
-__global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float* partial, int S) {
-  pdl_begin();
-  hc_pre_row<false>(a, partial, S);
-}
-
-// A few rows' mix slices, hc_pre and the sublayer's norm in one launch (grid (rows, S)): each block
-// is hc_mix_kernel's; the last of row t's S blocks to count itself done in done[t] then runs
-// hc_pre_kernel's row and norm_rope's norm of x (norm_row.cuh) on its block, and zeroes done[t] for
-// the next launch. Two dependent launches fewer per sublayer than hc_mix → hc_pre → norm, each
-// value computed by the same code in the same order. No block waits, so no residency is assumed.
-__global__ void __launch_bounds__(kBlock) hc_pre_norm_kernel(HcPreArgs a, int S) {
-  const int t = blockIdx.x, M = (2 + a.n) * a.n;
-  mix_slice(a.X, nullptr, a.n * a.D, a.norm_eps, a.fn, M, a.partial, nullptr);
-  __shared__ bool last;
-  __threadfence();  // this block's partials reach L2 before the count below says so
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&a.done[t], 1) == S - 1;
-  __syncthreads();
-  if (!last) return;  // whole block
-  __threadfence();
-  hc_pre_row<true>(a, a.partial, S);
-  __syncthreads();  // x[t] as the block's threads collapsed it
-  __shared__ float scratch[kWarps];
-  norm_row(a.x + static_cast<int64_t>(t) * a.D, a.D, a.norm_weight, a.norm_eps, scratch);
-  if (threadIdx.x == 0) a.done[t] = 0;  // every slice block of row t has counted
 }
 
 __global__ void hc_post_kernel(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D) {
@@ -377,8 +338,6 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
       a.D <= 0 || a.iters < 1 || a.rows > 65535 * 1024)
     return cudaErrorInvalidValue;
   const int nD = a.n * a.D, M = (2 + a.n) * a.n, S = slices_of(nD);
-  if (a.norm_weight && a.done && a.partial && a.rows < kRmsOnceRows)
-    return launch(hc_pre_norm_kernel, dim3(a.rows, S), kBlock, 0, stream, a, S);
   if (a.partial) {
     float* rms = nullptr;
     if (a.rows >= kRmsOnceRows) {
@@ -389,11 +348,7 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
     const cudaError_t err = launch(hc_mix_kernel, dim3(a.rows, S), kBlock, 0, stream, a.X, nullptr, nD, a.norm_eps, a.fn, M, a.partial, rms);
     if (err != cudaSuccess) return err;
   }
-  const cudaError_t err = launch(hc_pre_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
-  if (err != cudaSuccess || !a.norm_weight) return err;
-  NormRopeArgs nr;
-  nr.x = a.x, nr.row_stride = a.D, nr.rows = a.rows, nr.width = a.D, nr.weight = a.norm_weight, nr.eps = a.norm_eps;
-  return norm_rope(nr, stream);
+  return launch(hc_pre_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
 }
 
 cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,

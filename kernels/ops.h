@@ -156,11 +156,6 @@ struct HcPreArgs {
   // [hc_mix_scratch(rows, n, D)] floats: the mix computed by rows × slices blocks (mhc.cu); null:
   // one block per row computes it (the single-block order, kept for MEMRA_CUDA_HC_SPLIT=0).
   float* partial = nullptr;
-  // Non-null: x is then RMS-normed with this weight and norm_eps (the sublayer's attn / ffn norm).
-  // With partial and done ([rows] counters, zero between launches) and rows < 64, the mix, hc_pre and
-  // the norm run as one launch (mhc.cu hc_pre_norm_kernel), else as hc_pre then norm_rope.
-  const float* norm_weight = nullptr;
-  int32_t* done = nullptr;
 };
 size_t hc_mix_scratch(int rows, int n, int D);
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream);

@@ -86,8 +86,6 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   hc_split_ = !(h && std::string(h) == "0");
   const char* e = std::getenv("MEMRA_CUDA_HC_POST_EPILOGUE");
   hc_post_epilogue_ = !(e && std::string(e) == "0");
-  const char* f = std::getenv("MEMRA_CUDA_HC_NORM_FUSED");
-  hc_norm_fused_ = !(f && std::string(f) == "0");
   const char* c = std::getenv("MEMRA_CUDA_SIDE_CHAINS");
   side_chains_ = !(c && std::string(c) == "0");
 }
@@ -217,7 +215,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
                         &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &hh_, &logits_})
     sig.push_back(reinterpret_cast<uint64_t>(f->get()));
-  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &moe_sync_, &hc_done_}) sig.push_back(reinterpret_cast<uint64_t>(i->get()));
+  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &moe_sync_}) sig.push_back(reinterpret_cast<uint64_t>(i->get()));
   return sig;
 }
 
@@ -227,7 +225,7 @@ size_t Shard::scratch_bytes() const {
                         &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &xg_, &eg_, &eu_, &eh_,
                         &eoe_, &hh_, &logits_})
     b += f->bytes();
-  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &order_, &moe_sync_, &hc_done_}) b += i->bytes();
+  for (const auto* i : {&selected_, &eid_, &pair_order_, &groups_, &n_groups_, &order_, &moe_sync_}) b += i->bytes();
   return b;
 }
 
@@ -321,11 +319,6 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   sy_.ensure(dv, R * D, "shared expert output");
   const size_t Tl = std::max<size_t>(plan_.logit_rows.size(), 1);
   hc_partial_.ensure(dv, hc_mix_scratch(static_cast<int>(std::max(R, Tl)), static_cast<int>(n), static_cast<int>(D)), "hc mix partials");
-  {  // zeroed once per allocation: hc_pre's one-launch form leaves its counters zero
-    const int32_t* before = hc_done_.get();
-    int32_t* done = hc_done_.ensure(dv, R, "hc_pre counters");
-    if (done != before) check(cudaMemsetAsync(done, 0, hc_done_.bytes(), stream_), "hc_pre counters");
-  }
   hh_.ensure(dv, Tl * D, "head rows");
   logits_.ensure(dv, Tl * V, "logits");
   if (fast_) {
@@ -428,10 +421,10 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   hp.post = post_.get();
   hp.comb = comb_.get();
   hp.partial = hc_split_ ? hc_partial_.get() : nullptr;
-  hp.done = hc_norm_fused_ ? hc_done_.get() : nullptr;  // the sublayer's norm in hc_pre's launch (a few rows)
 
-  hp.fn = w.hc_attn_fn, hp.base = w.hc_attn_base, hp.scale = w.hc_attn_scale, hp.norm_weight = w.attn_norm;
-  launched(hc_pre(hp, stream_), "hc_pre + norm (attention)");
+  hp.fn = w.hc_attn_fn, hp.base = w.hc_attn_base, hp.scale = w.hc_attn_scale;
+  launched(hc_pre(hp, stream_), "hc_pre (attention)");
+  norm(x_.get(), D, R, 1, D, w.attn_norm, nullptr, "norm_rope (attn_norm)");
   // The exact realization applies hc_post in wo_b's epilogue (LinearArgs::hc: the same operations,
   // one dependent launch fewer); cuda-fast's cuBLAS wo_b stores y for hc_post.
   if (fast_ || !hc_post_epilogue_) {
@@ -441,8 +434,9 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
     attention_site(w, l, x_.get(), nullptr, trace);
   }
 
-  hp.fn = w.hc_ffn_fn, hp.base = w.hc_ffn_base, hp.scale = w.hc_ffn_scale, hp.norm_weight = w.ffn_norm;
-  launched(hc_pre(hp, stream_), "hc_pre + norm (ffn)");
+  hp.fn = w.hc_ffn_fn, hp.base = w.hc_ffn_base, hp.scale = w.hc_ffn_scale;
+  launched(hc_pre(hp, stream_), "hc_pre (ffn)");
+  norm(x_.get(), D, R, 1, D, w.ffn_norm, nullptr, "norm_rope (ffn_norm)");
   // The MoE combine runs inside the ffn hc_post (the same bits, one dependent launch fewer): y_ is
   // not written, nothing after the site reads it.
   moe_site(w, x_.get(), nullptr, trace);

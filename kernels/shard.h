@@ -166,7 +166,6 @@ class Shard {
   bool hc_split_ = true;  // MEMRA_CUDA_HC_SPLIT=0: the mHC mix in one block per row (bench A/B)
   bool hc_post_epilogue_ = true;  // MEMRA_CUDA_HC_POST_EPILOGUE=0: the attention's hc_post as its own launch (A/B)
   bool side_chains_ = true;       // MEMRA_CUDA_SIDE_CHAINS=0: session 28's side chains (A/B; shard.h Side)
-  bool hc_norm_fused_ = true;     // MEMRA_CUDA_HC_NORM_FUSED=0: hc_mix, hc_pre and the norm as three launches (A/B)
   Scratch<float> hc_partial_;
   std::vector<cudaEvent_t> timing_events_;  // pairs, reused
   std::vector<double> timing_flop_;        // per pair in use
@@ -185,7 +184,6 @@ class Shard {
   Scratch<float> X_, x_, y_, post_, comb_, qr_, q_, kv_, o_, z_, ckv_, csc_, ikv_, isc_, qi_, wi_, scores_;
   Scratch<int32_t> selected_, eid_, pair_order_, groups_, n_groups_, order_;
   Scratch<int32_t> moe_sync_;  // the one-row MoE launch's counters (zero between launches)
-  Scratch<int32_t> hc_done_;   // hc_pre's one-launch form's per-row counters (zero between launches)
   Scratch<float> rlogits_, ew_, margin_, rscale_, h_, eo_, sg_, su_, sh_, sy_, xg_, eg_, eu_, eh_, eoe_, hh_, logits_;
   Scratch<uint8_t> conv_, dq_;  // bf16 activations; one dequantised matrix (cuda-fast, packed weights)
   Scratch<uint8_t> xb_;         // batched experts: the slot rows, then the hidden rows, in bf16/f16
