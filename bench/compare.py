@@ -50,7 +50,9 @@ def main():
 
     lines = [f"memra {m['memra']} vs transformers {t.get('transformers', '?')} (torch {t.get('torch', '?')}), "
              f"{m.get('device', '?')}, layers {m['geometry']['layers']}, vocab {m['geometry']['vocab']}, seed {m['geometry']['seed']}",
-             f"ceilings: copy {m['ceilings']['copy_GBps']:.0f} GB/s, bf16 {m['ceilings']['bf16_TFLOPs']:.0f} TFLOP/s",
+             f"ceilings: copy {m['ceilings']['copy_GBps']:.0f} GB/s, bf16 {m['ceilings']['bf16_TFLOPs']:.0f} TFLOP/s"
+             + (f", launch step {m['ceilings']['launch_step_us_pdl']:.2f} us (PDL), grid barrier "
+                f"{m['ceilings']['grid_barrier_us']:.2f} us" if 'grid_barrier_us' in m['ceilings'] else ""),
              "",
              "| measure | memra | floor | memra vs floor | transformers | memra / transformers | unit |",
              "|---|---|---|---|---|---|---|"]

@@ -274,10 +274,16 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
   double launch_step_us[2];
   if (step_fn(device0, launch_step_us, err, sizeof err) != 0)
     throw Error(std::string("measuring the launch step failed: ") + err);
+  // what one dependent phase costs inside one persistent grid instead (a grid-wide barrier)
+  auto barrier_fn = reinterpret_cast<StepFn>(cuda_symbol("memra_cuda_grid_barrier"));
+  double barrier_us[2];
+  if (barrier_fn(device0, barrier_us, err, sizeof err) != 0)
+    throw Error(std::string("measuring the grid barrier failed: ") + err);
   out["ceilings"] = {{"copy_GBps", copy_gbs},        {"bf16_TFLOPs", tflops},
                      {"pinned_d2h_GBps", rates[2]},  {"pinned_h2d_GBps", rates[3]},
                      {"pinned_bytes", snap_bytes_hint}, {"launch_step_us_pdl", launch_step_us[0]},
-                     {"launch_step_us", launch_step_us[1]}};
+                     {"launch_step_us", launch_step_us[1]}, {"grid_barrier_us", barrier_us[0]},
+                     {"grid_barrier_us_one_block_per_sm", barrier_us[1]}};
   note(ctx, "ceilings: copy " + fmt("%.0f", copy_gbs) + " GB/s, bf16 " + fmt("%.0f", tflops) + " TFLOP/s");
 
   // ---- backends (weights made on the device)
@@ -583,7 +589,8 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
               << out.value("device", std::string("?")) << "\n";
     std::cout << "ceilings: copy " << fmt("%.0f", copy_gbs) << " GB/s, bf16 " << fmt("%.0f", tflops) << " TFLOP/s, pinned D2H "
               << fmt("%.1f", rates[2]) << " / H2D " << fmt("%.1f", rates[3]) << " GB/s, launch step " << fmt("%.2f", launch_step_us[0])
-              << " us (PDL) / " << fmt("%.2f", launch_step_us[1]) << " us\n\n";
+              << " us (PDL) / " << fmt("%.2f", launch_step_us[1]) << " us, grid barrier " << fmt("%.2f", barrier_us[0])
+              << " us\n\n";
     std::printf("%-34s %12s %12s %8s\n", "measure", "memra", "floor", "ratio");
     for (const auto& d : out["decode"])
       std::printf("%-34s %12.3f %12.3f %8.2f\n", ("decode ms/layer/token @" + std::to_string(d["context"].get<int64_t>())).c_str(),

@@ -4,7 +4,8 @@
 // accumulate, random data), and pinned D2H / H2D copies of `pinned_bytes` (the snapshot and
 // restore references). Each is the median of 10 timed runs after 3 warm-ups (pinned: 3 after 1).
 // Also the launch step: what one more dependent kernel adds to a captured chain of them (with
-// programmatic dependent launch and without), the least a round's critical path pays per kernel.
+// programmatic dependent launch and without), the least a round's critical path pays per kernel;
+// and the grid barrier: what one dependent phase costs inside one persistent (cooperative) grid.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -53,7 +54,68 @@ __global__ void chain_link_kernel(float* x) {
   if (blockIdx.x == 0 && threadIdx.x == 0) x[0] += 1.0f;
 }
 
+// `phases` grid-wide barriers in one resident grid (cooperative launch), each phase's one write read
+// by the next as a chain link's is: the handoff a persistent kernel would use between two of a decode
+// step's dependent kernels. Block b's thread 0 counts itself into `count` (monotonic, zeroed before
+// the launch) and waits until every block has counted for this phase, then the block goes on.
+__global__ void grid_barrier_kernel(float* x, unsigned* count, int phases) {
+  pdl_begin();
+  for (int p = 0; p < phases; ++p) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) x[0] += 1.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();  // this phase's writes reach L2 before the count says so
+      atomicAdd(count, 1u);
+      const unsigned target = (p + 1u) * gridDim.x;
+      while (*reinterpret_cast<volatile unsigned*>(count) < target) {
+      }
+      __threadfence();
+    }
+    __syncthreads();
+  }
+}
+
 }  // namespace
+
+// out[0] / out[1]: microseconds per grid-wide barrier of a persistent grid of two blocks per SM / one
+// block per SM (256 threads each), from the time of a kPhases-barrier launch less a no-barrier one:
+// next to the launch step, what a persistent decode kernel would pay per dependent phase instead.
+void measure_grid_barrier(int device, double out[2]) {
+  constexpr int kPhases = 64;
+  DeviceGuard guard(device);
+  PdlOff off;  // the cooperative launch alone: nothing before it to overlap
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties (grid barrier)");
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, grid_barrier_kernel, 256, 0), "occupancy (grid barrier)");
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate (grid barrier)");
+  DeviceBuffer x(device, sizeof(float), "grid-barrier value"), count(device, sizeof(unsigned), "grid-barrier count");
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a), "cudaEventCreate (grid barrier)");
+  check(cudaEventCreate(&b), "cudaEventCreate (grid barrier)");
+  cudaLaunchAttribute coop = {};
+  coop.id = cudaLaunchAttributeCooperative;
+  coop.val.cooperative = 1;
+  for (int i = 0; i < 2; ++i) {
+    const int per = std::min(i == 0 ? 2 : 1, per_sm);
+    const unsigned blocks = static_cast<unsigned>(per * prop.multiProcessorCount);
+    float ms[2];
+    for (int with = 0; with < 2; ++with) {
+      ms[with] = median_ms(stream, a, b, 3, 10, [&] {
+        check(cudaMemsetAsync(count.get(), 0, sizeof(unsigned), stream), "grid-barrier count");
+        check(launch_with(&coop, 1, grid_barrier_kernel, blocks, 256, 0, stream, static_cast<float*>(x.get()),
+                          static_cast<unsigned*>(count.get()), with ? kPhases : 0),
+              "grid_barrier_kernel");
+      });
+    }
+    out[i] = std::max(0.0f, ms[1] - ms[0]) * 1e3 / kPhases;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  check(cudaStreamSynchronize(stream), "grid barrier");
+  cudaStreamDestroy(stream);
+}
 
 // out[0] / out[1]: microseconds per kernel of a captured chain of kLinks dependent kernels, with PDL
 // and without; each kernel two blocks per SM of 256 threads (the shape of a decode step's linears).

@@ -15,6 +15,7 @@
 namespace memra::cuda {
 void measure_device_rates(int device, size_t pinned_bytes, double out[4]);  // device_rates.cu
 void measure_launch_step(int device, double out[2]);                        // device_rates.cu
+void measure_grid_barrier(int device, double out[2]);                       // device_rates.cu
 }
 
 namespace {
@@ -88,6 +89,19 @@ int memra_cuda_launch_step(int index, double* out, char* error, size_t error_siz
   try {
     out[0] = out[1] = 0.0;
     memra::cuda::measure_launch_step(index, out);
+  } catch (const std::exception& e) {
+    write_error(error, error_size, e.what(), "");
+    return 1;
+  }
+  return 0;
+}
+
+// The grid barrier of device `index` (device_rates.cu): out[0] / out[1] microseconds per grid-wide
+// barrier of a resident grid of two blocks per SM / one. Returns 0, or 1 with a one-line reason.
+int memra_cuda_grid_barrier(int index, double* out, char* error, size_t error_size) {
+  try {
+    out[0] = out[1] = 0.0;
+    memra::cuda::measure_grid_barrier(index, out);
   } catch (const std::exception& e) {
     write_error(error, error_size, e.what(), "");
     return 1;
