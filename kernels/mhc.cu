@@ -15,7 +15,7 @@
 //    the same way in the exact linear's epilogue (LinearArgs::hc, mhc_post.cuh).
 //
 //   hc_mix       grid (rows, slices)          block 256   partials [rows, M, slices]
-//   hc_pre       grid rows                    block 256   (n ≤ kMaxHc)
+//   hc_pre       grid rows                    block 256   (n ≤ kMaxHc), then the sublayer's norm of x
 //   hc_post      grid ceil(rows·D / 256)      block 256
 //   hc_post_moe  grid ceil(rows·D / 256)      block 256   (eo [rows·k, D], ew [rows, k], shared [rows, D])
 //   hc_head      grid out_rows                block 256   (after hc_mix of its M = n values)
@@ -23,6 +23,7 @@
 #include "launch.cuh"
 #include "mhc_post.cuh"
 #include "moe_combine.cuh"
+#include "norm_row.cuh"
 #include "ops.h"
 
 namespace memra::cuda {
@@ -175,8 +176,9 @@ __device__ void collapse_streams(const float* Xt, int n, int D, const float* w, 
   }
 }
 
-__global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float* partial, int S) {
-  pdl_begin();
+// hc_pre of row blockIdx.x on the whole block: the mix (from the slices' partials, or computed here
+// when partial is null), the Sinkhorn and the collapse into x. Every thread returns (no early exit).
+__device__ void hc_pre_row(const HcPreArgs& a, const float* partial, int S) {
   __shared__ float scratch[kWarps];
   __shared__ float mix[kMaxMix];
   __shared__ float pre[kMaxHc];
@@ -247,7 +249,7 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
   };
   if (in_warp && threadIdx.x >= kWarp) {
     collapse_streams<8>(Xt, n, D, pre, xt, threadIdx.x - kWarp, kBlock - kWarp);
-    return;  // no block barrier follows in the warp form
+    return;  // no barrier follows inside the warp form
   }
   {  // the warp form runs on warp 0 alone
     if (mine) v = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
@@ -270,6 +272,17 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
     if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
   }
   if (!in_warp) collapse_streams<8>(Xt, n, D, pre, xt, threadIdx.x, kBlock);
+}
+
+// hc_pre of row blockIdx.x, then (norm_weight given) the sublayer's norm of x in the same block:
+// norm_rope's body (norm_row.cuh), one dependent launch fewer per sublayer, the same bits.
+__global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float* partial, int S) {
+  pdl_begin();
+  hc_pre_row(a, partial, S);
+  if (!a.norm_weight) return;
+  __syncthreads();  // x[t] as the block's threads collapsed it
+  __shared__ float scratch[kWarps];
+  norm_row(a.x + static_cast<int64_t>(blockIdx.x) * a.D, a.D, a.norm_weight, a.norm_eps, scratch);
 }
 
 __global__ void hc_post_kernel(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D) {

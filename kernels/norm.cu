@@ -7,6 +7,7 @@
 //   grid (rows, segs)   block 256
 #include "common.cuh"
 #include "launch.cuh"
+#include "norm_row.cuh"
 #include "ops.h"
 #include "rope.cuh"
 
@@ -14,42 +15,14 @@ namespace memra::cuda {
 
 namespace {
 
-constexpr int kBlock = 256;
-constexpr int kCache = 16;  // values per thread held in registers: segments up to 4096 wide
+constexpr int kBlock = kNormBlock;
 
 __global__ void __launch_bounds__(kBlock) norm_rope_kernel(NormRopeArgs a) {
   pdl_begin();
   __shared__ float scratch[kBlock / kWarp];
   const int row = blockIdx.x, seg = blockIdx.y;
   float* x = a.x + static_cast<int64_t>(row) * a.row_stride + static_cast<int64_t>(seg) * a.width;
-  if (a.norm && a.width <= kBlock * kCache) {
-    // The thread's values and weights loaded once, together (one round trip to memory instead of
-    // one per pass and unrolled group); the same chain, block_sum and products as below.
-    float v[kCache], wv[kCache];
-#pragma unroll
-    for (int u = 0; u < kCache; ++u) {
-      const int i = threadIdx.x + u * kBlock;
-      v[u] = i < a.width ? x[i] : 0.0f;
-      wv[u] = a.weight && i < a.width ? a.weight[i] : 0.0f;
-    }
-    float ss = 0.0f;
-#pragma unroll
-    for (int u = 0; u < kCache; ++u)
-      if (threadIdx.x + u * kBlock < a.width) ss = __fmaf_rn(v[u], v[u], ss);
-    ss = block_sum<kBlock>(ss, scratch);
-    const float r = rms_inverse(ss, a.width, a.eps);
-#pragma unroll
-    for (int u = 0; u < kCache; ++u) {
-      const int i = threadIdx.x + u * kBlock;
-      if (i < a.width) x[i] = a.weight ? wv[u] * (v[u] * r) : v[u] * r;
-    }
-  } else if (a.norm) {
-    float ss = 0.0f;
-    for (int i = threadIdx.x; i < a.width; i += kBlock) ss = __fmaf_rn(x[i], x[i], ss);
-    ss = block_sum<kBlock>(ss, scratch);
-    const float r = rms_inverse(ss, a.width, a.eps);
-    for (int i = threadIdx.x; i < a.width; i += kBlock) x[i] = a.weight ? a.weight[i] * (x[i] * r) : x[i] * r;
-  }
+  if (a.norm) norm_row(x, a.width, a.weight, a.eps, scratch);
   if (a.inv_freq) {
     __syncthreads();  // the rotation reads values other threads normalised
     float* tail = x + (a.width - 2 * a.half);

@@ -156,6 +156,9 @@ struct HcPreArgs {
   // [hc_mix_scratch(rows, n, D)] floats: the mix computed by rows × slices blocks (mhc.cu); null:
   // one block per row computes it (the single-block order, kept for MEMRA_CUDA_HC_SPLIT=0).
   float* partial = nullptr;
+  // Non-null: x is then RMS-normed with this weight and norm_eps (the sublayer's attn / ffn norm) in
+  // hc_pre's own launch: norm_rope's bits, one launch fewer.
+  const float* norm_weight = nullptr;
 };
 size_t hc_mix_scratch(int rows, int n, int D);
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream);

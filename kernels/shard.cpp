@@ -86,6 +86,8 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   hc_split_ = !(h && std::string(h) == "0");
   const char* e = std::getenv("MEMRA_CUDA_HC_POST_EPILOGUE");
   hc_post_epilogue_ = !(e && std::string(e) == "0");
+  const char* f = std::getenv("MEMRA_CUDA_HC_NORM");
+  hc_norm_ = !(f && std::string(f) == "0");
   const char* c = std::getenv("MEMRA_CUDA_SIDE_CHAINS");
   side_chains_ = !(c && std::string(c) == "0");
 }
@@ -422,9 +424,10 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   hp.comb = comb_.get();
   hp.partial = hc_split_ ? hc_partial_.get() : nullptr;
 
-  hp.fn = w.hc_attn_fn, hp.base = w.hc_attn_base, hp.scale = w.hc_attn_scale;
+  // The sublayer's norm in hc_pre's launch (HcPreArgs::norm_weight), or as its own (A/B).
+  hp.fn = w.hc_attn_fn, hp.base = w.hc_attn_base, hp.scale = w.hc_attn_scale, hp.norm_weight = hc_norm_ ? w.attn_norm : nullptr;
   launched(hc_pre(hp, stream_), "hc_pre (attention)");
-  norm(x_.get(), D, R, 1, D, w.attn_norm, nullptr, "norm_rope (attn_norm)");
+  if (!hc_norm_) norm(x_.get(), D, R, 1, D, w.attn_norm, nullptr, "norm_rope (attn_norm)");
   // The exact realization applies hc_post in wo_b's epilogue (LinearArgs::hc: the same operations,
   // one dependent launch fewer); cuda-fast's cuBLAS wo_b stores y for hc_post.
   if (fast_ || !hc_post_epilogue_) {
@@ -434,9 +437,9 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
     attention_site(w, l, x_.get(), nullptr, trace);
   }
 
-  hp.fn = w.hc_ffn_fn, hp.base = w.hc_ffn_base, hp.scale = w.hc_ffn_scale;
+  hp.fn = w.hc_ffn_fn, hp.base = w.hc_ffn_base, hp.scale = w.hc_ffn_scale, hp.norm_weight = hc_norm_ ? w.ffn_norm : nullptr;
   launched(hc_pre(hp, stream_), "hc_pre (ffn)");
-  norm(x_.get(), D, R, 1, D, w.ffn_norm, nullptr, "norm_rope (ffn_norm)");
+  if (!hc_norm_) norm(x_.get(), D, R, 1, D, w.ffn_norm, nullptr, "norm_rope (ffn_norm)");
   // The MoE combine runs inside the ffn hc_post (the same bits, one dependent launch fewer): y_ is
   // not written, nothing after the site reads it.
   moe_site(w, x_.get(), nullptr, trace);

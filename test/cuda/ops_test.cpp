@@ -357,6 +357,45 @@ void test_mhc(Rng& rng, Report& rep) {
   }
 }
 
+// hc_pre with the sublayer's norm in its launch (HcPreArgs::norm_weight) against hc_pre then
+// norm_rope, by bits: x (normed), post, comb; a few rows and 70 (each row's rms computed once), the
+// mix over slices and in one block.
+void test_hc_pre_norm(Rng& rng, Report& rep) {
+  for (int n : {4, 2, 6}) {
+    for (int D : {4096, 1000, 100}) {
+      if (D == 4096 && n != 4) continue;
+      for (int T : {3, 70}) {
+        for (bool split : {true, false}) {
+          const int M = (2 + n) * n, nD = n * D;
+          const std::vector<float> X = rng.normals(static_cast<size_t>(T) * nD);
+          const std::vector<float> fn = rng.normals(static_cast<size_t>(M) * nD, 0.05f), nw = rng.normals(D, 0.5f);
+          const std::vector<float> base = rng.normals(M, 0.5f),
+                                   scale = {rng.uniform(0.5f, 1.5f), rng.uniform(0.5f, 1.5f), rng.uniform(0.5f, 1.5f)};
+          DevVec<float> dX(X), dfn(fn), dnw(nw), dbase(base), dscale(scale), dpart(hc_mix_scratch(T, n, D));
+          DevVec<float> rx(static_cast<size_t>(T) * D), rp(static_cast<size_t>(T) * n), rc(static_cast<size_t>(T) * n * n);
+          DevVec<float> fx(static_cast<size_t>(T) * D), fp(static_cast<size_t>(T) * n), fc(static_cast<size_t>(T) * n * n);
+          for (auto* v : {&rx, &rp, &rc, &fx, &fp, &fc, &dpart}) v->poison();
+          HcPreArgs a;
+          a.X = dX.get(), a.rows = T, a.n = n, a.D = D, a.fn = dfn.get(), a.base = dbase.get(), a.scale = dscale.get();
+          a.partial = split ? dpart.get() : nullptr;
+          a.x = rx.get(), a.post = rp.get(), a.comb = rc.get();
+          check(hc_pre(a, nullptr), "hc_pre (reference)");
+          NormRopeArgs nr;
+          nr.x = rx.get(), nr.row_stride = D, nr.rows = T, nr.width = D, nr.weight = dnw.get(), nr.eps = a.norm_eps;
+          check(norm_rope(nr, nullptr), "norm_rope (reference)");
+          a.x = fx.get(), a.post = fp.get(), a.comb = fc.get(), a.norm_weight = dnw.get();
+          check(hc_pre(a, nullptr), "hc_pre + norm");
+          const bool same = bits_equal(fx.download(), rx.download()) && bits_equal(fp.download(), rp.download()) &&
+                            bits_equal(fc.download(), rc.download());
+          rep.add("hc_pre + norm in one launch n=" + std::to_string(n) + " D=" + std::to_string(D) + " rows " + std::to_string(T) +
+                      (split ? " split" : " one block"),
+                  same, same ? "bit-equal to hc_pre then norm_rope" : "DIFFERS from hc_pre then norm_rope");
+        }
+      }
+    }
+  }
+}
+
 // hc_post_moe (the MoE combine inside the ffn hc_post) against moe_combine then hc_post, by bits:
 // the decode path uses the fused form, the CPU twins and the site tests the two launches.
 void test_hc_post_moe(Rng& rng, Report& rep) {
@@ -2220,6 +2259,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
   group("norm", [&] { test_norm_rope(rng, rep); });
   group("mhc", [&] {
     test_mhc(rng, rep);
+    test_hc_pre_norm(rng, rep);
     test_hc_post_moe(rng, rep);
   });
   group("topk", [&] {
