@@ -1,9 +1,19 @@
-# Run 92: the final tree of session 30 (hc_pre with the sublayer norm; the grid-barrier ceiling) on
-# top of session 29: the whole tools/gpu-check.sh (GPU_CHECK_FRESH=1), its results in check.tar.gz.
+# Run 92: the one-row linear with its whole weight row loaded before its wait (one-wave grids whose
+# row fits 16 lane steps). Tests: ops (every group), the planted library (the whole-row form skips
+# lane step 15) on ops linear, backend tiny / tiny-bf16. Bench A/B in one binary, three passes: def,
+# pl0 (MEMRA_CUDA_LINEAR_PRELOAD=0: four steps as before), with the timeline, 2k and 32k.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 bash tools/gpu-check.sh --unpack
+P=$PWD/build-gpu-pack; t=$P/bin/memra_cuda_test; m=$P/bin/memra; export NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH=$P/bin
 T0=$(date +%s); el() { echo "t=$(( $(date +%s) - T0 ))s"; }
-OUT_MAIN=$OUT; mkdir -p /tmp/check
-OUT=/tmp/check GPU_CHECK_FRESH=1 GPU_CHECK_BUDGET_S=${LIMIT:-560} bash tools/gpu-check.sh > /tmp/check/console.txt 2>&1
-tar czf $OUT_MAIN/check.tar.gz -C /tmp/check . ; cat /tmp/check/summary.txt 2>/dev/null | tail -45; el
+{ $m --version | head -1
+  timeout 170 $t ops --seed 92 2>&1 | grep -E "FAIL|checks" | cut -c1-200
+  LD_LIBRARY_PATH=$P/planted:$P/bin timeout 60 $t ops --only linear --seed 92 2>&1 | grep -E "FAIL|checks" | cut -c1-230 | sed 's/^/planted: /'
+  for x in tiny tiny-bf16; do timeout 120 $t backend models/$x 2>&1 | grep -E "FAIL|checks" | tail -2; done
+  el
+} > $OUT/tests.txt 2>&1; cat $OUT/tests.txt
+BA="bench --json --contexts 2048,32768 --batches 8,32 --verify 6,16 --snapshot-gib 0.05 --prefill 64 --reps 3 --timeline"
+bash bench/ab_arms.sh --passes 3 --timeout 90 --sites 'wq_a|router|wkv|weights_proj|shared w' $m /tmp/ab "$BA" \
+  def='' pl0='MEMRA_CUDA_LINEAR_PRELOAD=0' > $OUT/ab.txt 2>&1
+tar -czf $OUT/ab-json.tgz -C /tmp ab; cat $OUT/ab.txt; el
