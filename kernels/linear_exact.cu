@@ -7,8 +7,7 @@
 //
 // Five kernels, one (row, o) order, so the same bits from any of them:
 //   linear_one_row_kernel      one row of a plain matrix (decode GEMV), one output per warp, its
-//                              first weights (or, for a one-wave grid, its whole row) loaded
-//                              before pdl_begin(); also a few rows of a
+//                              first weights loaded before pdl_begin(); also a few rows of a
 //                              matrix with few outputs, one GEMV per row (per_row_fits)
 //                                                        grid (ceil(out / 8), rows, groups)
 //   linear_exact_kernel        one output per warp; RB = 1 for a single row of packed weights,
@@ -86,12 +85,9 @@ __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
 // 2 KB rows: all of them) are read meanwhile instead of after a full drain and launch. Row
 // blockIdx.y: a few rows of a matrix with few outputs (the router at 8 rows) run as that many GEMVs
 // side by side, the weights read once from HBM and again from L2 per row (kPerRowMaxWarps).
-// kPreSteps = 4, or kWholeRowSteps when the whole row fits and the grid is resident at once
-// (whole_row_preload): then no weight load is left after the wait, only the activations.
 constexpr int kPreSteps = 4;
-constexpr int kWholeRowSteps = 16;  // V-F: a 4096-wide bf16 row (wq_a, the router, wkv, shared w1/w3)
 
-template <typename Row, int kPreSteps>
+template <typename Row>
 __global__ void __launch_bounds__(kBlock) linear_one_row_kernel(LinearArgs a) {
   constexpr int V = Row::kV, kStep = kWarp * V;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
@@ -652,35 +648,6 @@ int gemm_tile_rows() {
   return setting;
 }
 
-// MEMRA_CUDA_LINEAR_PRELOAD=0 (A/B timing; same bits): the one-row kernel always loads kPreSteps
-// lane steps of weights before its wait, never the whole row.
-bool whole_row_preload_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_PRELOAD");
-    return !(v && std::string(v) == "0");
-  }();
-  return on;
-}
-
-// The one-row kernel loads a warp's whole weight row before its wait when the row fits
-// kWholeRowSteps lane steps and every block of the grid is resident at once (two blocks per SM at
-// the extra 64 registers): launched with PDL, all of them then read their weights while the kernel
-// before them runs, and after the wait only the activations are left to load. Past one wave the
-// later blocks would only hold more registers.
-template <typename Row>
-bool whole_row_preload(const LinearArgs& a, int64_t blocks) {
-  if (!whole_row_preload_enabled() || a.in > kWholeRowSteps * kWarp * Row::kV) return false;
-  DeviceCaps caps;
-  const int sms = current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
-  return blocks <= 2 * static_cast<int64_t>(sms);
-}
-
-template <typename Row>
-cudaError_t launch_one_row(const LinearArgs& a, dim3 grid, bool whole_row, cudaStream_t stream) {
-  if (whole_row) return launch(linear_one_row_kernel<Row, kWholeRowSteps>, grid, kBlock, 0, stream, a);
-  return launch(linear_one_row_kernel<Row, kPreSteps>, grid, kBlock, 0, stream, a);
-}
-
 // A few rows of a matrix with few outputs as per-row GEMVs (linear_one_row_kernel, grid y = rows)
 // instead of the tiled kernel, whose 8-row blocks of such a matrix are few and each walks its chunks
 // one after another (the router at 8 rows: 32 blocks, 19 us against 8 at one row). Each warp also
@@ -730,17 +697,12 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
   if (a.rows == 1 && form >= 0) {
-    if constexpr (kPlainRow<Row>)
-      return launch_one_row<Row>(a, dim3(gx, 1, a.groups), whole_row_preload<Row>(a, static_cast<int64_t>(gx) * a.groups), stream);
+    if constexpr (kPlainRow<Row>) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
     else return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
   }
   if constexpr (kPlainRow<Row>) {
-    // the per-row form for the tests: kPreSteps only (the library's choice below and at one row
-    // takes the whole-row preload where it fits, so the ops test's row counts compare both)
-    if (form == kLinearPerRow) return launch_one_row<Row>(a, dim3(gx, a.rows, a.groups), false, stream);
-    if (form == 0 && per_row_fits(a))
-      return launch_one_row<Row>(a, dim3(gx, a.rows, a.groups),
-                                 whole_row_preload<Row>(a, static_cast<int64_t>(gx) * a.rows * a.groups), stream);
+    if (form == kLinearPerRow || (form == 0 && per_row_fits(a)))
+      return launch(linear_one_row_kernel<Row>, dim3(gx, a.rows, a.groups), kBlock, 0, stream, a);
     const bool gemm_fits = tiled_ok<Row>(a, static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts));
     if (form < 0 && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);
     const int from = gemm_min_rows();
