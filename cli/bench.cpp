@@ -69,6 +69,7 @@ struct BenchOptions {
   std::string config_out;
   bool json = false;
   bool timeline = false;
+  bool graph_marks = false;
 };
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -124,6 +125,38 @@ nlohmann::json timeline_of(const Backend& b, std::span<const SequenceStep> batch
   for (const auto& [ms, name] : sites)
     list.push_back({{"site", name}, {"ms", ms}, {"launches", rep.at("timeline_launches:" + name)}});
   return {{"device_ms_sum", sum}, {"measured_ms", measured_ms}, {"sites", list}};
+}
+
+// Forwards with MEMRA_CUDA_GRAPH_MARKS=1 (kernels/graph_marks.h; the first captures the marked graph,
+// the third is read): when each site finished inside the graph, by stream, in enqueue order, with
+// what the main stream's chain spent since its previous mark; beside that step's time (each mark
+// adds about one launch step to its stream). `forward` runs one step from the same start and
+// returns its seconds.
+template <typename Forward>
+nlohmann::json graph_marks_of(const Backend& b, Forward&& forward) {
+  setenv("MEMRA_CUDA_GRAPH_MARKS", "1", 1);
+  double t = 0;
+  try {
+    for (int i = 0; i < 3; ++i) t = forward();
+  } catch (...) {
+    unsetenv("MEMRA_CUDA_GRAPH_MARKS");
+    throw;
+  }
+  const auto rep = b.device_report();
+  unsetenv("MEMRA_CUDA_GRAPH_MARKS");
+  const std::string prefix = "graph_mark_us:";
+  nlohmann::json list = nlohmann::json::array();
+  double main_before = 0;
+  for (const auto& [key, us] : rep) {  // keys sort by their four-digit enqueue index
+    if (key.rfind(prefix, 0) != 0) continue;
+    const std::string label = key.substr(prefix.size() + 5);  // "stream site"
+    const size_t sp = label.find(' ');
+    const std::string stream = label.substr(0, sp), site = sp == std::string::npos ? "" : label.substr(sp + 1);
+    nlohmann::json m = {{"stream", stream}, {"site", site}, {"end_us", us}};
+    if (stream == "main") m["main_chain_us"] = us - main_before, main_before = us;
+    list.push_back(std::move(m));
+  }
+  return {{"step_ms_marked", t * 1e3}, {"marks", list}};
 }
 
 // Text form: each timed forward's sites, largest first (the JSON has them all).
@@ -377,6 +410,15 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
       timeline = timeline_of(*exact, std::span<const SequenceStep>(&st, 1), steps_s[1] * 1e3);
       es->rewind(mark);
     }
+    nlohmann::json marks;
+    if (opt.graph_marks) {
+      marks = graph_marks_of(*exact, [&] {
+        es->rewind(mark);
+        SequenceStep st{es.get(), std::span<const int32_t>(&next[0], 1), nullptr, nullptr};
+        return timed_forward(*exact, std::span<const SequenceStep>(&st, 1));
+      });
+      es->rewind(mark);
+    }
     const bool graph_bits = std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)) == 0;
     if (!graph_bits) out["failures"].push_back("decode at " + std::to_string(ctx_len) + ": CUDA graphs change the logits");
     // the decode graph's kernel → kernel edges, and how many are programmatic (kernels/launch.cuh)
@@ -405,6 +447,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                              {"graph_critical_kernels", rep_of("graph_critical_kernels")},
                              {"critical_launch_ms", rep_of("graph_critical_kernels") * launch_step_us[0] * 1e-3}});
     if (opt.timeline) out["decode"].back()["timeline"] = timeline;
+    if (opt.graph_marks) out["decode"].back()["graph_marks"] = marks;
     note(ctx, "decode at " + std::to_string(ctx_len) + ": " + fmt("%.3f", step_s * 1e3 / L) + " ms/layer/token, floor " +
                   fmt("%.3f", f.layer_ms));
     if (ci == 0) first_ctx = std::move(es);
@@ -435,6 +478,15 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
         timeline = timeline_of(*exact, std::span<const SequenceStep>(&st, 1), median(s) * 1e3);
         first_ctx->rewind(mark);
       }
+      nlohmann::json marks;
+      if (opt.graph_marks) {
+        marks = graph_marks_of(*exact, [&] {
+          first_ctx->rewind(mark);
+          SequenceStep st{first_ctx.get(), block, nullptr, nullptr};
+          return timed_forward(*exact, std::span<const SequenceStep>(&st, 1));
+        });
+        first_ctx->rewind(mark);
+      }
       std::vector<int64_t> pos;
       for (int64_t i = 0; i < b; ++i) pos.push_back(ctx0 + i);
       const Floor f = floor_for(cfg, pos, touched, copy_gbs);
@@ -451,6 +503,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                                {"floor_ms", f.ms},
                                {"ratio_to_floor", ms / f.ms}});
       if (opt.timeline) out["verify"].back()["timeline"] = timeline;
+      if (opt.graph_marks) out["verify"].back()["graph_marks"] = marks;
     }
   }
 
@@ -489,6 +542,14 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
           batch[i] = SequenceStep{states[i].get(), std::span<const int32_t>(&toks[i][opt.steps + 2], 1), nullptr, nullptr};
         timeline = timeline_of(*exact, batch, median(s) * 1e3);
       }
+      nlohmann::json marks;
+      if (opt.graph_marks)  // the states move on one position per forward: the same shape, the same graph
+        marks = graph_marks_of(*exact, [&] {
+          std::vector<SequenceStep> batch(B);
+          for (int64_t i = 0; i < B; ++i)
+            batch[i] = SequenceStep{states[i].get(), std::span<const int32_t>(&toks[i][opt.steps + 2], 1), nullptr, nullptr};
+          return timed_forward(*exact, batch);
+        });
       // the last sequence alone, from the same start: the bits it got inside the batch
       auto alone = exact->new_state(ctx0 + extra);
       alone->import_classes(ctx0, classes);
@@ -511,6 +572,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                               {"ratio_to_floor", t * 1e3 / f.ms},
                               {"last_sequence_bits_equal_alone", same}});
       if (opt.timeline) out["batch"].back()["timeline"] = timeline;
+      if (opt.graph_marks) out["batch"].back()["graph_marks"] = marks;
       note(ctx, "batch " + std::to_string(B) + ": " + fmt("%.0f", B / t) + " tokens/s, floor " + fmt("%.0f", B / (f.ms * 1e-3)) +
                     (same ? "" : ", NOT bit-identical to running alone"));
       if (!same) out["failures"].push_back("batch " + std::to_string(B) + ": a sequence differs from running alone");
@@ -653,6 +715,8 @@ void setup_bench(CLI::App& app, Context& ctx) {
   sub->add_flag("--json", opt->json, "Print one JSON document");
   sub->add_flag("--timeline", opt->timeline,
                 "Also time every kernel launch of one prefill, decode, verify and batch step (device time by site)");
+  sub->add_flag("--graph-marks", opt->graph_marks,
+                "Also mark when each site of one decode, verify and batch step finishes inside its CUDA graph (by stream)");
   sub->callback([opt, &ctx] { ctx.run = [opt, &ctx] { return run_bench(*opt, ctx); }; });
 }
 

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <set>
@@ -176,6 +177,14 @@ std::map<std::string, double> CudaBackend::device_report() const {
   if (fp4_values > 0) out["weights_fp4_bytes"] = fp4_bytes, out["weights_fp4_values"] = fp4_values;
   if (flop > 0) out["linear_ms"] = ms, out["linear_flop"] = flop;
   for (const auto& [name, t] : sites) out["timeline_ms:" + name] = t.ms, out["timeline_launches:" + name] = t.launches;
+  if (!shards_.empty()) {  // MEMRA_CUDA_GRAPH_MARKS=1: "graph_mark_us:NNNN stream site", in enqueue order
+    const auto marks = shards_[0]->collect_graph_marks();
+    char key[48];
+    for (size_t i = 0; i < marks.size(); ++i) {
+      std::snprintf(key, sizeof key, "graph_mark_us:%04zu ", i);
+      out[key + marks[i].first] = marks[i].second;
+    }
+  }
   if (graph_kernels_ > 0) {
     out["graph_kernels"] = static_cast<double>(graph_kernels_);
     out["graph_kernel_edges"] = static_cast<double>(graph_kernel_edges_);

@@ -103,6 +103,20 @@ constexpr double kTimelineSpinMs = 40.0;
 void Shard::launched(cudaError_t err, const char* what) {
   check_launch(err, what);
   if (timeline_on_) timeline_->mark(site_prefix_ + what);
+  if (marks_on_) {
+    // the stream's name from shard.h's Side table
+    static constexpr const char* kSideNames[kSides] = {"kv", "indexer", "idx-kv", "cmp-kv", "cmp-gate", "idx-gate"};
+    const char* on = "main";
+    for (int i = 0; i < kSides; ++i)
+      if (stream_ == side_[i] && stream_ != main_stream_) on = kSideNames[i];
+    marks_->add(stream_, std::string(on) + " " + site_prefix_ + what);
+  }
+}
+
+std::vector<std::pair<std::string, double>> Shard::collect_graph_marks() const {
+  DeviceGuard guard(device_);
+  if (!marks_on_ || !marks_) return {};
+  return marks_->collect(main_stream_);
 }
 
 // Launches inside the scope go to `to` (every launcher reads Shard::stream_ when it is called).
@@ -211,6 +225,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
                                plan_.logit_rows.size(), plan_.closings_csa.size(), plan_.closings_hca.size(),
                                static_cast<uint64_t>(csa_bucket_), static_cast<uint64_t>(hca_bucket_),
                                static_cast<uint64_t>(moe_path_ == MoePath::kFused), static_cast<uint64_t>(hc_split_),
+                               static_cast<uint64_t>(marks_on_),
                                reinterpret_cast<uint64_t>(plan_dev_.get()), reinterpret_cast<uint64_t>(conv_.get()),
                                reinterpret_cast<uint64_t>(hc_partial_.get()), reinterpret_cast<uint64_t>(taps_.get())};
   for (int l : tap_layers_) sig.push_back(static_cast<uint64_t>(l) + (uint64_t{1} << 40));
@@ -330,6 +345,9 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   if (!tap_layers_.empty()) taps_.ensure(dv, tap_layers_.size() * R * n * D, "tapped hc streams");
   const char* tl = std::getenv("MEMRA_CUDA_TIMELINE");
   timeline_on_ = tl && std::string(tl) == "1";
+  const char* gm = std::getenv("MEMRA_CUDA_GRAPH_MARKS");
+  marks_on_ = gm && std::string(gm) == "1" && !timeline_on_;
+  if (marks_on_ && !marks_) marks_ = std::make_unique<GraphMarks>(device_);
   site_prefix_.clear();
   if (timeline_on_) {
     if (!timeline_) timeline_ = std::make_unique<Timeline>(stream_);
@@ -402,6 +420,7 @@ void Shard::norm(float* x, int64_t stride, int rows, int segs, int width, const 
 
 void Shard::embed(const DevEnds& ends) {
   DeviceGuard guard(device_);
+  if (marks_on_) marks_->restart();  // a round (or its capture) starts here
   launched(embed_rows(ends.embed.ptr, ends.embed.type, d_tokens_, rows(), static_cast<int>(cfg_.hc_mult),
                           static_cast<int>(cfg_.hidden_size), X_.get(), stream_),
                "embed_rows");

@@ -18,6 +18,7 @@
 #include "device_buffer.h"
 #include "model/config.h"
 #include "ops.h"
+#include "graph_marks.h"
 #include "timeline.h"
 #include "weights.h"
 
@@ -110,6 +111,9 @@ class Shard {
   // ("C:", "H:", "S:" for a layer's kind, none for the ends), added into `into` since the last call.
   void collect_timeline(std::map<std::string, SiteTime>& into);
   bool timeline_on() const { return timeline_on_; }
+  // With MEMRA_CUDA_GRAPH_MARKS=1 (read per round) when each site of the last round finished inside
+  // its graph (graph_marks.h): "stream site" and microseconds after the round's first mark.
+  std::vector<std::pair<std::string, double>> collect_graph_marks() const;
 
  private:
   void per_expert(const DevLayer& w, const float* x);
@@ -160,6 +164,8 @@ class Shard {
   int max_keys_ = 0;
   bool time_linears_ = false;
   bool timeline_on_ = false;
+  bool marks_on_ = false;
+  std::unique_ptr<GraphMarks> marks_;
   std::unique_ptr<Timeline> timeline_;
   std::string site_prefix_;  // the running layer's kind for the timeline's site names
   int csa_bucket_ = 0, hca_bucket_ = 0;  // visible compressed entries, rounded up (upload_plan)
