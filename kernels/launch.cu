@@ -1,4 +1,4 @@
-// When a launch may use programmatic dependent launch (launch.cuh).
+// When a launch may use programmatic dependent launch, and at which priority (launch.cuh, pdl.h).
 #include <cstdlib>
 #include <cstring>
 
@@ -9,6 +9,7 @@ namespace memra::cuda {
 namespace {
 
 thread_local bool t_pdl_off = false;
+thread_local int t_priority = 0;
 
 bool pdl_env() {
   static const bool on = [] {
@@ -22,6 +23,10 @@ bool pdl_env() {
 
 PdlOff::PdlOff() : saved_(t_pdl_off) { t_pdl_off = true; }
 PdlOff::~PdlOff() { t_pdl_off = saved_; }
+
+int launch_priority() { return t_priority; }
+LaunchPriority::LaunchPriority(int priority) : saved_(t_priority) { t_priority = priority; }
+LaunchPriority::~LaunchPriority() { t_priority = saved_; }
 
 bool pdl_allowed(cudaStream_t stream) {
   if (t_pdl_off || !pdl_env()) return false;

@@ -27,12 +27,17 @@ namespace memra::cuda {
 template <typename... Params, typename... Args>
 cudaError_t launch_with(const cudaLaunchAttribute* extra, int n_extra, void (*kernel)(Params...), dim3 grid, dim3 block,
                         size_t smem, cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute attrs[4];
+  cudaLaunchAttribute attrs[5];
   int n = 0;
   for (int i = 0; i < n_extra && n < 3; ++i) attrs[n++] = extra[i];
   if (pdl_allowed(stream)) {
     attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attrs[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (const int priority = launch_priority(); priority != 0) {
+    attrs[n].id = cudaLaunchAttributePriority;
+    attrs[n].val.priority = priority;
     ++n;
   }
   cudaLaunchConfig_t cfg = {};

@@ -1,5 +1,7 @@
-// When a launch may use programmatic dependent launch (launch.cuh says what it is and why): plain
-// C++, for the host code that decides it (the backend turns it off for timeline rounds).
+// The host side of launch.cuh's policy, plain C++ for the code that decides it: when a launch may
+// use programmatic dependent launch (the backend turns it off for timeline rounds), and at which
+// scheduling priority a thread's launches go (a critical side chain's blocks ahead of a long
+// kernel's pending ones).
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -19,6 +21,22 @@ class PdlOff {
 
  private:
   bool saved_;
+};
+
+// The priority of this thread's launches (cudaLaunchAttributePriority, captured into graph nodes):
+// 0, the default, or what the innermost LaunchPriority scope set (lower numbers are higher
+// priorities; cudaDeviceGetStreamPriorityRange gives the device's range).
+int launch_priority();
+
+class LaunchPriority {
+ public:
+  explicit LaunchPriority(int priority);
+  ~LaunchPriority();
+  LaunchPriority(const LaunchPriority&) = delete;
+  LaunchPriority& operator=(const LaunchPriority&) = delete;
+
+ private:
+  int saved_;
 };
 
 }  // namespace memra::cuda
