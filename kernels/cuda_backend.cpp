@@ -443,7 +443,8 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
       check(cudaStreamEndCapture(first_shard.stream(), &graph), "cudaStreamEndCapture");
       count_graph(graph);
       cudaGraphExec_t exec = nullptr;
-      const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+      // per-node priorities (pdl.h LaunchPriority: the indexer chain) instead of the launch stream's
+      const cudaError_t err = cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
       cudaGraphDestroy(graph);
       check(err, "cudaGraphInstantiate");
       it = graphs_.emplace(sig, exec).first;
