@@ -386,7 +386,7 @@ _memra() {
       fi ;;
     "memra bench")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --layers --vocab --seed --devices --contexts --batches --verify --prefill --steps --reps --snapshot-gib --config-out --json --timeline" "$cur"
+        _memra_words "-h --help --layers --vocab --seed --devices --contexts --batches --verify --prefill --steps --reps --snapshot-gib --config-out --json --timeline --graph-marks" "$cur"
       fi ;;
     "memra tokenize")
       if [[ $cur == -* ]]; then

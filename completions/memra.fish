@@ -411,6 +411,7 @@ complete -c memra -n '__memra_in memra_bench' -l snapshot-gib -x -d 'Size of the
 complete -c memra -n '__memra_in memra_bench' -l config-out -r -F -d 'Also write the model\'s config.json here (for transformers)'
 complete -c memra -n '__memra_in memra_bench' -l json -d 'Print one JSON document'
 complete -c memra -n '__memra_in memra_bench' -l timeline -d 'Also time every kernel launch of one prefill, decode, verify and batch step (device time by site)'
+complete -c memra -n '__memra_in memra_bench' -l graph-marks -d 'Also mark when each site of one decode, verify and batch step finishes inside its CUDA graph (by stream)'
 
 # memra tokenize
 complete -c memra -n '__memra_in memra_tokenize' -s h -l help -d 'Print this help message and exit'
