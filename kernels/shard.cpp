@@ -91,7 +91,6 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   const char* f = std::getenv("MEMRA_CUDA_HC_NORM");
   hc_norm_ = !(f && std::string(f) == "0");
   const char* ip = std::getenv("MEMRA_CUDA_INDEXER_PRIORITY");
-  indexer_priority_whole_ = ip && std::string(ip) == "2";
   if (!(ip && std::string(ip) == "0")) {
     int least = 0, greatest = 0;
     check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
@@ -573,9 +572,9 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     OnStream on(*this, ov ? side_[kSideIndexer] : stream_);
     // The indexer chain decides when the attention may start (graph marks, run 94: its wq_b shared
     // the bandwidth with the query's wq_b and its top-k ended 10 us after the query path at 2k, 30
-    // at 32k): its wq_b's blocks go ahead of the query path's pending ones (run 96: 49 → 35 us);
-    // with MEMRA_CUDA_INDEXER_PRIORITY=2 the scores and top-k too, which then run beside the
-    // query's wq_b and slow (run 96: scores 20 → 37 us at 32k).
+    // at 32k): its blocks go ahead of the query path's pending ones (run 96: its wq_b 49 → 35 us).
+    // The whole chain: with wq_b and rope alone first, the scores waited behind the query's wq_b
+    // (run 97: decode slower than with no priority at all).
     std::optional<LaunchPriority> first;
     if (ov && indexer_priority_ != 0) first.emplace(indexer_priority_);
     linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)");
@@ -591,7 +590,6 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     ra.half = half;
     ra.pos = d_row_pos_;
     launched(rope_only(ra, stream_), "rope_only (indexer queries)");
-    if (!indexer_priority_whole_) first.reset();
     if (ov) link(kSideIdxKv, kSideIndexer);  // the indexer's entries closed
     IndexerArgs ia;
     ia.seqs = d_seqs_;

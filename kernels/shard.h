@@ -173,8 +173,7 @@ class Shard {
   bool hc_post_epilogue_ = true;  // MEMRA_CUDA_HC_POST_EPILOGUE=0: the attention's hc_post as its own launch (A/B)
   bool side_chains_ = true;       // MEMRA_CUDA_SIDE_CHAINS=0: session 28's side chains (A/B; shard.h Side)
   bool hc_norm_ = true;           // MEMRA_CUDA_HC_NORM=0: the sublayer's norm as its own launch after hc_pre (A/B)
-  int indexer_priority_ = 0;      // the indexer's wq_b launch priority (the device's highest; MEMRA_CUDA_INDEXER_PRIORITY=0: none)
-  bool indexer_priority_whole_ = false;  // MEMRA_CUDA_INDEXER_PRIORITY=2: the whole indexer chain at it (A/B)
+  int indexer_priority_ = 0;      // the indexer chain's launch priority (the device's highest; MEMRA_CUDA_INDEXER_PRIORITY=0: none)
   Scratch<float> hc_partial_;
   std::vector<cudaEvent_t> timing_events_;  // pairs, reused
   std::vector<double> timing_flop_;        // per pair in use
