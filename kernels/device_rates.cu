@@ -57,7 +57,8 @@ __global__ void chain_link_kernel(float* x) {
 // `phases` grid-wide barriers in one resident grid (cooperative launch), each phase's one write read
 // by the next as a chain link's is: the handoff a persistent kernel would use between two of a decode
 // step's dependent kernels. Block b's thread 0 counts itself into `count` (monotonic, zeroed before
-// the launch) and waits until every block has counted for this phase, then the block goes on.
+// the launch) and waits until every block has counted for this phase, then the block goes on. The
+// cooperative launch guarantees every block is resident (or fails to launch), so the wait ends.
 __global__ void grid_barrier_kernel(float* x, unsigned* count, int phases) {
   pdl_begin();
   for (int p = 0; p < phases; ++p) {

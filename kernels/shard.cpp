@@ -112,8 +112,6 @@ void Shard::launched(cudaError_t err, const char* what) {
   check_launch(err, what);
   if (timeline_on_) timeline_->mark(site_prefix_ + what);
   if (marks_on_) {
-    // the stream's name from shard.h's Side table
-    static constexpr const char* kSideNames[kSides] = {"kv", "indexer", "idx-kv", "cmp-kv", "cmp-gate", "idx-gate"};
     const char* on = "main";
     for (int i = 0; i < kSides; ++i)
       if (stream_ == side_[i] && stream_ != main_stream_) on = kSideNames[i];

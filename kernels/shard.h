@@ -142,6 +142,8 @@ class Shard {
     kSideIdxGate = 5,  // (CSA) the indexer compressor's wgate
     kSides = 6
   };
+  // The side streams' names, in Side's order (the graph marks' labels).
+  static constexpr const char* kSideNames[kSides] = {"kv", "indexer", "idx-kv", "cmp-kv", "cmp-gate", "idx-gate"};
   void fork_to(int side);            // side stream `side` waits for what stream_ enqueued so far
   void join_from(int side);          // stream_ waits for what side stream `side` enqueued so far
   void link(int from, int to);       // side stream `to` waits for what side stream `from` enqueued so far
