@@ -106,6 +106,11 @@ namespace {
 // behind it: the timeline then sees the device's own time per launch.
 constexpr double kTimelineSpinMs = 40.0;
 
+// The indexer chain goes first (launch priority) up to this many visible compressed entries: measured
+// at 512 (2k, −4 us a CSA layer) and 8192 (32k, +3.6 us), runs 96-97; the boundary is the top-k's
+// cluster form's (topk.cu).
+constexpr int kIndexerPriorityEntries = 2048;
+
 }  // namespace
 
 void Shard::launched(cudaError_t err, const char* what) {
@@ -572,9 +577,11 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     // the bandwidth with the query's wq_b and its top-k ended 10 us after the query path at 2k, 30
     // at 32k): its blocks go ahead of the query path's pending ones (run 96: its wq_b 49 → 35 us).
     // The whole chain: with wq_b and rope alone first, the scores waited behind the query's wq_b
-    // (run 97: decode slower than with no priority at all).
+    // (run 97: decode slower than with no priority at all). Only while the rows see few compressed
+    // entries: at 32k (8192) the scores, beside the query's wq_b, took 37 us instead of 20 and the
+    // attention started 3.6 us later than without the priority (run 97's marks).
     std::optional<LaunchPriority> first;
-    if (ov && indexer_priority_ != 0) first.emplace(indexer_priority_);
+    if (ov && indexer_priority_ != 0 && csa_bucket_ <= kIndexerPriorityEntries) first.emplace(indexer_priority_);
     linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)");
     if (ov) check(cudaStreamWaitEvent(stream_, qr_ready_, 0), "cudaStreamWaitEvent (q_lora ready)");
     linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)");
