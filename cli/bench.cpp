@@ -535,21 +535,17 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
         if (step == 0) touched = distinct_experts(cfg, traces);
         if (step >= 3) s.push_back(t);
       }
-      nlohmann::json timeline;
-      if (opt.timeline) {
+      // one more step of the batch, from wherever its states stand (the same shape, the same graph)
+      const auto last_step = [&] {
         std::vector<SequenceStep> batch(B);
         for (int64_t i = 0; i < B; ++i)
           batch[i] = SequenceStep{states[i].get(), std::span<const int32_t>(&toks[i][opt.steps + 2], 1), nullptr, nullptr};
-        timeline = timeline_of(*exact, batch, median(s) * 1e3);
-      }
+        return batch;
+      };
+      nlohmann::json timeline;
+      if (opt.timeline) timeline = timeline_of(*exact, last_step(), median(s) * 1e3);
       nlohmann::json marks;
-      if (opt.graph_marks)  // the states move on one position per forward: the same shape, the same graph
-        marks = graph_marks_of(*exact, [&] {
-          std::vector<SequenceStep> batch(B);
-          for (int64_t i = 0; i < B; ++i)
-            batch[i] = SequenceStep{states[i].get(), std::span<const int32_t>(&toks[i][opt.steps + 2], 1), nullptr, nullptr};
-          return timed_forward(*exact, batch);
-        });
+      if (opt.graph_marks) marks = graph_marks_of(*exact, [&] { return timed_forward(*exact, last_step()); });
       // the last sequence alone, from the same start: the bits it got inside the batch
       auto alone = exact->new_state(ctx0 + extra);
       alone->import_classes(ctx0, classes);

@@ -32,6 +32,13 @@ __device__ __forceinline__ void pdl_begin() {
 #endif
 }
 
+// The device's global timer, nanoseconds (the timeline's spin kernel, the graph marks).
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // 16 bytes global → shared without a register round trip (cp.async, L2 only); `valid` false fills
 // the 16 bytes with zeros and reads nothing. Complete after cp_async_commit() + cp_async_wait<N>()
 // leaves at most N later groups in flight (then a barrier, for other threads' copies).

@@ -18,9 +18,7 @@ __global__ void graph_mark_kernel(unsigned long long* at) {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   pdl_begin();
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  *at = t;
+  *at = global_ns();
 }
 
 }  // namespace

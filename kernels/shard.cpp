@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <limits>
 #include <optional>
+#include <string>
 
 #include "core/error.h"
 #include "cuda_check.h"
@@ -580,8 +580,8 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     // (run 97: decode slower than with no priority at all). Only while the rows see few compressed
     // entries: at 32k (8192) the scores, beside the query's wq_b, took 37 us instead of 20 and the
     // attention started 3.6 us later than without the priority (run 97's marks).
-    std::optional<LaunchPriority> first;
-    if (ov && indexer_priority_ != 0 && csa_bucket_ <= kIndexerPriorityEntries) first.emplace(indexer_priority_);
+    std::optional<LaunchPriority> ahead;
+    if (ov && indexer_priority_ != 0 && csa_bucket_ <= kIndexerPriorityEntries) ahead.emplace(indexer_priority_);
     linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)");
     if (ov) check(cudaStreamWaitEvent(stream_, qr_ready_, 0), "cudaStreamWaitEvent (q_lora ready)");
     linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)");

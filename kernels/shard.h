@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "device_buffer.h"
+#include "graph_marks.h"
 #include "model/config.h"
 #include "ops.h"
-#include "graph_marks.h"
 #include "timeline.h"
 #include "weights.h"
 

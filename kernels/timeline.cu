@@ -9,12 +9,6 @@ namespace memra::cuda {
 
 namespace {
 
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 __global__ void spin_kernel(unsigned long long ns) {
   pdl_begin();
   const unsigned long long t0 = global_ns();
