@@ -16,6 +16,7 @@
 //
 //   hc_mix       grid (rows, slices)          block 256   partials [rows, M, slices]
 //   hc_pre       grid rows                    block 256   (n ≤ kMaxHc), then the sublayer's norm of x
+//   hc_comb      grid rows                    block 256   the Sinkhorn alone (HcPreArgs::comb_apart)
 //   hc_post      grid ceil(rows·D / 256)      block 256
 //   hc_post_moe  grid ceil(rows·D / 256)      block 256   (eo [rows·k, D], ew [rows, k], shared [rows, D])
 //   hc_head      grid out_rows                block 256   (after hc_mix of its M = n values)
@@ -176,37 +177,16 @@ __device__ void collapse_streams(const float* Xt, int n, int D, const float* w, 
   }
 }
 
-// hc_pre of row blockIdx.x on the whole block: the mix (from the slices' partials, or computed here
-// when partial is null), the Sinkhorn and the collapse into x. Every thread returns (no early exit).
-__device__ void hc_pre_row(const HcPreArgs& a, const float* partial, int S) {
-  __shared__ float scratch[kWarps];
-  __shared__ float mix[kMaxMix];
-  __shared__ float pre[kMaxHc];
+// The Sinkhorn of row t's mixing logits mix[2n … 2n + n²) into comb[t]: on warp 0 (n·n ≤ 32; the
+// caller's other warps do not call it) or on the whole block (n > 5: shared memory, barriers).
+// Every row or column sum is taken by each of its elements' threads in the CPU's order (k or j
+// ascending, from +0), so each element sees the same operations in the same order as the one
+// thread that once ran the whole chain; that thread's dependent divisions took ~60 µs per call on
+// an H200 (timeline of a decode step, bench/results/h200-20261201-11).
+__device__ void sinkhorn_row(const HcPreArgs& a, const float* mix, int t) {
   __shared__ float mat[kMaxHc * kMaxHc];
-  const int t = blockIdx.x, n = a.n, D = a.D, nD = n * D, M = (2 + n) * n;
-  const float* Xt = a.X + static_cast<int64_t>(t) * nD;
-  if (partial) {
-    gather_mix(partial, t, M, S, mix);
-  } else {  // single-block path (hc_split off): one warp per value over all nD inputs
-    const float r = stream_rms(Xt, nD, a.norm_eps, scratch);
-    stream_mix(Xt, nD, r, a.fn, M, mix);
-  }
-  __syncthreads();
-  // Sinkhorn on n·n threads, one matrix element each (a warp's lanes, or shared memory for n > 5):
-  // every row or column sum is taken by each of its elements' threads in the CPU's order (k or j
-  // ascending, from +0), so each element sees the same operations in the same order as the one
-  // thread that once ran the whole chain; that thread's dependent divisions took ~60 µs per call
-  // on an H200 (timeline of a decode step, bench/results/h200-20261201-11).
+  const int n = a.n;
   const float eps = a.hc_eps;
-  if (threadIdx.x < n) {
-    const int j = threadIdx.x;
-    pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + eps;
-    a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
-  }
-  __syncthreads();  // pre[] for the collapse
-  // The collapse x[i] = Σ_j pre[j]·X[j, i] (j ascending): with the Sinkhorn in one warp (n·n ≤ 32)
-  // the other warps take it meanwhile; each element's chain is the same whichever thread runs it.
-  float* xt = a.x + static_cast<int64_t>(t) * D;
   // Element (j, k)'s pass: v /= (its row's or column's sum, in order) + eps. `element` reads the
   // matrix as it stood before the pass (a warp's lanes through shuffles for n ≤ 5, else shared
   // memory between two block barriers).
@@ -247,30 +227,60 @@ __device__ void hc_pre_row(const HcPreArgs& a, const float* partial, int S) {
       if (jj < n) s += e[jj];
     return s;
   };
-  if (in_warp && threadIdx.x >= kWarp) {
-    collapse_streams<8>(Xt, n, D, pre, xt, threadIdx.x - kWarp, kBlock - kWarp);
-    return;  // no barrier follows inside the warp form
-  }
-  {  // the warp form runs on warp 0 alone
-    if (mine) v = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
-    publish();
-    float mx = -INFINITY;  // row softmax of the mixing logits, then + eps
-    for (int kk = 0; kk < n; ++kk) mx = fmaxf(mx, element(j, kk));
-    v = expf(v - mx);
-    publish();
-    v = v / row_sum() + eps;
-    for (int it = 0; it < a.iters; ++it) {  // column norm; then (rows, columns) iters-1 times
-      if (it > 0) {
-        publish();
-        const float s = row_sum();
-        v /= s + eps;
-      }
+  if (mine) v = mix[2 * n + j * n + k] * a.scale[2] + a.base[2 * n + j * n + k];
+  publish();
+  float mx = -INFINITY;  // row softmax of the mixing logits, then + eps
+  for (int kk = 0; kk < n; ++kk) mx = fmaxf(mx, element(j, kk));
+  v = expf(v - mx);
+  publish();
+  v = v / row_sum() + eps;
+  for (int it = 0; it < a.iters; ++it) {  // column norm; then (rows, columns) iters-1 times
+    if (it > 0) {
       publish();
-      const float s = col_sum();
+      const float s = row_sum();
       v /= s + eps;
     }
-    if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
+    publish();
+    const float s = col_sum();
+    v /= s + eps;
   }
+  if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
+}
+
+// hc_pre of row blockIdx.x on the whole block: the mix (from the slices' partials, or computed here
+// when partial is null), the Sinkhorn and the collapse into x. Every thread returns (no early exit).
+__device__ void hc_pre_row(const HcPreArgs& a, const float* partial, int S) {
+  __shared__ float scratch[kWarps];
+  __shared__ float mix[kMaxMix];
+  __shared__ float pre[kMaxHc];
+  const int t = blockIdx.x, n = a.n, D = a.D, nD = n * D, M = (2 + n) * n;
+  const float* Xt = a.X + static_cast<int64_t>(t) * nD;
+  if (partial) {
+    gather_mix(partial, t, M, S, mix);
+  } else {  // single-block path (hc_split off): one warp per value over all nD inputs
+    const float r = stream_rms(Xt, nD, a.norm_eps, scratch);
+    stream_mix(Xt, nD, r, a.fn, M, mix);
+  }
+  __syncthreads();
+  // The pre and post weights (the Sinkhorn's comb: sinkhorn_row).
+  const float eps = a.hc_eps;
+  if (threadIdx.x < n) {
+    const int j = threadIdx.x;
+    pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + eps;
+    a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
+  }
+  __syncthreads();  // pre[] for the collapse
+  // The collapse x[i] = Σ_j pre[j]·X[j, i] (j ascending): with the Sinkhorn in one warp (n·n ≤ 32)
+  // the other warps take it meanwhile; each element's chain is the same whichever thread runs it.
+  // comb_apart: hc_comb_kernel runs the Sinkhorn on another stream and every thread collapses.
+  float* xt = a.x + static_cast<int64_t>(t) * D;
+  const bool in_warp = n * n <= kWarp;
+  if (a.comb_apart || (in_warp && threadIdx.x >= kWarp)) {
+    const int first = a.comb_apart ? 0 : kWarp;
+    collapse_streams<8>(Xt, n, D, pre, xt, threadIdx.x - first, kBlock - first);
+    return;  // no barrier follows inside the warp form
+  }
+  sinkhorn_row(a, mix, t);
   if (!in_warp) collapse_streams<8>(Xt, n, D, pre, xt, threadIdx.x, kBlock);
 }
 
@@ -283,6 +293,24 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
   __syncthreads();  // x[t] as the block's threads collapsed it
   __shared__ float scratch[kWarps];
   norm_row(a.x + static_cast<int64_t>(blockIdx.x) * a.D, a.D, a.norm_weight, a.norm_eps, scratch);
+}
+
+// comb[t] of row t = blockIdx.x alone (HcPreArgs::comb_apart): the mix's comb values as hc_pre gets
+// them (gather_mix, or stream_rms + stream_mix without partials), then sinkhorn_row: hc_pre's bits.
+__global__ void __launch_bounds__(kBlock) hc_comb_kernel(HcPreArgs a, const float* partial, int S) {
+  pdl_begin();
+  __shared__ float scratch[kWarps];
+  __shared__ float mix[kMaxMix];
+  const int t = blockIdx.x, nD = a.n * a.D, M = (2 + a.n) * a.n;
+  if (partial) {
+    gather_mix(partial, t, M, S, mix);
+  } else {
+    const float* Xt = a.X + static_cast<int64_t>(t) * nD;
+    stream_mix(Xt, nD, stream_rms(Xt, nD, a.norm_eps, scratch), a.fn, M, mix);
+  }
+  __syncthreads();
+  if (a.n * a.n <= kWarp && threadIdx.x >= kWarp) return;  // the warp form: warp 0
+  sinkhorn_row(a, mix, t);
 }
 
 __global__ void hc_post_kernel(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D) {
@@ -362,6 +390,14 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
     if (err != cudaSuccess) return err;
   }
   return launch(hc_pre_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
+}
+
+cudaError_t hc_comb(const HcPreArgs& a, cudaStream_t stream) {
+  if (a.rows == 0) return cudaSuccess;
+  if (!a.X || !a.fn || !a.base || !a.scale || !a.comb || a.rows < 0 || a.n < 1 || a.n > kMaxHc || a.D <= 0 ||
+      a.iters < 1 || a.rows > 65535 * 1024)
+    return cudaErrorInvalidValue;
+  return launch(hc_comb_kernel, a.rows, kBlock, 0, stream, a, a.partial, slices_of(a.n * a.D));
 }
 
 cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,

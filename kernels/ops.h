@@ -159,9 +159,15 @@ struct HcPreArgs {
   // Non-null: x is then RMS-normed with this weight and norm_eps (the sublayer's attn / ffn norm) in
   // hc_pre's own launch: norm_rope's bits, one launch fewer.
   const float* norm_weight = nullptr;
+  // True: hc_pre leaves comb to hc_comb (the same bits), which the caller launches on another stream
+  // after it: the Sinkhorn's 40 dependent passes (5.6 us of hc_pre's 9 at a decode row, probes of
+  // run 101) leave the sublayer's critical path; comb is first read by hc_post.
+  bool comb_apart = false;
 };
 size_t hc_mix_scratch(int rows, int n, int D);
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream);
+// comb of hc_pre's rows alone, from a's mix partials (after hc_pre's launch) or its X.
+cudaError_t hc_comb(const HcPreArgs& a, cudaStream_t stream);
 // X[t,k,:] = post[t,k]·y[t,:] + Σ_j comb[t,j,k]·X[t,j,:]  in place.
 cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,
                     cudaStream_t stream);

@@ -90,6 +90,8 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   hc_post_epilogue_ = !(e && std::string(e) == "0");
   const char* f = std::getenv("MEMRA_CUDA_HC_NORM");
   hc_norm_ = !(f && std::string(f) == "0");
+  const char* ca = std::getenv("MEMRA_CUDA_HC_COMB_APART");
+  comb_apart_ = !(ca && std::string(ca) == "0");
   const char* ip = std::getenv("MEMRA_CUDA_INDEXER_PRIORITY");
   if (!(ip && std::string(ip) == "0")) {
     int least = 0, greatest = 0;
@@ -151,6 +153,22 @@ bool Shard::overlap(const LayerTrace* trace) const {
 void Shard::fork_to(int side) {
   check(cudaEventRecord(fork_event_, main_stream_), "cudaEventRecord (fork)");
   check(cudaStreamWaitEvent(side_[side], fork_event_, 0), "cudaStreamWaitEvent (fork)");
+}
+
+// hc_comb for the hc_pre just launched, on kSideComb; join_comb() before comb's first reader.
+void Shard::launch_comb(const HcPreArgs& hp, const char* what) {
+  fork_to(kSideComb);
+  {
+    OnStream on(*this, side_[kSideComb]);
+    launched(hc_comb(hp, stream_), what);
+  }
+  comb_pending_ = true;
+}
+
+void Shard::join_comb() {
+  if (!comb_pending_) return;
+  join_from(kSideComb);
+  comb_pending_ = false;
 }
 
 void Shard::join_from(int side) {
@@ -453,15 +471,19 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   hp.post = post_.get();
   hp.comb = comb_.get();
   hp.partial = hc_split_ ? hc_partial_.get() : nullptr;
+  // With the side streams on, the Sinkhorn (comb) leaves hc_pre for kSideComb (HcPreArgs::comb_apart).
+  hp.comb_apart = comb_apart_ && overlap(trace);
 
   // The sublayer's norm in hc_pre's launch (HcPreArgs::norm_weight), or as its own (A/B).
   hp.fn = w.hc_attn_fn, hp.base = w.hc_attn_base, hp.scale = w.hc_attn_scale, hp.norm_weight = hc_norm_ ? w.attn_norm : nullptr;
   launched(hc_pre(hp, stream_), "hc_pre (attention)");
+  if (hp.comb_apart) launch_comb(hp, "hc_comb (attention)");
   if (!hc_norm_) norm(x_.get(), D, R, 1, D, w.attn_norm, nullptr, "norm_rope (attn_norm)");
   // The exact realization applies hc_post in wo_b's epilogue (LinearArgs::hc: the same operations,
   // one dependent launch fewer); cuda-fast's cuBLAS wo_b stores y for hc_post.
   if (fast_ || !hc_post_epilogue_) {
     attention_site(w, l, x_.get(), y_.get(), trace);
+    join_comb();
     launched(hc_post(X_.get(), y_.get(), post_.get(), comb_.get(), R, n, D, stream_), "hc_post (attention)");
   } else {
     attention_site(w, l, x_.get(), nullptr, trace);
@@ -469,10 +491,12 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
 
   hp.fn = w.hc_ffn_fn, hp.base = w.hc_ffn_base, hp.scale = w.hc_ffn_scale, hp.norm_weight = hc_norm_ ? w.ffn_norm : nullptr;
   launched(hc_pre(hp, stream_), "hc_pre (ffn)");
+  if (hp.comb_apart) launch_comb(hp, "hc_comb (ffn)");
   if (!hc_norm_) norm(x_.get(), D, R, 1, D, w.ffn_norm, nullptr, "norm_rope (ffn_norm)");
   // The MoE combine runs inside the ffn hc_post (the same bits, one dependent launch fewer): y_ is
   // not written, nothing after the site reads it.
   moe_site(w, x_.get(), nullptr, trace);
+  join_comb();
   launched(hc_post_moe(X_.get(), eo_.get(), ew_.get(), sy_.get(), static_cast<int>(cfg_.num_experts_per_tok), post_.get(),
                        comb_.get(), R, n, D, stream_),
            "hc_post+combine (ffn)");
@@ -711,6 +735,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   if (!y) {  // the caller's hc_post in wo_b's epilogue (exact realization: layer())
     LinearArgs lb = matrix_args(w.wo_b, z_.get(), static_cast<int64_t>(G) * Ro, R, nullptr, 0);
     lb.hc = {X_.get(), post_.get(), comb_.get(), static_cast<int>(cfg_.hc_mult)};
+    join_comb();
     run_linear(lb, "linear_exact (wo_b + hc_post)");
     return;
   }

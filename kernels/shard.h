@@ -140,12 +140,15 @@ class Shard {
     kSideCmpKv = 3,    // the attention compressor's wkv, then its closings
     kSideCmpGate = 4,  // the attention compressor's wgate
     kSideIdxGate = 5,  // (CSA) the indexer compressor's wgate
-    kSides = 6
+    kSideComb = 6,     // hc_comb: a sublayer's Sinkhorn, joined before its hc_post
+    kSides = 7
   };
   // The side streams' names, in Side's order (the graph marks' labels).
-  static constexpr const char* kSideNames[kSides] = {"kv", "indexer", "idx-kv", "cmp-kv", "cmp-gate", "idx-gate"};
+  static constexpr const char* kSideNames[kSides] = {"kv", "indexer", "idx-kv", "cmp-kv", "cmp-gate", "idx-gate", "comb"};
   void fork_to(int side);            // side stream `side` waits for what stream_ enqueued so far
   void join_from(int side);          // stream_ waits for what side stream `side` enqueued so far
+  void launch_comb(const HcPreArgs& hp, const char* what);  // hc_comb on kSideComb (comb_pending_)
+  void join_comb();                  // stream_ waits for a pending hc_comb
   void link(int from, int to);       // side stream `to` waits for what side stream `from` enqueued so far
   friend class OnStream;
   void time_begin();
@@ -175,6 +178,8 @@ class Shard {
   bool hc_post_epilogue_ = true;  // MEMRA_CUDA_HC_POST_EPILOGUE=0: the attention's hc_post as its own launch (A/B)
   bool side_chains_ = true;       // MEMRA_CUDA_SIDE_CHAINS=0: session 28's side chains (A/B; shard.h Side)
   bool hc_norm_ = true;           // MEMRA_CUDA_HC_NORM=0: the sublayer's norm as its own launch after hc_pre (A/B)
+  bool comb_apart_ = true;        // MEMRA_CUDA_HC_COMB_APART=0: the Sinkhorn inside hc_pre (A/B)
+  bool comb_pending_ = false;     // hc_comb runs on kSideComb, not yet joined
   int indexer_priority_ = 0;      // the indexer chain's launch priority (the device's highest; MEMRA_CUDA_INDEXER_PRIORITY=0: none)
   Scratch<float> hc_partial_;
   std::vector<cudaEvent_t> timing_events_;  // pairs, reused

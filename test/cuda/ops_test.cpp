@@ -359,7 +359,7 @@ void test_mhc(Rng& rng, Report& rep) {
 
 // hc_pre with the sublayer's norm in its launch (HcPreArgs::norm_weight) against hc_pre then
 // norm_rope, by bits: x (normed), post, comb; a few rows and 70 (each row's rms computed once), the
-// mix over slices and in one block.
+// mix over slices and in one block. Then the same with the Sinkhorn apart (comb_apart + hc_comb).
 void test_hc_pre_norm(Rng& rng, Report& rep) {
   for (int n : {4, 2, 6}) {
     for (int D : {4096, 1000, 100}) {
@@ -390,6 +390,22 @@ void test_hc_pre_norm(Rng& rng, Report& rep) {
           rep.add("hc_pre + norm in one launch n=" + std::to_string(n) + " D=" + std::to_string(D) + " rows " + std::to_string(T) +
                       (split ? " split" : " one block"),
                   same, same ? "bit-equal to hc_pre then norm_rope" : "DIFFERS from hc_pre then norm_rope");
+          // The Sinkhorn apart (HcPreArgs::comb_apart): hc_pre leaves comb alone, hc_comb then writes it.
+          DevVec<float> ax(static_cast<size_t>(T) * D), ap(static_cast<size_t>(T) * n), ac(static_cast<size_t>(T) * n * n);
+          for (auto* v : {&ax, &ap, &ac}) v->poison();
+          const std::vector<float> poisoned = ac.download();
+          a.x = ax.get(), a.post = ap.get(), a.comb = ac.get(), a.comb_apart = true;
+          check(hc_pre(a, nullptr), "hc_pre (comb apart)");
+          const bool untouched = bits_equal(ac.download(), poisoned);
+          check(hc_comb(a, nullptr), "hc_comb");
+          a.comb_apart = false;
+          const bool apart = bits_equal(ax.download(), rx.download()) && bits_equal(ap.download(), rp.download()) &&
+                             bits_equal(ac.download(), rc.download());
+          rep.add("hc_pre (comb apart) + hc_comb n=" + std::to_string(n) + " D=" + std::to_string(D) + " rows " +
+                      std::to_string(T) + (split ? " split" : " one block"),
+                  apart && untouched,
+                  std::string(apart ? "bit-equal to hc_pre then norm_rope" : "DIFFERS from hc_pre then norm_rope") +
+                      (untouched ? "" : "; hc_pre wrote comb"));
         }
       }
     }
