@@ -450,6 +450,7 @@ void Shard::norm(float* x, int64_t stride, int rows, int segs, int width, const 
 void Shard::embed(const DevEnds& ends) {
   DeviceGuard guard(device_);
   if (marks_on_) marks_->restart();  // a round (or its capture) starts here
+  comb_pending_ = false;  // a round that threw left no hc_comb to join in this one
   launched(embed_rows(ends.embed.ptr, ends.embed.type, d_tokens_, rows(), static_cast<int>(cfg_.hc_mult),
                           static_cast<int>(cfg_.hidden_size), X_.get(), stream_),
                "embed_rows");
