@@ -177,6 +177,18 @@ __device__ void collapse_streams(const float* Xt, int n, int D, const float* w, 
   }
 }
 
+// Row t's M mix values into mix[]: from the slices' partials, or (partial null: hc_split off) one
+// warp per value over all nD inputs. hc_pre and hc_comb get them the same way, hence the same bits.
+__device__ void row_mix(const HcPreArgs& a, const float* partial, int S, int t, float* mix, float* scratch) {
+  const int nD = a.n * a.D, M = (2 + a.n) * a.n;
+  if (partial) {
+    gather_mix(partial, t, M, S, mix);
+  } else {
+    const float* Xt = a.X + static_cast<int64_t>(t) * nD;
+    stream_mix(Xt, nD, stream_rms(Xt, nD, a.norm_eps, scratch), a.fn, M, mix);
+  }
+}
+
 // The Sinkhorn of row t's mixing logits mix[2n … 2n + n²) into comb[t]: on warp 0 (n·n ≤ 32; the
 // caller's other warps do not call it) or on the whole block (n > 5: shared memory, barriers).
 // Every row or column sum is taken by each of its elements' threads in the CPU's order (k or j
@@ -253,14 +265,9 @@ __device__ void hc_pre_row(const HcPreArgs& a, const float* partial, int S) {
   __shared__ float scratch[kWarps];
   __shared__ float mix[kMaxMix];
   __shared__ float pre[kMaxHc];
-  const int t = blockIdx.x, n = a.n, D = a.D, nD = n * D, M = (2 + n) * n;
-  const float* Xt = a.X + static_cast<int64_t>(t) * nD;
-  if (partial) {
-    gather_mix(partial, t, M, S, mix);
-  } else {  // single-block path (hc_split off): one warp per value over all nD inputs
-    const float r = stream_rms(Xt, nD, a.norm_eps, scratch);
-    stream_mix(Xt, nD, r, a.fn, M, mix);
-  }
+  const int t = blockIdx.x, n = a.n, D = a.D;
+  const float* Xt = a.X + static_cast<int64_t>(t) * n * D;
+  row_mix(a, partial, S, t, mix, scratch);
   __syncthreads();
   // The pre and post weights (the Sinkhorn's comb: sinkhorn_row).
   const float eps = a.hc_eps;
@@ -295,22 +302,15 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
   norm_row(a.x + static_cast<int64_t>(blockIdx.x) * a.D, a.D, a.norm_weight, a.norm_eps, scratch);
 }
 
-// comb[t] of row t = blockIdx.x alone (HcPreArgs::comb_apart): the mix's comb values as hc_pre gets
-// them (gather_mix, or stream_rms + stream_mix without partials), then sinkhorn_row: hc_pre's bits.
+// comb of row blockIdx.x alone (HcPreArgs::comb_apart): row_mix then sinkhorn_row, hc_pre's bits.
 __global__ void __launch_bounds__(kBlock) hc_comb_kernel(HcPreArgs a, const float* partial, int S) {
   pdl_begin();
   __shared__ float scratch[kWarps];
   __shared__ float mix[kMaxMix];
-  const int t = blockIdx.x, nD = a.n * a.D, M = (2 + a.n) * a.n;
-  if (partial) {
-    gather_mix(partial, t, M, S, mix);
-  } else {
-    const float* Xt = a.X + static_cast<int64_t>(t) * nD;
-    stream_mix(Xt, nD, stream_rms(Xt, nD, a.norm_eps, scratch), a.fn, M, mix);
-  }
+  row_mix(a, partial, S, blockIdx.x, mix, scratch);
   __syncthreads();
   if (a.n * a.n <= kWarp && threadIdx.x >= kWarp) return;  // the warp form: warp 0
-  sinkhorn_row(a, mix, t);
+  sinkhorn_row(a, mix, blockIdx.x);
 }
 
 __global__ void hc_post_kernel(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D) {
@@ -373,11 +373,15 @@ size_t hc_mix_scratch(int rows, int n, int D) {
 // Rows from which hc_pre computes each row's rms once (hc_rms_kernel) instead of in every slice block.
 constexpr int kRmsOnceRows = 64;
 
+// What hc_pre and hc_comb both read and write.
+bool hc_args_ok(const HcPreArgs& a) {
+  return a.X && a.fn && a.base && a.scale && a.comb && a.rows >= 0 && a.n >= 1 && a.n <= kMaxHc && a.D > 0 &&
+         a.iters >= 1 && a.rows <= 65535 * 1024;
+}
+
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
-  if (!a.X || !a.fn || !a.base || !a.scale || !a.x || !a.post || !a.comb || a.rows < 0 || a.n < 1 || a.n > kMaxHc ||
-      a.D <= 0 || a.iters < 1 || a.rows > 65535 * 1024)
-    return cudaErrorInvalidValue;
+  if (!hc_args_ok(a) || !a.x || !a.post) return cudaErrorInvalidValue;
   const int nD = a.n * a.D, M = (2 + a.n) * a.n, S = slices_of(nD);
   if (a.partial) {
     float* rms = nullptr;
@@ -394,9 +398,7 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
 
 cudaError_t hc_comb(const HcPreArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
-  if (!a.X || !a.fn || !a.base || !a.scale || !a.comb || a.rows < 0 || a.n < 1 || a.n > kMaxHc || a.D <= 0 ||
-      a.iters < 1 || a.rows > 65535 * 1024)
-    return cudaErrorInvalidValue;
+  if (!hc_args_ok(a)) return cudaErrorInvalidValue;
   return launch(hc_comb_kernel, a.rows, kBlock, 0, stream, a, a.partial, slices_of(a.n * a.D));
 }
 
