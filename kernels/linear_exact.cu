@@ -559,6 +559,154 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   gemm_butterfly_store<NJ>(acc, gemm_smem, a, at);
 }
 
+// Few rows (2 … kGemmMinRows − 1) of a large 16-bit matrix, streamed: the tiled kernel's places (a
+// warp holds one lane step of KO outputs × 8 rows; lane l walks base = l·8, l·8 + 256, … then
+// warp_sum), but every copy, weights and activations, is a cp.async into a ring of kRing lane steps,
+// kRing − 1 in flight while one is computed, and the blocks are persistent: block b takes tiles b,
+// b + grid, … (a tile: 8 rows × 8·KO outputs of one group) and the ring runs on across its tiles, so
+// the next tile's first weights are in flight while this one's sums meet. The tiled kernel fetched a
+// chunk's weights only after the previous chunk was computed and the gemm form keeps one chunk in
+// flight: at 6-8 rows both were bound by the HBM latency over the few bytes in flight (wq_b at 6
+// rows 35-52 us against 16 of bytes; run 106's marks). Same (row, o) sequence: the same bits.
+//   slot: x [8 rows][2 halves][32 lanes] float4 (lane l's 8 values of row r), then the weights
+//   [8·KO outputs][32 lanes] 16 bytes (lane l's 8 values of output o): every read conflict-free.
+constexpr int kStreamRows = 8;
+constexpr int kStreamStep = kWarp * 8;  // elements of one lane step (16-bit weights, V = 8)
+
+template <int KO, int kRing>
+constexpr size_t stream_smem_bytes() {
+  return static_cast<size_t>(kRing) * (kStreamRows * kStreamStep * sizeof(float) + kOutsPerBlock * KO * kStreamStep * 2);
+}
+
+// Tile t of a launch: its row group (fastest, so the blocks sharing a weight slice run together),
+// output tile and group.
+struct StreamTile {
+  int rg, ot, g;
+  __device__ __forceinline__ StreamTile(int t, int row_groups, int out_tiles)
+      : rg(t % row_groups), ot(t / row_groups % out_tiles), g(t / row_groups / out_tiles) {}
+};
+
+template <typename Row, int KO, int kRing, int kMinBlocks>
+__global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_stream_kernel(LinearArgs a) {
+  using WT = std::remove_cv_t<std::remove_pointer_t<decltype(Row::w)>>;
+  static_assert(sizeof(WT) == 2 && Row::kV == 8, "16-bit weights");
+  constexpr int RB = kStreamRows, V = 8, kAhead = kRing - 1, kOuts = kOutsPerBlock * KO;
+  constexpr int kXVecs = RB * kStreamStep / 4, kWVecs = kOuts * kWarp;  // 16-byte copies a slot
+  extern __shared__ __align__(16) float4 stream_smem[];
+  float4* const xs = stream_smem;                                                  // [ring][kXVecs]
+  uint4* const ws = reinterpret_cast<uint4*>(stream_smem + kRing * kXVecs);       // [ring][kWVecs]
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int row_groups = (a.rows + RB - 1) / RB, out_tiles = (a.out + kOuts - 1) / kOuts;
+  const int tiles = row_groups * out_tiles * a.groups, steps = (a.in + kStreamStep - 1) / kStreamStep;
+  const int my_tiles = static_cast<int>(blockIdx.x) < tiles ? (tiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+  const int stages = my_tiles * steps;  // the host keeps tiles · steps < 2^31
+  const WT* const w = static_cast<const WT*>(a.w);
+
+  // A stage: lane step `step` of tile `tile` (the block's tiles in turn), in ring slot `slot`; the
+  // tile's place decomposed only when the tile changes.
+  struct Stage {
+    int tile, step, slot;
+    StreamTile at;
+  };
+  const auto advance = [&](Stage& c) {
+    c.slot = c.slot + 1 == kRing ? 0 : c.slot + 1;
+    if (++c.step == steps) {
+      c.step = 0;
+      c.tile += gridDim.x;
+      c.at = StreamTile(c.tile, row_groups, out_tiles);
+    }
+  };
+  const auto copy_w = [&](const Stage& c) {
+    const int o_first = c.at.ot * kOuts, c0 = c.step * kStreamStep;
+    const WT* const wg = w + (c.at.g * a.w_gstride / a.in) * a.in;
+    uint4* const dst = ws + c.slot * kWVecs;
+#pragma unroll
+    for (int i = 0; i < kWVecs / kBlock; ++i) {
+      const int q = threadIdx.x + i * kBlock, o = o_first + q / kWarp, col = c0 + q % kWarp * V;
+      const bool valid = o < a.out && col < a.in;
+      cp_async16(dst + q, valid ? wg + static_cast<int64_t>(o) * a.in + col : w, valid);
+    }
+  };
+  const auto copy_x = [&](const Stage& c) {
+    const int c0 = c.step * kStreamStep;
+    const float* const xg = a.x + c.at.g * a.x_gstride + static_cast<int64_t>(c.at.rg * RB) * a.x_stride;
+    float4* const dst = xs + c.slot * kXVecs;
+#pragma unroll
+    for (int i = 0; i < kXVecs / kBlock; ++i) {
+      const int q = threadIdx.x + i * kBlock, r = q / (kStreamStep / 4), u = q % (kStreamStep / 4);
+      const int col = c0 + 4 * u;
+      const bool valid = c.at.rg * RB + r < a.rows && col < a.in;
+      cp_async16(dst + (r * 2 + u % 2) * kWarp + u / 2, valid ? xg + static_cast<int64_t>(r) * a.x_stride + col : a.x,
+                 valid);
+    }
+  };
+
+  // Groups: G0 = the weights of stages 0 … kAhead − 1 (before pdl_begin(): nothing writes weights
+  // during a forward) + x of stage 0; Gp = x of stage p < kAhead; G(s + kAhead) committed at s.
+  const Stage first{static_cast<int>(blockIdx.x), 0, 0, StreamTile(blockIdx.x, row_groups, out_tiles)};
+  Stage fill = first;
+#pragma unroll
+  for (int p = 0; p < kAhead; ++p, advance(fill))
+    if (p < stages) copy_w(fill);
+  pdl_begin();
+  fill = first;
+#pragma unroll
+  for (int p = 0; p < kAhead; ++p, advance(fill)) {
+    if (p < stages) copy_x(fill);
+    cp_async_commit();
+  }
+  float acc[KO][RB];
+#pragma unroll
+  for (int k = 0; k < KO; ++k)
+#pragma unroll
+    for (int r = 0; r < RB; ++r) acc[k][r] = 0.0f;
+  Stage cur = first;
+  for (int s = 0; s < stages; ++s, advance(cur), advance(fill)) {
+    cp_async_wait<kAhead - 1>();  // every group but the latest kAhead − 1: stage s's copies
+    __syncthreads();              // … by every thread; stage s − 1's slot (fill's) is free
+    if (s + kAhead < stages) {
+      copy_w(fill);
+      copy_x(fill);
+    }
+    cp_async_commit();
+    const int nr = min(RB, a.rows - cur.at.rg * RB);
+    if (cur.step * kStreamStep + lane * V < a.in) {  // lane l's step is whole or absent (in % V == 0)
+      const float4* xb = xs + cur.slot * kXVecs + lane;
+      const uint4* wb = ws + cur.slot * kWVecs + warp * KO * kWarp + lane;
+      float wf[KO][V];
+#pragma unroll
+      for (int k = 0; k < KO; ++k) Row::decode(wb[k * kWarp], wf[k]);
+#pragma unroll
+      for (int r = 0; r < RB; ++r) {
+        if (r < nr) {
+          const float4 x0 = xb[(r * 2) * kWarp], x1 = xb[(r * 2 + 1) * kWarp];
+          const float xf[V] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+          for (int k = 0; k < KO; ++k)
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[k][r] = __fmaf_rn(xf[v], wf[k][v], acc[k][r]);
+        }
+      }
+    }
+    if (cur.step == steps - 1) {  // the tile's sums meet (warp_sum) and go out; the ring runs on
+      const int o0 = cur.at.ot * kOuts + warp * KO;
+      float mine = 0.0f;
+#pragma unroll
+      for (int k = 0; k < KO; ++k)
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const float sum = warp_sum(acc[k][r]);
+          if (lane == k * RB + r) mine = sum;
+          acc[k][r] = 0.0f;
+        }
+      static_assert(KO * RB <= kWarp, "one lane per stored value");
+      const int k = lane / RB, r = lane % RB;
+      if (lane < KO * RB && r < nr && o0 + k < a.out) store_output(a, cur.at.g, cur.at.rg * RB + r, o0 + k, mine);
+    }
+  }
+  cp_async_wait<0>();  // no copy outlives the block
+}
+
 // MEMRA_CUDA_LINEAR_TILED (A/B timing; the same bits in every setting): 0 = multi-row linears
 // through linear_exact_kernel<Row, 8>; 1, 2 or 4 = the tiled kernel with that many outputs per
 // warp; unset or anything else = the grid's choice (tiled_outs_per_warp).
@@ -692,6 +840,59 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
   return launch_gemm_staged<Row, 8, 2>(a, stream);
 }
 
+// MEMRA_CUDA_LINEAR_STREAM (A/B timing; the same bits in every setting): 0 = never the streamed
+// form; unset or anything else = rounds of 2 … kGemmMinRows − 1 rows of a matrix large enough for it.
+// MEMRA_CUDA_LINEAR_STREAM_RING=6: six lane steps staged instead of four (one block per SM).
+bool stream_enabled() {
+  static const bool setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_STREAM");
+    return !(v && std::string(v) == "0");
+  }();
+  return setting;
+}
+int stream_ring() {
+  static const int setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_STREAM_RING");
+    return v && std::string(v) == "6" ? 6 : 4;
+  }();
+  return setting;
+}
+
+int64_t stream_tiles(const LinearArgs& a, int ko) {
+  return static_cast<int64_t>((a.rows + kStreamRows - 1) / kStreamRows) * ((a.out + kOutsPerBlock * ko - 1) / (kOutsPerBlock * ko)) *
+         a.groups;
+}
+
+// The streamed form's outputs per warp for a round the library leaves open: 4 (each activation
+// read from shared memory serves 4 outputs; at 2 the shared-memory reads would bound it below the
+// HBM rate) where its tiles give every SM one, else 2, else 0 (not this form).
+int stream_outs_per_warp(const LinearArgs& a) {
+  DeviceCaps caps;
+  const int sms = current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
+  return stream_tiles(a, 4) >= sms ? 4 : stream_tiles(a, 2) >= sms ? 2 : 0;
+}
+
+template <typename Row, int KO, int kRing, int kMinBlocks>
+cudaError_t launch_stream_ring(const LinearArgs& a, cudaStream_t stream) {
+  const auto kernel = linear_exact_stream_kernel<Row, KO, kRing, kMinBlocks>;
+  constexpr size_t smem = stream_smem_bytes<KO, kRing>();
+  cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+  int per_sm = 0;
+  if (e == cudaSuccess) e = resident_blocks(reinterpret_cast<const void*>(kernel), kBlock, smem, per_sm);
+  DeviceCaps caps;
+  if (e == cudaSuccess) e = current_device_caps(caps);
+  if (e != cudaSuccess) return e;
+  const int64_t tiles = stream_tiles(a, KO), steps = (a.in + kStreamStep - 1) / kStreamStep;
+  if (per_sm < 1 || tiles * steps >= (int64_t{1} << 31)) return cudaErrorInvalidValue;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, static_cast<int64_t>(per_sm) * caps.sms));
+  return launch(kernel, dim3(grid), kBlock, smem, stream, a);
+}
+template <typename Row, int KO>
+cudaError_t launch_stream(const LinearArgs& a, cudaStream_t stream) {
+  if (stream_ring() == 6) return launch_stream_ring<Row, KO, 6, 1>(a, stream);
+  return launch_stream_ring<Row, KO, 4, 2>(a, stream);
+}
+
 template <typename Row>
 cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
@@ -700,6 +901,17 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     if constexpr (kPlainRow<Row>) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
     else return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
   }
+  if constexpr (kRawWeights<Row>) {
+    const bool fits = tiled_ok<Row>(a, 1);
+    if ((form == kLinearStream2 || form == kLinearStream4) && fits)
+      return form == kLinearStream2 ? launch_stream<Row, 2>(a, stream) : launch_stream<Row, 4>(a, stream);
+    if (form == 0 && fits && stream_enabled() && a.rows >= 2 && a.rows < kGemmMinRows) {
+      const int ko = stream_outs_per_warp(a);
+      if (ko == 4) return launch_stream<Row, 4>(a, stream);
+      if (ko == 2) return launch_stream<Row, 2>(a, stream);
+    }
+  }
+  if (form == kLinearStream2 || form == kLinearStream4) form = 0;  // not a 16-bit aligned matrix
   if constexpr (kPlainRow<Row>) {
     if (form == kLinearPerRow || (form == 0 && per_row_fits(a)))
       return launch(linear_one_row_kernel<Row>, dim3(gx, a.rows, a.groups), kBlock, 0, stream, a);
