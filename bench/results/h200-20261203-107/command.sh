@@ -16,5 +16,5 @@ T0=$(date +%s); el() { echo "t=$(( $(date +%s) - T0 ))s"; }
 } > $OUT/tests.txt 2>&1; cat $OUT/tests.txt
 BA="bench --json --contexts 2048 --batches 8,32 --verify 6,16 --snapshot-gib 0.05 --prefill 64 --reps 3 --graph-marks"
 bash bench/ab_arms.sh --passes 3 $m /tmp/ab "$BA" def='' s0='MEMRA_CUDA_LINEAR_STREAM=0' r6='MEMRA_CUDA_LINEAR_STREAM_RING=6' > $OUT/ab.txt 2>&1
-for a in def s0 r6; do for l in "batch 8" "verify 6"; do python3 bench/graph_marks.py /tmp/ab/${a}1.json --lines "$l" --top 40 | grep -E "^(batch|verify)|linear_exact" | sed "s/^/$a: /"; done; done > $OUT/marks.txt 2>&1
+for a in def s0 r6; do python3 bench/graph_marks.py /tmp/ab/${a}1.json --lines batch,verify --top 40 | grep -E "^(batch|verify)|linear_exact" | sed "s/^/$a: /"; done > $OUT/marks.txt 2>&1
 tar -czf $OUT/ab-json.tgz -C /tmp ab; grep -v "^arm" $OUT/ab.txt | head -70; el
