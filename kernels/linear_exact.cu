@@ -841,12 +841,21 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
 }
 
 // MEMRA_CUDA_LINEAR_STREAM (A/B timing; the same bits in every setting): 0 = never the streamed
-// form; unset or anything else = rounds of 2 … kGemmMinRows − 1 rows of a matrix large enough for it.
-// MEMRA_CUDA_LINEAR_STREAM_RING=6: six lane steps staged instead of four (one block per SM).
-bool stream_enabled() {
-  static const bool setting = [] {
+// form; n ≥ 2 = rounds of 2 … n rows; unset or anything else = 2 … kGemmMinRows − 1, each of a
+// matrix large enough for it. MEMRA_CUDA_LINEAR_STREAM_KO=2: two outputs a warp wherever it fills
+// the SMs. MEMRA_CUDA_LINEAR_STREAM_RING=6: six lane steps staged instead of four (one block per SM).
+int stream_max_rows() {
+  static const int setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_STREAM");
-    return !(v && std::string(v) == "0");
+    const int n = v ? std::atoi(v) : -1;
+    return v && std::string(v) == "0" ? 0 : n >= 2 ? n : kGemmMinRows - 1;
+  }();
+  return setting;
+}
+bool stream_ko2() {
+  static const bool setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_STREAM_KO");
+    return v && std::string(v) == "2";
   }();
   return setting;
 }
@@ -869,6 +878,7 @@ int64_t stream_tiles(const LinearArgs& a, int ko) {
 int stream_outs_per_warp(const LinearArgs& a) {
   DeviceCaps caps;
   const int sms = current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
+  if (stream_ko2()) return stream_tiles(a, 2) >= sms ? 2 : 0;
   return stream_tiles(a, 4) >= sms ? 4 : stream_tiles(a, 2) >= sms ? 2 : 0;
 }
 
@@ -905,7 +915,7 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     const bool fits = tiled_ok<Row>(a, 1);
     if ((form == kLinearStream2 || form == kLinearStream4) && fits)
       return form == kLinearStream2 ? launch_stream<Row, 2>(a, stream) : launch_stream<Row, 4>(a, stream);
-    if (form == 0 && fits && stream_enabled() && a.rows >= 2 && a.rows < kGemmMinRows) {
+    if (form == 0 && fits && a.rows >= 2 && a.rows <= stream_max_rows()) {
       const int ko = stream_outs_per_warp(a);
       if (ko == 4) return launch_stream<Row, 4>(a, stream);
       if (ko == 2) return launch_stream<Row, 2>(a, stream);
