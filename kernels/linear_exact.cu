@@ -852,6 +852,15 @@ int stream_max_rows() {
   }();
   return setting;
 }
+// MEMRA_CUDA_LINEAR_STREAM_ONE=1 (A/B timing; same bits): one-row rounds (decode) of a large matrix
+// through the streamed form too, instead of linear_one_row_kernel.
+bool stream_one_row() {
+  static const bool setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_STREAM_ONE");
+    return v && std::string(v) == "1";
+  }();
+  return setting;
+}
 bool stream_ko2() {
   static const bool setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_STREAM_KO");
@@ -907,6 +916,13 @@ template <typename Row>
 cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
+  if constexpr (kRawWeights<Row>) {
+    if (a.rows == 1 && form == 0 && stream_one_row() && tiled_ok<Row>(a, 1)) {
+      const int ko = stream_outs_per_warp(a);
+      if (ko == 4) return launch_stream<Row, 4>(a, stream);
+      if (ko == 2) return launch_stream<Row, 2>(a, stream);
+    }
+  }
   if (a.rows == 1 && form >= 0) {
     if constexpr (kPlainRow<Row>) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
     else return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
