@@ -19,5 +19,5 @@ T0=$(date +%s); el() { echo "t=$(( $(date +%s) - T0 ))s"; }
 BA="bench --json --contexts 2048 --batches 8,32 --verify 6,16 --snapshot-gib 0.05 --prefill 64 --reps 3 --graph-marks"
 bash bench/ab_arms.sh --passes 3 $m /tmp/ab "$BA" def='' s0='MEMRA_CUDA_LINEAR_STREAM=0' r6='MEMRA_CUDA_LINEAR_STREAM_RING=6' \
   k2='MEMRA_CUDA_LINEAR_STREAM_KO=2' s32='MEMRA_CUDA_LINEAR_STREAM=32' one='MEMRA_CUDA_LINEAR_STREAM_ONE=1' > $OUT/ab.txt 2>&1
-for a in def s0 r6 k2 s32 one; do python3 bench/graph_marks.py /tmp/ab/${a}1.json --lines decode,batch,verify --top 40 | grep -E "^(batch|verify)|linear_exact" | sed "s/^/$a: /"; done > $OUT/marks.txt 2>&1
+for a in def s0 r6 k2 s32 one; do python3 bench/graph_marks.py /tmp/ab/${a}1.json --lines decode,batch,verify --top 40 | grep -E "^(decode|batch|verify)|linear_exact" | sed "s/^/$a: /"; done > $OUT/marks.txt 2>&1
 tar -czf $OUT/ab-json.tgz -C /tmp ab; grep -v "^arm" $OUT/ab.txt | head -70; el
