@@ -1,0 +1,20 @@
+# Run 108: why the streamed few-row linear (run 107) was slower than the tiled kernel: ncu (kernel
+# replay, --clock-control none) of linear_exact_stream_kernel (default) and linear_exact_tiled_kernel
+# (MEMRA_CUDA_LINEAR_STREAM=0) in a bench with batch 8 and verify 6: speed of light, memory, warp
+# states, occupancy and launch.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+bash tools/gpu-check.sh --unpack
+P=$PWD/build-gpu-pack; m=$P/bin/memra; export NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH=$P/bin
+T0=$(date +%s); el() { echo "t=$(( $(date +%s) - T0 ))s"; }
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
+NB="bench --contexts 2048 --batches 8 --verify 6 --steps 2 --reps 1 --prefill 32 --snapshot-gib 0.05 --json"
+for arm in stream tiled; do
+  [[ $arm == tiled ]] && export MEMRA_CUDA_LINEAR_STREAM=0
+  timeout 200 $NCU --clock-control none -k 'regex:linear_exact_(stream|tiled)' --launch-count 8 \
+    --section LaunchStats --section Occupancy --section WarpStateStats --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    $m $NB > $OUT/ncu-$arm.txt 2>&1; echo "ncu $arm rc=$?"; el
+done
+for arm in stream tiled; do
+  grep -E "linear_exact_|Duration|DRAM Throughput|Memory Throughput|L2 Hit|Stall|Warp Cycles Per Issued|Achieved Occupancy|Block Limit|Grid Size|Dynamic Shared|Registers Per|Shared Memory Configuration|Waves" $OUT/ncu-$arm.txt | head -90 | sed "s/^/$arm: /"
+done
