@@ -570,6 +570,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
 // rows 35-52 us against 16 of bytes; run 106's marks). Same (row, o) sequence: the same bits.
 //   slot: x [8 rows][2 halves][32 lanes] float4 (lane l's 8 values of row r), then the weights
 //   [8·KO outputs][32 lanes] 16 bytes (lane l's 8 values of output o): every read conflict-free.
+//   A copy off the matrix (a row past `rows`, an output past `out`, a step past `in`) is not made:
+//   nothing reads its slot (rows < nr, whole lane steps) or stores what it feeds (outputs < out),
+//   and zero-fill copies would all name one address from every block.
 constexpr int kStreamRows = 8;
 constexpr int kStreamStep = kWarp * 8;  // elements of one lane step (16-bit weights, V = 8)
 
@@ -623,8 +626,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_stream_kernel
 #pragma unroll
     for (int i = 0; i < kWVecs / kBlock; ++i) {
       const int q = threadIdx.x + i * kBlock, o = o_first + q / kWarp, col = c0 + q % kWarp * V;
-      const bool valid = o < a.out && col < a.in;
-      cp_async16(dst + q, valid ? wg + static_cast<int64_t>(o) * a.in + col : w, valid);
+      if (o < a.out && col < a.in) cp_async16(dst + q, wg + static_cast<int64_t>(o) * a.in + col, true);
     }
   };
   const auto copy_x = [&](const Stage& c) {
@@ -635,9 +637,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_stream_kernel
     for (int i = 0; i < kXVecs / kBlock; ++i) {
       const int q = threadIdx.x + i * kBlock, r = q / (kStreamStep / 4), u = q % (kStreamStep / 4);
       const int col = c0 + 4 * u;
-      const bool valid = c.at.rg * RB + r < a.rows && col < a.in;
-      cp_async16(dst + (r * 2 + u % 2) * kWarp + u / 2, valid ? xg + static_cast<int64_t>(r) * a.x_stride + col : a.x,
-                 valid);
+      if (c.at.rg * RB + r < a.rows && col < a.in)
+        cp_async16(dst + (r * 2 + u % 2) * kWarp + u / 2, xg + static_cast<int64_t>(r) * a.x_stride + col, true);
     }
   };
 

@@ -1,7 +1,7 @@
 # Run 108: why the streamed few-row linear (run 107) was slower than the tiled kernel: ncu (kernel
 # replay, --clock-control none) of linear_exact_stream_kernel (default) and linear_exact_tiled_kernel
 # (MEMRA_CUDA_LINEAR_STREAM=0) in a bench with batch 8 and verify 6: speed of light, memory, warp
-# states, occupancy and launch.
+# states, occupancy and launch. Built from 3a1e2d0+ (copies off the matrix not made).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 bash tools/gpu-check.sh --unpack
@@ -18,3 +18,10 @@ done
 for arm in stream tiled; do
   grep -E "linear_exact_|Duration|DRAM Throughput|Memory Throughput|L2 Hit|Stall|Warp Cycles Per Issued|Achieved Occupancy|Block Limit|Grid Size|Dynamic Shared|Registers Per|Shared Memory Configuration|Waves" $OUT/ncu-$arm.txt | head -90 | sed "s/^/$arm: /"
 done
+# Then (the copies off the matrix no longer made: run 107's zero-fill copies all named a.x or w) an
+# A/B of two passes: def (streamed), s0 (tiled), one (decode's one-row rounds streamed too).
+unset MEMRA_CUDA_LINEAR_STREAM
+BA="bench --json --contexts 2048 --batches 8 --verify 6 --snapshot-gib 0.05 --prefill 64 --reps 3 --graph-marks"
+bash bench/ab_arms.sh --passes 2 $m /tmp/ab "$BA" def='' s0='MEMRA_CUDA_LINEAR_STREAM=0' one='MEMRA_CUDA_LINEAR_STREAM_ONE=1' > $OUT/ab.txt 2>&1
+for a in def s0 one; do python3 bench/graph_marks.py /tmp/ab/${a}1.json --lines decode,batch,verify --top 40 | grep -E "^(decode|batch|verify)|linear_exact" | sed "s/^/$a: /"; done > $OUT/marks.txt 2>&1
+tar -czf $OUT/ab-json.tgz -C /tmp ab; grep -v "^arm" $OUT/ab.txt | head -40; el
