@@ -1,7 +1,7 @@
 # Run 108: why the streamed few-row linear (run 107) was slower than the tiled kernel: ncu (kernel
 # replay, --clock-control none) of linear_exact_stream_kernel (default) and linear_exact_tiled_kernel
 # (MEMRA_CUDA_LINEAR_STREAM=0) in a bench with batch 8 and verify 6: speed of light, memory, warp
-# states, occupancy and launch. Built from 3a1e2d0+ (copies off the matrix not made).
+# states, occupancy and launch. Built at the commit that adds this line (copies off the matrix not made).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 bash tools/gpu-check.sh --unpack
