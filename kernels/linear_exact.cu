@@ -862,6 +862,16 @@ bool stream_one_row() {
   }();
   return setting;
 }
+// MEMRA_CUDA_LINEAR_STREAM_PERSIST=0 (A/B timing; same bits): a block per tile instead of a
+// persistent grid (a persistent grid's blocks take fixed shares of the tiles, so a block that finds
+// its SM busy with a side stream's kernel delays the whole launch).
+bool stream_persistent() {
+  static const bool setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_STREAM_PERSIST");
+    return !(v && std::string(v) == "0");
+  }();
+  return setting;
+}
 bool stream_ko2() {
   static const bool setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_STREAM_KO");
@@ -904,7 +914,9 @@ cudaError_t launch_stream_ring(const LinearArgs& a, cudaStream_t stream) {
   if (e != cudaSuccess) return e;
   const int64_t tiles = stream_tiles(a, KO), steps = (a.in + kStreamStep - 1) / kStreamStep;
   if (per_sm < 1 || tiles * steps >= (int64_t{1} << 31)) return cudaErrorInvalidValue;
-  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, static_cast<int64_t>(per_sm) * caps.sms));
+  const int64_t resident = stream_persistent() ? static_cast<int64_t>(per_sm) * caps.sms : tiles;
+  if (tiles > (int64_t{1} << 31) - 1) return cudaErrorInvalidValue;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, resident));
   return launch(kernel, dim3(grid), kBlock, smem, stream, a);
 }
 template <typename Row, int KO>

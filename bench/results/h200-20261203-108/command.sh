@@ -19,9 +19,11 @@ for arm in stream tiled; do
   grep -E "linear_exact_|Duration|DRAM Throughput|Memory Throughput|L2 Hit|Stall|Warp Cycles Per Issued|Achieved Occupancy|Block Limit|Grid Size|Dynamic Shared|Registers Per|Shared Memory Configuration|Waves" $OUT/ncu-$arm.txt | head -90 | sed "s/^/$arm: /"
 done
 # Then (the copies off the matrix no longer made: run 107's zero-fill copies all named a.x or w) an
-# A/B of two passes: def (streamed), s0 (tiled), one (decode's one-row rounds streamed too).
+# A/B of two passes: def (streamed), s0 (tiled), one (decode's one-row rounds streamed too), np
+# (a block per tile, not persistent: the side streams' kernels hold SMs while it runs), onenp.
 unset MEMRA_CUDA_LINEAR_STREAM
 BA="bench --json --contexts 2048 --batches 8 --verify 6 --snapshot-gib 0.05 --prefill 64 --reps 3 --graph-marks"
-bash bench/ab_arms.sh --passes 2 $m /tmp/ab "$BA" def='' s0='MEMRA_CUDA_LINEAR_STREAM=0' one='MEMRA_CUDA_LINEAR_STREAM_ONE=1' > $OUT/ab.txt 2>&1
-for a in def s0 one; do python3 bench/graph_marks.py /tmp/ab/${a}1.json --lines decode,batch,verify --top 40 | grep -E "^(decode|batch|verify)|linear_exact" | sed "s/^/$a: /"; done > $OUT/marks.txt 2>&1
-tar -czf $OUT/ab-json.tgz -C /tmp ab; grep -v "^arm" $OUT/ab.txt | head -40; el
+bash bench/ab_arms.sh --passes 2 $m /tmp/ab "$BA" def='' s0='MEMRA_CUDA_LINEAR_STREAM=0' one='MEMRA_CUDA_LINEAR_STREAM_ONE=1' \
+  np='MEMRA_CUDA_LINEAR_STREAM_PERSIST=0' onenp='MEMRA_CUDA_LINEAR_STREAM_ONE=1 MEMRA_CUDA_LINEAR_STREAM_PERSIST=0' > $OUT/ab.txt 2>&1
+for a in def s0 one np onenp; do python3 bench/graph_marks.py /tmp/ab/${a}1.json --lines decode,batch,verify --top 40 | grep -E "^(decode|batch|verify)|linear_exact" | sed "s/^/$a: /"; done > $OUT/marks.txt 2>&1
+tar -czf $OUT/ab-json.tgz -C /tmp ab; grep -v "^arm" $OUT/ab.txt | head -60; el
