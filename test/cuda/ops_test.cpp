@@ -121,23 +121,15 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
         if (pad == 0) aligned_out = got;
         else paths_equal = bits_equal(got, aligned_out);
         // Every form (the tiled kernel at 1, 2, 4 outputs per warp; the register-tiled one at 8, 16,
-        // 32 rows a block; the one-row kernel per row; the streamed one at 2 and 4 outputs per warp,
-        // also at 13 and 6 rows, whose last row group is partial) gives the bits of the library's choice.
-        const int forms[] = {1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32, kLinearPerRow, kLinearStream2, kLinearStream4};
-        constexpr int kForms = sizeof(forms) / sizeof(forms[0]);
+        // 32 rows a block; the one-row kernel per row) gives the bits of the library's choice.
+        const int forms[] = {1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32, kLinearPerRow};
         int forms_equal = 0;
         for (int ko : forms) {
+          dy.poison();
+          check(linear_exact(a, nullptr, ko), "linear_exact (form)");
+          const std::vector<float> yk = dy.download();
           bool same = true;
-          const bool streamed = ko == kLinearStream2 || ko == kLinearStream4;
-          for (int rows : {R, 13, 6}) {
-            if (rows != R && !streamed) continue;
-            dy.poison();
-            a.rows = rows;
-            check(linear_exact(a, nullptr, ko), "linear_exact (form)");
-            const std::vector<float> yk = dy.download();
-            for (int r = 0; r < rows && same; ++r) same = std::memcmp(&yk[r * ys], &y[r * ys], s.out * 4) == 0;
-          }
-          a.rows = R;
+          for (int r = 0; r < R && same; ++r) same = std::memcmp(&yk[r * ys], &y[r * ys], s.out * 4) == 0;
           forms_equal += same;
         }
         // Row-count invariance: rows 0..r−1 alone, for every r in 1..64, give the 64-row bits.
@@ -156,11 +148,11 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
                                  std::to_string(s.out) + (pad ? " misaligned" : "");
         rep.add(name,
                 d.unwritten == 0 && d.nonfinite == 0 && pad_touched == 0 && d.worst_ratio <= 1.0 && invariant == tried &&
-                    paths_equal && forms_equal == kForms,
+                    paths_equal && forms_equal == 7,
                 "err/bound " + fmt("%.3f", d.worst_ratio) + " rel " + fmt("%.2e", d.rel_to_max()) +
                     (pad ? (paths_equal ? " = aligned bits" : " != ALIGNED BITS") : "") + " row counts bit-equal " +
                     std::to_string(invariant) + "/" + std::to_string(tried) + " forms bit-equal " +
-                    std::to_string(forms_equal) + "/" + std::to_string(kForms) + " unwritten " + std::to_string(d.unwritten) +
+                    std::to_string(forms_equal) + "/7" + " unwritten " + std::to_string(d.unwritten) +
                     " pad_written " + std::to_string(pad_touched));
       }
     }
@@ -187,61 +179,14 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
     const Diff d = compare(y, ref);
     // The groups through each form: the library's bits.
     int forms_equal = 0;
-    for (int form : {1, 4, kLinearGemm8, kLinearGemm32, kLinearPerRow, kLinearStream2, kLinearStream4}) {
+    for (int form : {1, 4, kLinearGemm8, kLinearGemm32, kLinearPerRow}) {
       dy.poison();
       check(linear_exact(a, nullptr, form), "linear_exact (grouped, form)");
       forms_equal += bits_equal(dy.download(), y);
     }
-    rep.add("linear grouped bf16 3x(40->24)", d.unwritten == 0 && d.rel_to_max() < 1e-6 && forms_equal == 7,
+    rep.add("linear grouped bf16 3x(40->24)", d.unwritten == 0 && d.rel_to_max() < 1e-6 && forms_equal == 5,
             "rel " + fmt("%.2e", d.rel_to_max()) + " unwritten " + std::to_string(d.unwritten) + " forms bit-equal " +
-                std::to_string(forms_equal) + "/7");
-  }
-  // The streamed form with more tiles than resident blocks (each block's ring runs on across tiles of
-  // both groups), a partial last lane step (in 520), output tile (4100) and row group (13, 6 rows):
-  // the bits of the tiled kernel and of the one-row kernel per row, and the CPU within its bound.
-  {
-    const int G = 2, gin = 520, Ro = 4100, xs = G * gin, ys = G * Ro;
-    for (int R : {13, 6}) {
-      const std::vector<float> x = rng.normals(static_cast<size_t>(R) * xs);
-      const std::vector<float> w =
-          round_weights(rng.normals(static_cast<size_t>(G) * Ro * gin, 1.0f / std::sqrt(float(gin))), WType::kBF16);
-      DevVec<float> dx(x), dy(static_cast<size_t>(R) * ys);
-      DevVec<uint8_t> dw = upload_weights_as(w, WType::kBF16);
-      LinearArgs a;
-      a.x = dx.get(), a.x_stride = xs, a.w = dw.get(), a.wtype = WType::kBF16, a.y = dy.get(), a.y_stride = ys;
-      a.rows = R, a.in = gin, a.out = Ro, a.groups = G, a.x_gstride = gin, a.w_gstride = static_cast<int64_t>(Ro) * gin,
-      a.y_gstride = Ro;
-      dy.poison();
-      check(linear_exact(a, nullptr, 1), "linear_exact (tiled)");
-      const std::vector<float> tiled = dy.download();
-      std::vector<float> ref(tiled.size());
-      std::vector<double> bound(tiled.size());
-      const double gam = gamma_n(std::ceil(gin / 32.0) + 8 + 5);
-      for (int r = 0; r < R; ++r)
-        for (int g = 0; g < G; ++g)
-          for (int o = 0; o < Ro; ++o) {
-            const float* xr = &x[r * xs + g * gin];
-            const float* wr = &w[(static_cast<size_t>(g) * Ro + o) * gin];
-            double sabs = 0;
-            for (int i = 0; i < gin; ++i) sabs += std::fabs(static_cast<double>(xr[i]) * wr[i]);
-            const size_t e = static_cast<size_t>(r) * ys + g * Ro + o;
-            ref[e] = static_cast<float>(cpu::dot(xr, wr, gin));
-            bound[e] = gam * sabs + kU * std::fabs(ref[e]);
-          }
-      int forms_equal = 0;
-      Diff d;
-      for (int form : {kLinearStream2, kLinearStream4, 0, kLinearPerRow}) {
-        dy.poison();
-        check(linear_exact(a, nullptr, form), "linear_exact (streamed, form)");
-        const std::vector<float> got = dy.download();
-        forms_equal += bits_equal(got, tiled);
-        if (form == kLinearStream4) d = compare(got, ref, &bound);
-      }
-      rep.add("linear streamed bf16 2x(520->4100) rows " + std::to_string(R),
-              d.unwritten == 0 && d.nonfinite == 0 && d.worst_ratio <= 1.0 && forms_equal == 4,
-              "err/bound " + fmt("%.3f", d.worst_ratio) + " unwritten " + std::to_string(d.unwritten) +
-                  " forms bit-equal to the tiled kernel " + std::to_string(forms_equal) + "/4");
-    }
+                std::to_string(forms_equal) + "/5");
   }
 }
 
@@ -544,7 +489,7 @@ void test_linear_hc_post(Rng& rng, Report& rep) {
         const std::vector<float> ref = dXref.download();
         int forms = 0, equal = 0;
         size_t kept = 0;  // elements of X an epilogue left as they were (the reference changed them)
-        for (int form : {0, 1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32, kLinearPerRow, kLinearStream2, kLinearStream4}) {
+        for (int form : {0, 1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32, kLinearPerRow}) {
           DevVec<float> dX(X);
           LinearArgs b = a;
           b.y = nullptr;
