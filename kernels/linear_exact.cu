@@ -156,8 +156,8 @@ inline constexpr bool kPlainRow = std::is_same_v<Row, PlainRow<float>> || std::i
 // (tiled_ok), so the whole block takes the same path through its barriers.
 constexpr int kTileSteps = 4;
 
-template <typename Row, int KO>
-__global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArgs a) {
+template <typename Row, int KO, int MINB = 2, bool kManySum = true, int PRE = -1>
+__global__ void __launch_bounds__(kBlock, MINB) linear_exact_tiled_kernel(LinearArgs a) {
   constexpr int RB = 8, V = Row::kV, kStep = kWarp * V, kChunk = kStep * kTileSteps, kQuads = kChunk / 4;
   // Element e = k·32·V + lane·V + v of a chunk sits at float4 (k·V/4 + v/4)·32 + lane: a warp's
   // float4 read of one (k, v/4) is 512 contiguous bytes, free of bank conflicts.
@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
 #pragma unroll
   for (int t = 0; t < KO; ++t) w[t] = Row::at(a.w, a.ws, g * a.w_gstride / a.in + min(o0 + t, a.out - 1), a.in);
   // The chunk's weights, as loaded; not at KO = 4, where they spilled.
-  constexpr int kPre = KO == 4 ? 0 : kTileSteps;
+  constexpr int kPre = PRE >= 0 ? PRE : KO == 4 ? 0 : KO == 2 && MINB >= 4 ? 2 : kTileSteps;
   uint4 wraw[KO][kPre > 0 ? kPre : 1];
   const auto fetch = [&](int c0, int cn) {
     if (o0 >= a.out) return;
@@ -184,11 +184,9 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
   fetch(0, min(kChunk, a.in));
   pdl_begin();
   const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
-  float acc[KO][RB];
+  float acc[KO * RB];  // (output o0 + t, row r) at t·RB + r
 #pragma unroll
-  for (int t = 0; t < KO; ++t)
-#pragma unroll
-    for (int r = 0; r < RB; ++r) acc[t][r] = 0.0f;
+  for (int i = 0; i < KO * RB; ++i) acc[i] = 0.0f;
   for (int c0 = 0; c0 < a.in; c0 += kChunk) {
     const int cn = min(kChunk, a.in - c0);  // a multiple of V (the vector path needs in % V == 0)
     if (c0 > 0) fetch(c0, cn);
@@ -223,7 +221,7 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
 #pragma unroll
               for (int t = 0; t < KO; ++t)
 #pragma unroll
-                for (int v = 0; v < V; ++v) acc[t][r] = __fmaf_rn(xf[v], wf[t][v], acc[t][r]);
+                for (int v = 0; v < V; ++v) acc[t * RB + r] = __fmaf_rn(xf[v], wf[t][v], acc[t * RB + r]);
             }
           }
         }
@@ -233,17 +231,120 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArg
   if (o0 >= a.out) return;  // after the last barrier
   // Lane t·RB + r stores (row r, output o0 + t): every lane holds every sum (warp_sum's butterfly),
   // and the KO·RB ≤ 32 stores (with the hc_post epilogue, their loads of X) go side by side.
-  float mine = 0.0f;
+  static_assert(KO * RB <= kWarp, "one lane per stored value");
+  if constexpr (kManySum) {
+    // warp_sum_many: the KO·RB butterflies together (value t·RB + r ends on lanes (t·RB + r)·32 /
+    // (KO·RB) …), warp_sum's bits in ~31 shuffles instead of 5·KO·RB.
+    constexpr int kSpread = kWarp / (KO * RB);
+    const float mine = warp_sum_many<KO * RB>(acc);
+    const int i = lane / kSpread, t = i / RB, r = i % RB;
+    if (lane % kSpread == 0 && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
+  } else {
+    float mine = 0.0f;
+#pragma unroll
+    for (int i = 0; i < KO * RB; ++i) {
+      const float s = warp_sum(acc[i]);
+      if (lane == i) mine = s;
+    }
+    const int t = lane / RB, r = lane % RB;
+    if (lane < KO * RB && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
+  }
+}
+
+// 16 bytes of a 16-bit weight row → 8 floats. bf16 by bit operations (a bf16 is the top half of
+// the f32 with its value): one instruction a value, where cvt.f32.bf16 took two.
+__device__ __forceinline__ void decode8(const uint4& q, __nv_bfloat16, float (&out)[8]) {
+  const uint32_t u[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    out[2 * i] = __uint_as_float(u[i] << 16);
+    out[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+  }
+}
+__device__ __forceinline__ void decode8(const uint4& q, __half, float (&out)[8]) {
+  const __half2* h = reinterpret_cast<const __half2*>(&q);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    out[2 * i] = f.x, out[2 * i + 1] = f.y;
+  }
+}
+
+// A few rows (≤ 8 a block) of a 16-bit matrix: the tiled kernel's places and order (warp = KO
+// outputs, lane l's chain over base = l·8, l·8 + 256, …, the 32 chains in warp_sum's butterfly),
+// built for fewer instructions a weight (run 112: the tiled kernel issued 1.9 instructions an FMA
+// at 8 rows, 47% of the issue slots, 36 us for wq_b's 15.6 us of bytes):
+//   - RB rows a block fixed at compile time (4, 6, 8) and the rows past `rows` staged as zeros, so
+//     the FMAs of a lane step are one branch-free block of KO·RB chains the compiler interleaves;
+//   - bf16 decoded by shifts (decode8); the next lane step's weights loaded before this step's FMAs
+//     (the first before pdl_begin), across chunk boundaries;
+//   - the epilogue's KO·8 butterflies as one warp_sum_many.
+// Same (row, o) bits as every other form: each chain is dot_rows<Row, 1>'s, zero rows unstored.
+template <typename WT, int KO, int RB>
+__global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs a) {
+  constexpr int V = 8, kStep = kWarp * V, kChunk = kStep * kTileSteps, kQuads = kChunk / 4;
+  static_assert(RB <= 8 && RB % 2 == 0, "rows a block");
+  __shared__ float4 xs[RB][kQuads];  // the tiled kernel's layout: float4 (k·2 + h)·32 + lane
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int r0 = blockIdx.x * RB;
+  const int o0 = (blockIdx.y * kOutsPerBlock + warp) * KO;
+  const int g = blockIdx.z;
+  const int nr = min(RB, a.rows - r0);
+  const WT* w[KO];
 #pragma unroll
   for (int t = 0; t < KO; ++t)
+    w[t] = static_cast<const WT*>(a.w) + (g * a.w_gstride / a.in + min(o0 + t, a.out - 1)) * static_cast<int64_t>(a.in);
+  const int steps = (a.in + kStep - 1) / kStep;
+  uint4 next[KO];
+  const auto fetch = [&](int s) {
+    const int base = s * kStep + lane * V;
+    if (s < steps && base < a.in)
 #pragma unroll
-    for (int r = 0; r < RB; ++r) {
-      const float s = warp_sum(acc[t][r]);
-      if (lane == t * RB + r) mine = s;
+      for (int t = 0; t < KO; ++t) next[t] = *reinterpret_cast<const uint4*>(w[t] + base);
+  };
+  fetch(0);
+  pdl_begin();
+  const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
+  float acc[KO * 8];  // (output o0 + t, row r) at t·8 + r; rows RB … 7 stay zero
+#pragma unroll
+  for (int i = 0; i < KO * 8; ++i) acc[i] = 0.0f;
+  for (int c0 = 0, s = 0; c0 < a.in; c0 += kChunk) {
+    const int cn = min(kChunk, a.in - c0);  // a multiple of V
+    __syncthreads();  // the previous chunk's reads are done
+    for (int q = threadIdx.x; q < RB * kQuads; q += kBlock) {
+      const int r = q / kQuads, e = (q % kQuads) * 4;
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (r < nr && e < cn) v = *reinterpret_cast<const float4*>(xg + r * a.x_stride + c0 + e);
+      const int k = e / kStep, l = (e % kStep) / V, h = (e % V) / 4;
+      xs[r][(k * (V / 4) + h) * kWarp + l] = v;
     }
-  static_assert(KO * RB <= kWarp, "one lane per stored value");
-  const int t = lane / RB, r = lane % RB;
-  if (lane < KO * RB && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kTileSteps; ++k, ++s) {
+      if (k * kStep >= cn) break;  // the chunk's last lane step passed (block-uniform)
+      const bool mine = k * kStep + lane * V < cn;
+      float wf[KO][V];  // this step's weights, decoded before the next step's are loaded into `next`
+#pragma unroll
+      for (int t = 0; t < KO; ++t) decode8(next[t], WT{}, wf[t]);
+      fetch(s + 1);
+      if (mine) {
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          const float4 x0 = xs[r][(k * 2) * kWarp + lane], x1 = xs[r][(k * 2 + 1) * kWarp + lane];
+          const float xf[V] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+          for (int t = 0; t < KO; ++t)
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[t * 8 + r] = __fmaf_rn(xf[v], wf[t][v], acc[t * 8 + r]);
+        }
+      }
+    }
+  }
+  if (o0 >= a.out) return;  // after the last barrier
+  constexpr int kSpread = kWarp / (KO * 8);
+  const float mine = warp_sum_many<KO * 8>(acc);
+  const int i = lane / kSpread, t = i / 8, r = i % 8;
+  if (lane % kSpread == 0 && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
 }
 
 // Rows ≥ kGemmMinRows of a plain matrix on the vector path: the register-tiled form. The tiled
@@ -692,8 +793,92 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
   return launch_gemm_staged<Row, 8, 2>(a, stream);
 }
 
+// EXPERIMENT (A/B timing, same bits): MEMRA_CUDA_LINEAR_TILED_MINB=3|4 = the tiled kernel at 1 or 2
+// outputs a warp with that many blocks per SM (fewer registers); MEMRA_CUDA_LINEAR_TILED_MAXKO=1|2 =
+// at most that many outputs a warp; MEMRA_CUDA_LINEAR_TILED_SUM=0 = one warp_sum per value.
+int tiled_max_ko() {
+  static const int setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED_MAXKO");
+    const std::string s = v ? v : "";
+    return s == "1" ? 1 : s == "2" ? 2 : 4;
+  }();
+  return setting;
+}
+int tiled_pre4() {  // MEMRA_CUDA_LINEAR_TILED_PRE4=1|2: at 4 outputs a warp, that many lane steps fetched ahead
+  static const int setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED_PRE4");
+    return v ? std::atoi(v) : 0;
+  }();
+  return setting;
+}
+int tiled_min_blocks() {
+  static const int setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED_MINB");
+    const std::string s = v ? v : "";
+    return s == "3" ? 3 : s == "4" ? 4 : 2;
+  }();
+  return setting;
+}
+bool tiled_many_sum() {
+  static const bool setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED_SUM");
+    return !(v && std::string(v) == "0");
+  }();
+  return setting;
+}
+
+// MEMRA_CUDA_LINEAR_ROWS=0 (A/B timing; same bits): 16-bit rounds of 2-15 rows through the tiled
+// kernel instead of linear_exact_rows_kernel.
+bool rows_kernel_on() {
+  static const bool setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_ROWS");
+    return !(v && std::string(v) == "0");
+  }();
+  return setting;
+}
+
+template <typename WT, int KO>
+cudaError_t launch_rows_ko(const LinearArgs& a, cudaStream_t stream, unsigned out_blocks) {
+  const int rb = a.rows <= 4 ? 4 : a.rows <= 6 ? 6 : 8;
+  const dim3 grid(static_cast<unsigned>((a.rows + rb - 1) / rb), out_blocks, a.groups);
+  if (rb == 4) return launch(linear_exact_rows_kernel<WT, KO, 4>, grid, kBlock, 0, stream, a);
+  if (rb == 6) return launch(linear_exact_rows_kernel<WT, KO, 6>, grid, kBlock, 0, stream, a);
+  return launch(linear_exact_rows_kernel<WT, KO, 8>, grid, kBlock, 0, stream, a);
+}
+template <typename WT>
+cudaError_t launch_rows(const LinearArgs& a, cudaStream_t stream, int ko) {
+  const unsigned gm = static_cast<unsigned>((a.out + kOutsPerBlock * ko - 1) / (kOutsPerBlock * ko));
+  if (ko == 4) return launch_rows_ko<WT, 4>(a, stream, gm);
+  if (ko == 2) return launch_rows_ko<WT, 2>(a, stream, gm);
+  return launch_rows_ko<WT, 1>(a, stream, gm);
+}
+
+template <typename Row, int KO>
+cudaError_t launch_tiled_ko(const LinearArgs& a, cudaStream_t stream, dim3 grid) {
+  if constexpr (kRawWeights<Row>) {
+    if (!tiled_many_sum()) return launch(linear_exact_tiled_kernel<Row, KO, 2, false>, grid, kBlock, 0, stream, a);
+    if constexpr (KO == 4) {
+      if (tiled_pre4() == 1) return launch(linear_exact_tiled_kernel<Row, 4, 2, true, 1>, grid, kBlock, 0, stream, a);
+      if (tiled_pre4() == 2) return launch(linear_exact_tiled_kernel<Row, 4, 2, true, 2>, grid, kBlock, 0, stream, a);
+    }
+    if constexpr (KO <= 2) {
+      if (tiled_min_blocks() == 3) return launch(linear_exact_tiled_kernel<Row, KO, 3>, grid, kBlock, 0, stream, a);
+      if (tiled_min_blocks() == 4) return launch(linear_exact_tiled_kernel<Row, KO, 4>, grid, kBlock, 0, stream, a);
+    }
+  }
+  return launch(linear_exact_tiled_kernel<Row, KO>, grid, kBlock, 0, stream, a);
+}
+template <typename Row>
+cudaError_t launch_tiled(const LinearArgs& a, cudaStream_t stream, dim3 grid, int ko) {
+  if (ko == 4) return launch_tiled_ko<Row, 4>(a, stream, grid);
+  if (ko == 2) return launch_tiled_ko<Row, 2>(a, stream, grid);
+  return launch_tiled_ko<Row, 1>(a, stream, grid);
+}
+
 template <typename Row>
 cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
+  const bool rows_form = form == kLinearRows1 || form == kLinearRows2 || form == kLinearRows4;
+  if (rows_form && !kRawWeights<Row>) form = 0;  // the rows kernel reads 16-bit weights only
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
   if (a.rows == 1 && form >= 0) {
@@ -704,21 +889,23 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     if (form == kLinearPerRow || (form == 0 && per_row_fits(a)))
       return launch(linear_one_row_kernel<Row>, dim3(gx, a.rows, a.groups), kBlock, 0, stream, a);
     const bool gemm_fits = tiled_ok<Row>(a, static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts));
-    if (form < 0 && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);
+    if (form < 0 && !rows_form && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);
     const int from = gemm_min_rows();
     if (form == 0 && from > 0 && a.rows >= from && gemm_fits) {
       const int tile = a.rows <= 8 ? 8 : a.rows <= 16 ? 16 : gemm_tile_rows();
       if (gemm_fills_sms(a, tile)) return launch_gemm_rows<Row>(a, stream, tile);
     }
     const int env = tiled_setting();
-    const int ko = form == 1 || form == 2 || form == 4 ? form : env > 0 ? env : tiled_outs_per_warp(a, gy);
+    const int ko = form == 1 || form == 2 || form == 4 ? form : form <= kLinearRows1 && form >= kLinearRows4 ? -form - 200 : std::min(env > 0 ? env : tiled_outs_per_warp(a, gy), tiled_max_ko());
     const int per_block = kOutsPerBlock * ko;
     const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
     if ((env >= 0 || form > 0) && tiled_ok<Row>(a, gm)) {
-      const dim3 grid(gy, gm, a.groups);
-      if (ko == 4) return launch(linear_exact_tiled_kernel<Row, 4>, grid, kBlock, 0, stream, a);
-      if (ko == 2) return launch(linear_exact_tiled_kernel<Row, 2>, grid, kBlock, 0, stream, a);
-      return launch(linear_exact_tiled_kernel<Row, 1>, grid, kBlock, 0, stream, a);
+      if constexpr (kRawWeights<Row>) {
+        using WT = std::remove_const_t<std::remove_pointer_t<decltype(Row::w)>>;
+        if (rows_form || (form == 0 && a.rows < kGemmMinRows && rows_kernel_on()))
+          return launch_rows<WT>(a, stream, rows_form ? -form - 200 : ko);
+      }
+      return launch_tiled<Row>(a, stream, dim3(gy, gm, a.groups), ko);
     }
   }
   return launch(linear_exact_kernel<Row, 8>, dim3(gx, gy, a.groups), kBlock, 0, stream, a);  // packed weights, unaligned rows

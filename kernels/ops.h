@@ -110,6 +110,7 @@ struct LinearArgs {
 // The bits are the same in every form.
 inline constexpr int kLinearGemm8 = -8, kLinearGemm16 = -16, kLinearGemm32 = -32;
 inline constexpr int kLinearPerRow = -1;  // the one-row kernel once per row (rows side by side)
+inline constexpr int kLinearRows1 = -201, kLinearRows2 = -202, kLinearRows4 = -204;  // linear_exact_rows_kernel, 1, 2 or 4 outputs a warp (16-bit weights)
 cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int form = 0);
 
 // Packed weights (kFp8Block / kFp4Block) [rows, cols] → bf16 [rows, cols] (dequant.cu): the

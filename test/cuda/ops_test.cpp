@@ -121,15 +121,24 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
         if (pad == 0) aligned_out = got;
         else paths_equal = bits_equal(got, aligned_out);
         // Every form (the tiled kernel at 1, 2, 4 outputs per warp; the register-tiled one at 8, 16,
-        // 32 rows a block; the one-row kernel per row) gives the bits of the library's choice.
-        const int forms[] = {1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32, kLinearPerRow};
+        // 32 rows a block; the one-row kernel per row; the rows kernel at 1, 2, 4 outputs per warp,
+        // also at 13, 6 and 3 rows: blocks of 8 with a partial last, of 6 and of 4 with a zero row)
+        // gives the bits of the library's choice.
+        const int forms[] = {1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32, kLinearPerRow, kLinearRows1, kLinearRows2, kLinearRows4};
+        constexpr int kForms = sizeof(forms) / sizeof(forms[0]);
         int forms_equal = 0;
         for (int ko : forms) {
-          dy.poison();
-          check(linear_exact(a, nullptr, ko), "linear_exact (form)");
-          const std::vector<float> yk = dy.download();
           bool same = true;
-          for (int r = 0; r < R && same; ++r) same = std::memcmp(&yk[r * ys], &y[r * ys], s.out * 4) == 0;
+          const bool rows_form = ko == kLinearRows1 || ko == kLinearRows2 || ko == kLinearRows4;
+          for (int rows : {R, 13, 6, 3}) {
+            if (rows != R && !rows_form) continue;
+            dy.poison();
+            a.rows = rows;
+            check(linear_exact(a, nullptr, ko), "linear_exact (form)");
+            const std::vector<float> yk = dy.download();
+            for (int r = 0; r < rows && same; ++r) same = std::memcmp(&yk[r * ys], &y[r * ys], s.out * 4) == 0;
+          }
+          a.rows = R;
           forms_equal += same;
         }
         // Row-count invariance: rows 0..r−1 alone, for every r in 1..64, give the 64-row bits.
@@ -148,11 +157,11 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
                                  std::to_string(s.out) + (pad ? " misaligned" : "");
         rep.add(name,
                 d.unwritten == 0 && d.nonfinite == 0 && pad_touched == 0 && d.worst_ratio <= 1.0 && invariant == tried &&
-                    paths_equal && forms_equal == 7,
+                    paths_equal && forms_equal == kForms,
                 "err/bound " + fmt("%.3f", d.worst_ratio) + " rel " + fmt("%.2e", d.rel_to_max()) +
                     (pad ? (paths_equal ? " = aligned bits" : " != ALIGNED BITS") : "") + " row counts bit-equal " +
                     std::to_string(invariant) + "/" + std::to_string(tried) + " forms bit-equal " +
-                    std::to_string(forms_equal) + "/7" + " unwritten " + std::to_string(d.unwritten) +
+                    std::to_string(forms_equal) + "/" + std::to_string(kForms) + " unwritten " + std::to_string(d.unwritten) +
                     " pad_written " + std::to_string(pad_touched));
       }
     }
@@ -179,14 +188,14 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
     const Diff d = compare(y, ref);
     // The groups through each form: the library's bits.
     int forms_equal = 0;
-    for (int form : {1, 4, kLinearGemm8, kLinearGemm32, kLinearPerRow}) {
+    for (int form : {1, 4, kLinearGemm8, kLinearGemm32, kLinearPerRow, kLinearRows1, kLinearRows4}) {
       dy.poison();
       check(linear_exact(a, nullptr, form), "linear_exact (grouped, form)");
       forms_equal += bits_equal(dy.download(), y);
     }
-    rep.add("linear grouped bf16 3x(40->24)", d.unwritten == 0 && d.rel_to_max() < 1e-6 && forms_equal == 5,
+    rep.add("linear grouped bf16 3x(40->24)", d.unwritten == 0 && d.rel_to_max() < 1e-6 && forms_equal == 7,
             "rel " + fmt("%.2e", d.rel_to_max()) + " unwritten " + std::to_string(d.unwritten) + " forms bit-equal " +
-                std::to_string(forms_equal) + "/5");
+                std::to_string(forms_equal) + "/7");
   }
 }
 
@@ -489,7 +498,7 @@ void test_linear_hc_post(Rng& rng, Report& rep) {
         const std::vector<float> ref = dXref.download();
         int forms = 0, equal = 0;
         size_t kept = 0;  // elements of X an epilogue left as they were (the reference changed them)
-        for (int form : {0, 1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32, kLinearPerRow}) {
+        for (int form : {0, 1, 2, 4, kLinearGemm8, kLinearGemm16, kLinearGemm32, kLinearPerRow, kLinearRows1, kLinearRows2, kLinearRows4}) {
           DevVec<float> dX(X);
           LinearArgs b = a;
           b.y = nullptr;
