@@ -294,15 +294,20 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs
 #pragma unroll
   for (int t = 0; t < KO; ++t)
     w[t] = static_cast<const WT*>(a.w) + (g * a.w_gstride / a.in + min(o0 + t, a.out - 1)) * static_cast<int64_t>(a.in);
+  // Lane step s's weights go to slot s % kAhead, loaded kAhead steps before their FMAs: 16·KO·kAhead
+  // = 64 bytes a lane in flight whatever KO (few outputs a warp: few warps, so deeper).
+  constexpr int kAhead = 4 / KO;
+  static_assert(kTileSteps % kAhead == 0, "slot = lane step within the chunk % kAhead");
   const int steps = (a.in + kStep - 1) / kStep;
-  uint4 next[KO];
-  const auto fetch = [&](int s) {
+  uint4 next[kAhead][KO];
+  const auto fetch = [&](int s, uint4(&slot)[KO]) {
     const int base = s * kStep + lane * V;
     if (s < steps && base < a.in)
 #pragma unroll
-      for (int t = 0; t < KO; ++t) next[t] = *reinterpret_cast<const uint4*>(w[t] + base);
+      for (int t = 0; t < KO; ++t) slot[t] = *reinterpret_cast<const uint4*>(w[t] + base);
   };
-  fetch(0);
+#pragma unroll
+  for (int j = 0; j < kAhead; ++j) fetch(j, next[j]);
   pdl_begin();
   const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
   float acc[KO * 8];  // (output o0 + t, row r) at t·8 + r; rows RB … 7 stay zero
@@ -323,10 +328,10 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs
     for (int k = 0; k < kTileSteps; ++k, ++s) {
       if (k * kStep >= cn) break;  // the chunk's last lane step passed (block-uniform)
       const bool mine = k * kStep + lane * V < cn;
-      float wf[KO][V];  // this step's weights, decoded before the next step's are loaded into `next`
+      float wf[KO][V];  // this step's weights, decoded before their slot takes step s + kAhead's
 #pragma unroll
-      for (int t = 0; t < KO; ++t) decode8(next[t], WT{}, wf[t]);
-      fetch(s + 1);
+      for (int t = 0; t < KO; ++t) decode8(next[k % kAhead][t], WT{}, wf[t]);
+      fetch(s + kAhead, next[k % kAhead]);
       if (mine) {
 #pragma unroll
         for (int r = 0; r < RB; ++r) {
