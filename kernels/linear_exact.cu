@@ -251,15 +251,10 @@ __global__ void __launch_bounds__(kBlock, MINB) linear_exact_tiled_kernel(Linear
   }
 }
 
-// 16 bytes of a 16-bit weight row → 8 floats. bf16 by bit operations (a bf16 is the top half of
-// the f32 with its value): one instruction a value, where cvt.f32.bf16 took two.
+// 16 bytes of a 16-bit weight row → 8 floats (bf16 by shift and mask: bf16x2_f32).
 __device__ __forceinline__ void decode8(const uint4& q, __nv_bfloat16, float (&out)[8]) {
-  const uint32_t u[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    out[2 * i] = __uint_as_float(u[i] << 16);
-    out[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
-  }
+  bf16x2_f32(q.x, out[0], out[1]), bf16x2_f32(q.y, out[2], out[3]);
+  bf16x2_f32(q.z, out[4], out[5]), bf16x2_f32(q.w, out[6], out[7]);
 }
 __device__ __forceinline__ void decode8(const uint4& q, __half, float (&out)[8]) {
   const __half2* h = reinterpret_cast<const __half2*>(&q);
@@ -274,65 +269,74 @@ __device__ __forceinline__ void decode8(const uint4& q, __half, float (&out)[8])
 // outputs, lane l's chain over base = l·8, l·8 + 256, …, the 32 chains in warp_sum's butterfly),
 // built for fewer instructions a weight (run 112: the tiled kernel issued 1.9 instructions an FMA
 // at 8 rows, 47% of the issue slots, 36 us for wq_b's 15.6 us of bytes):
-//   - RB rows a block fixed at compile time (4, 6, 8) and the rows past `rows` staged as zeros, so
-//     the FMAs of a lane step are one branch-free block of KO·RB chains the compiler interleaves;
-//   - bf16 decoded by shifts (decode8); the next lane step's weights loaded before this step's FMAs
-//     (the first before pdl_begin), across chunk boundaries;
+//   - RB rows a block fixed at compile time (4, 6, 8) and the rows past `rows` staged as zeros (by
+//     cp.async, each thread one float4 of every row), so a lane step's FMAs are one branch-free
+//     block of KO·RB chains;
+//   - bf16 decoded by shift and mask; each weight row's lane pointer made once, a step's loads one
+//     clamped index (a lane past the row's end reloads its last step, unused): no branch, no copy;
+//   - the weights loaded 4 / KO lane steps before their FMAs (the first before pdl_begin), across
+//     chunk boundaries;
 //   - the epilogue's KO·8 butterflies as one warp_sum_many.
 // Same (row, o) bits as every other form: each chain is dot_rows<Row, 1>'s, zero rows unstored.
 template <typename WT, int KO, int RB>
 __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs a) {
   constexpr int V = 8, kStep = kWarp * V, kChunk = kStep * kTileSteps, kQuads = kChunk / 4;
   static_assert(RB <= 8 && RB % 2 == 0, "rows a block");
+  static_assert(kQuads == kBlock, "staging: thread i copies float4 i of every row");
   __shared__ float4 xs[RB][kQuads];  // the tiled kernel's layout: float4 (k·2 + h)·32 + lane
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int r0 = blockIdx.x * RB;
   const int o0 = (blockIdx.y * kOutsPerBlock + warp) * KO;
   const int g = blockIdx.z;
   const int nr = min(RB, a.rows - r0);
-  const WT* w[KO];
+  // Weight row o0 + t from this lane's first value, as 16-byte steps (a lane step = kWarp of them).
+  const bool lane_in = lane * V < a.in;
+  const int last = lane_in ? (a.in - 1 - lane * V) / kStep : 0;  // this lane's last lane step
+  const uint4* wl[KO];
 #pragma unroll
   for (int t = 0; t < KO; ++t)
-    w[t] = static_cast<const WT*>(a.w) + (g * a.w_gstride / a.in + min(o0 + t, a.out - 1)) * static_cast<int64_t>(a.in);
+    wl[t] = reinterpret_cast<const uint4*>(static_cast<const WT*>(a.w) +
+                                           (g * a.w_gstride / a.in + min(o0 + t, a.out - 1)) * static_cast<int64_t>(a.in) +
+                                           (lane_in ? lane * V : 0));
   // Lane step s's weights go to slot s % kAhead, loaded kAhead steps before their FMAs: 16·KO·kAhead
   // = 64 bytes a lane in flight whatever KO (few outputs a warp: few warps, so deeper).
   constexpr int kAhead = 4 / KO;
   static_assert(kTileSteps % kAhead == 0, "slot = lane step within the chunk % kAhead");
-  const int steps = (a.in + kStep - 1) / kStep;
   uint4 next[kAhead][KO];
   const auto fetch = [&](int s, uint4(&slot)[KO]) {
-    const int base = s * kStep + lane * V;
-    if (s < steps && base < a.in)
+    const int at = min(s, last) * kWarp;
 #pragma unroll
-      for (int t = 0; t < KO; ++t) slot[t] = *reinterpret_cast<const uint4*>(w[t] + base);
+    for (int t = 0; t < KO; ++t) slot[t] = wl[t][at];
   };
 #pragma unroll
   for (int j = 0; j < kAhead; ++j) fetch(j, next[j]);
   pdl_begin();
-  const float* xg = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride;
+  // Staging: thread i copies float4 i of the chunk for every row, to its place in the layout.
+  const int e = threadIdx.x * 4;
+  float4* const xs_at = &xs[0][((e / kStep) * 2 + (e % V) / 4) * kWarp + (e % kStep) / V];
+  const float* xsrc = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride + e;
   float acc[KO * 8];  // (output o0 + t, row r) at t·8 + r; rows RB … 7 stay zero
 #pragma unroll
   for (int i = 0; i < KO * 8; ++i) acc[i] = 0.0f;
   for (int c0 = 0, s = 0; c0 < a.in; c0 += kChunk) {
     const int cn = min(kChunk, a.in - c0);  // a multiple of V
     __syncthreads();  // the previous chunk's reads are done
-    for (int q = threadIdx.x; q < RB * kQuads; q += kBlock) {
-      const int r = q / kQuads, e = (q % kQuads) * 4;
-      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (r < nr && e < cn) v = *reinterpret_cast<const float4*>(xg + r * a.x_stride + c0 + e);
-      const int k = e / kStep, l = (e % kStep) / V, h = (e % V) / 4;
-      xs[r][(k * (V / 4) + h) * kWarp + l] = v;
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+      const bool valid = r < nr && e < cn;
+      cp_async16(xs_at + r * kQuads, valid ? xsrc + r * a.x_stride + c0 : a.x, valid);
     }
+    cp_async_commit();
+    cp_async_wait<0>();
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < kTileSteps; ++k, ++s) {
       if (k * kStep >= cn) break;  // the chunk's last lane step passed (block-uniform)
-      const bool mine = k * kStep + lane * V < cn;
       float wf[KO][V];  // this step's weights, decoded before their slot takes step s + kAhead's
 #pragma unroll
       for (int t = 0; t < KO; ++t) decode8(next[k % kAhead][t], WT{}, wf[t]);
       fetch(s + kAhead, next[k % kAhead]);
-      if (mine) {
+      if (k * kStep + lane * V < cn) {
 #pragma unroll
         for (int r = 0; r < RB; ++r) {
           const float4 x0 = xs[r][(k * 2) * kWarp + lane], x1 = xs[r][(k * 2 + 1) * kWarp + lane];
