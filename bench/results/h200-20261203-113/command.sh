@@ -1,5 +1,5 @@
 # Run 113: linear_exact_rows_kernel (2-15 rows of a 16-bit matrix: rows a block fixed at compile
-# time, zero rows staged, bf16 decoded by shifts, the next lane step's weights loaded ahead,
+# time, zero rows staged, bf16 decoded by shifts, weights 4 / KO lane steps ahead,
 # warp_sum_many). ops linear, ops linear under the planted library (the rows kernel's FMAs of a
 # lane step in reverse element order: the same sum, other bits), the whole ops; the SASS of the
 # tiled and rows kernels at 4 outputs a warp; ncu of the rows kernel at batch 8; A/B three passes
