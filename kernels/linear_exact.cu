@@ -156,8 +156,8 @@ inline constexpr bool kPlainRow = std::is_same_v<Row, PlainRow<float>> || std::i
 // (tiled_ok), so the whole block takes the same path through its barriers.
 constexpr int kTileSteps = 4;
 
-template <typename Row, int KO, int MINB = 2, bool kManySum = true, int PRE = -1>
-__global__ void __launch_bounds__(kBlock, MINB) linear_exact_tiled_kernel(LinearArgs a) {
+template <typename Row, int KO>
+__global__ void __launch_bounds__(kBlock, 2) linear_exact_tiled_kernel(LinearArgs a) {
   constexpr int RB = 8, V = Row::kV, kStep = kWarp * V, kChunk = kStep * kTileSteps, kQuads = kChunk / 4;
   // Element e = k·32·V + lane·V + v of a chunk sits at float4 (k·V/4 + v/4)·32 + lane: a warp's
   // float4 read of one (k, v/4) is 512 contiguous bytes, free of bank conflicts.
@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(kBlock, MINB) linear_exact_tiled_kernel(Linear
 #pragma unroll
   for (int t = 0; t < KO; ++t) w[t] = Row::at(a.w, a.ws, g * a.w_gstride / a.in + min(o0 + t, a.out - 1), a.in);
   // The chunk's weights, as loaded; not at KO = 4, where they spilled.
-  constexpr int kPre = PRE >= 0 ? PRE : KO == 4 ? 0 : KO == 2 && MINB >= 4 ? 2 : kTileSteps;
+  constexpr int kPre = KO == 4 ? 0 : kTileSteps;
   uint4 wraw[KO][kPre > 0 ? kPre : 1];
   const auto fetch = [&](int c0, int cn) {
     if (o0 >= a.out) return;
@@ -229,26 +229,14 @@ __global__ void __launch_bounds__(kBlock, MINB) linear_exact_tiled_kernel(Linear
     }
   }
   if (o0 >= a.out) return;  // after the last barrier
-  // Lane t·RB + r stores (row r, output o0 + t): every lane holds every sum (warp_sum's butterfly),
-  // and the KO·RB ≤ 32 stores (with the hc_post epilogue, their loads of X) go side by side.
+  // The KO·RB butterflies as one warp_sum_many (warp_sum's bits in ~31 shuffles instead of 5·KO·RB;
+  // run 111: +1% batch 8): value t·RB + r ends on lanes (t·RB + r)·32 / (KO·RB) …, the first of
+  // which stores it, the stores (with the hc_post epilogue, their loads of X) side by side.
   static_assert(KO * RB <= kWarp, "one lane per stored value");
-  if constexpr (kManySum) {
-    // warp_sum_many: the KO·RB butterflies together (value t·RB + r ends on lanes (t·RB + r)·32 /
-    // (KO·RB) …), warp_sum's bits in ~31 shuffles instead of 5·KO·RB.
-    constexpr int kSpread = kWarp / (KO * RB);
-    const float mine = warp_sum_many<KO * RB>(acc);
-    const int i = lane / kSpread, t = i / RB, r = i % RB;
-    if (lane % kSpread == 0 && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
-  } else {
-    float mine = 0.0f;
-#pragma unroll
-    for (int i = 0; i < KO * RB; ++i) {
-      const float s = warp_sum(acc[i]);
-      if (lane == i) mine = s;
-    }
-    const int t = lane / RB, r = lane % RB;
-    if (lane < KO * RB && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
-  }
+  constexpr int kSpread = kWarp / (KO * RB);
+  const float mine = warp_sum_many<KO * RB>(acc);
+  const int i = lane / kSpread, t = i / RB, r = i % RB;
+  if (lane % kSpread == 0 && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
 }
 
 // 16 bytes of a 16-bit weight row → 8 floats (bf16 by shift and mask: bf16x2_f32).
@@ -278,7 +266,7 @@ __device__ __forceinline__ void decode8(const uint4& q, __half, float (&out)[8])
 //     chunk boundaries;
 //   - the epilogue's KO·8 butterflies as one warp_sum_many.
 // Same (row, o) bits as every other form: each chain is dot_rows<Row, 1>'s, zero rows unstored.
-template <typename WT, int KO, int RB, bool kAsyncStage = false, bool kClampFetch = true>
+template <typename WT, int KO, int RB, bool kAsyncStage = false, bool kClampFetch = false>
 __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs a) {
   constexpr int V = 8, kStep = kWarp * V, kChunk = kStep * kTileSteps, kQuads = kChunk / 4;
   static_assert(RB <= 8 && RB % 2 == 0, "rows a block");
@@ -817,40 +805,6 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
   return launch_gemm_staged<Row, 8, 2>(a, stream);
 }
 
-// EXPERIMENT (A/B timing, same bits): MEMRA_CUDA_LINEAR_TILED_MINB=3|4 = the tiled kernel at 1 or 2
-// outputs a warp with that many blocks per SM (fewer registers); MEMRA_CUDA_LINEAR_TILED_MAXKO=1|2 =
-// at most that many outputs a warp; MEMRA_CUDA_LINEAR_TILED_SUM=0 = one warp_sum per value.
-int tiled_max_ko() {
-  static const int setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED_MAXKO");
-    const std::string s = v ? v : "";
-    return s == "1" ? 1 : s == "2" ? 2 : 4;
-  }();
-  return setting;
-}
-int tiled_pre4() {  // MEMRA_CUDA_LINEAR_TILED_PRE4=1|2: at 4 outputs a warp, that many lane steps fetched ahead
-  static const int setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED_PRE4");
-    return v ? std::atoi(v) : 0;
-  }();
-  return setting;
-}
-int tiled_min_blocks() {
-  static const int setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED_MINB");
-    const std::string s = v ? v : "";
-    return s == "3" ? 3 : s == "4" ? 4 : 2;
-  }();
-  return setting;
-}
-bool tiled_many_sum() {
-  static const bool setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED_SUM");
-    return !(v && std::string(v) == "0");
-  }();
-  return setting;
-}
-
 // MEMRA_CUDA_LINEAR_ROWS=0 (A/B timing; same bits): 16-bit rounds of 2-15 rows through the tiled
 // kernel instead of linear_exact_rows_kernel.
 bool rows_kernel_on() {
@@ -861,12 +815,12 @@ bool rows_kernel_on() {
   return setting;
 }
 
-// EXPERIMENT: MEMRA_CUDA_LINEAR_ROWS_FORM=SF (S: 1 = x staged by cp.async, F: 0 = conditional loads)
+// EXPERIMENT: MEMRA_CUDA_LINEAR_ROWS_FORM=SF (S: 1 = x staged by cp.async, F: 1 = clamped loads)
 int rows_form_setting() {
   static const int setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_ROWS_FORM");
     const std::string s = v ? v : "";
-    return s == "00" ? 0 : s == "10" ? 2 : s == "11" ? 3 : 1;
+    return s == "01" ? 1 : s == "10" ? 2 : s == "11" ? 3 : 0;
   }();
   return setting;
 }
@@ -874,7 +828,7 @@ template <typename WT, int KO, int RB>
 cudaError_t launch_rows_rb(const LinearArgs& a, cudaStream_t stream, dim3 grid) {
   if constexpr (std::is_same_v<WT, __nv_bfloat16>) {
     switch (rows_form_setting()) {
-      case 0: return launch(linear_exact_rows_kernel<WT, KO, RB, false, false>, grid, kBlock, 0, stream, a);
+      case 1: return launch(linear_exact_rows_kernel<WT, KO, RB, false, true>, grid, kBlock, 0, stream, a);
       case 2: return launch(linear_exact_rows_kernel<WT, KO, RB, true, false>, grid, kBlock, 0, stream, a);
       case 3: return launch(linear_exact_rows_kernel<WT, KO, RB, true, true>, grid, kBlock, 0, stream, a);
       default: break;
@@ -898,26 +852,11 @@ cudaError_t launch_rows(const LinearArgs& a, cudaStream_t stream, int ko) {
   return launch_rows_ko<WT, 1>(a, stream, gm);
 }
 
-template <typename Row, int KO>
-cudaError_t launch_tiled_ko(const LinearArgs& a, cudaStream_t stream, dim3 grid) {
-  if constexpr (kRawWeights<Row>) {
-    if (!tiled_many_sum()) return launch(linear_exact_tiled_kernel<Row, KO, 2, false>, grid, kBlock, 0, stream, a);
-    if constexpr (KO == 4) {
-      if (tiled_pre4() == 1) return launch(linear_exact_tiled_kernel<Row, 4, 2, true, 1>, grid, kBlock, 0, stream, a);
-      if (tiled_pre4() == 2) return launch(linear_exact_tiled_kernel<Row, 4, 2, true, 2>, grid, kBlock, 0, stream, a);
-    }
-    if constexpr (KO <= 2) {
-      if (tiled_min_blocks() == 3) return launch(linear_exact_tiled_kernel<Row, KO, 3>, grid, kBlock, 0, stream, a);
-      if (tiled_min_blocks() == 4) return launch(linear_exact_tiled_kernel<Row, KO, 4>, grid, kBlock, 0, stream, a);
-    }
-  }
-  return launch(linear_exact_tiled_kernel<Row, KO>, grid, kBlock, 0, stream, a);
-}
 template <typename Row>
 cudaError_t launch_tiled(const LinearArgs& a, cudaStream_t stream, dim3 grid, int ko) {
-  if (ko == 4) return launch_tiled_ko<Row, 4>(a, stream, grid);
-  if (ko == 2) return launch_tiled_ko<Row, 2>(a, stream, grid);
-  return launch_tiled_ko<Row, 1>(a, stream, grid);
+  if (ko == 4) return launch(linear_exact_tiled_kernel<Row, 4>, grid, kBlock, 0, stream, a);
+  if (ko == 2) return launch(linear_exact_tiled_kernel<Row, 2>, grid, kBlock, 0, stream, a);
+  return launch(linear_exact_tiled_kernel<Row, 1>, grid, kBlock, 0, stream, a);
 }
 
 template <typename Row>
@@ -941,7 +880,7 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
       if (gemm_fills_sms(a, tile)) return launch_gemm_rows<Row>(a, stream, tile);
     }
     const int env = tiled_setting();
-    const int ko = form == 1 || form == 2 || form == 4 ? form : form <= kLinearRows1 && form >= kLinearRows4 ? -form - 200 : std::min(env > 0 ? env : tiled_outs_per_warp(a, gy), tiled_max_ko());
+    const int ko = form == 1 || form == 2 || form == 4 ? form : form <= kLinearRows1 && form >= kLinearRows4 ? -form - 200 : env > 0 ? env : tiled_outs_per_warp(a, gy);
     const int per_block = kOutsPerBlock * ko;
     const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
     if ((env >= 0 || form > 0) && tiled_ok<Row>(a, gm)) {
