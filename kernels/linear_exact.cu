@@ -5,7 +5,7 @@
 // the grid: no split-K, no shape-dependent kernel choice that changes a reduction. Packed weights
 // (FP8/FP4 with e8m0 block scales) are decoded in registers as they are loaded (dot_exact.cuh).
 //
-// Five kernels, one (row, o) order, so the same bits from any of them:
+// Six kernels, one (row, o) order, so the same bits from any of them:
 //   linear_one_row_kernel      one row of a plain matrix (decode GEMV), one output per warp, its
 //                              first weights loaded before pdl_begin(); also a few rows of a
 //                              matrix with few outputs, one GEMV per row (per_row_fits)
@@ -17,6 +17,10 @@
 //                              (the largest whose grid has a block per SM), the 8 rows' activations
 //                              staged in shared memory, row groups on grid x
 //                                                        grid (ceil(rows / 8), ceil(out / (8·KO)), groups)
+//   linear_exact_rows_kernel   2-15 rows of a bf16/f16 matrix where the tiled kernel would run: its
+//                              places, RB = 4, 6 or 8 rows a block fixed at compile time (zero rows
+//                              staged), weights 4 / KO lane steps ahead, fewer instructions a weight
+//                                                        grid (ceil(rows / RB), ceil(out / (8·KO)), groups)
 //   linear_exact_gemm_raw_kernel  rows ≥ kGemmMinRows (16), bf16/f16 weights, aligned, a grid of
 //                              two blocks per SM: the register-tiled form; a thread holds one lane's
 //                              partials of NJ rows × 8 outputs, the lanes' butterfly replayed in
