@@ -261,16 +261,15 @@ __device__ __forceinline__ void decode8(const uint4& q, __half, float (&out)[8])
 // outputs, lane l's chain over base = l·8, l·8 + 256, …, the 32 chains in warp_sum's butterfly),
 // built for fewer instructions a weight (run 112: the tiled kernel issued 1.9 instructions an FMA
 // at 8 rows, 47% of the issue slots, 36 us for wq_b's 15.6 us of bytes):
-//   - RB rows a block fixed at compile time (4, 6, 8) and the rows past `rows` staged as zeros (by
-//     cp.async, each thread one float4 of every row), so a lane step's FMAs are one branch-free
-//     block of KO·RB chains;
-//   - bf16 decoded by shift and mask; each weight row's lane pointer made once, a step's loads one
-//     clamped index (a lane past the row's end reloads its last step, unused): no branch, no copy;
+//   - RB rows a block fixed at compile time (4, 6, 8) and the rows past `rows` staged as zeros
+//     (each thread one float4 of every row), so a lane step's FMAs are one branch-free block of
+//     KO·RB chains;
+//   - bf16 decoded by shift and mask; each weight row's lane pointer made once;
 //   - the weights loaded 4 / KO lane steps before their FMAs (the first before pdl_begin), across
 //     chunk boundaries;
 //   - the epilogue's KO·8 butterflies as one warp_sum_many.
 // Same (row, o) bits as every other form: each chain is dot_rows<Row, 1>'s, zero rows unstored.
-template <typename WT, int KO, int RB, bool kAsyncStage = false, bool kClampFetch = false>
+template <typename WT, int KO, int RB>
 __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs a) {
   constexpr int V = 8, kStep = kWarp * V, kChunk = kStep * kTileSteps, kQuads = kChunk / 4;
   static_assert(RB <= 8 && RB % 2 == 0, "rows a block");
@@ -296,15 +295,9 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs
   static_assert(kTileSteps % kAhead == 0, "slot = lane step within the chunk % kAhead");
   uint4 next[kAhead][KO];
   const auto fetch = [&](int s, uint4(&slot)[KO]) {
-    if constexpr (kClampFetch) {
-      const int at = min(s, last) * kWarp;
+    if (lane_in && s <= last)
 #pragma unroll
-      for (int t = 0; t < KO; ++t) slot[t] = wl[t][at];
-    } else {
-      if (lane_in && s <= last)
-#pragma unroll
-        for (int t = 0; t < KO; ++t) slot[t] = wl[t][s * kWarp];
-    }
+      for (int t = 0; t < KO; ++t) slot[t] = wl[t][s * kWarp];
   };
 #pragma unroll
   for (int j = 0; j < kAhead; ++j) fetch(j, next[j]);
@@ -319,22 +312,14 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs
   for (int c0 = 0, s = 0; c0 < a.in; c0 += kChunk) {
     const int cn = min(kChunk, a.in - c0);  // a multiple of V
     __syncthreads();  // the previous chunk's reads are done
-    if constexpr (kAsyncStage) {
+    // Through registers: by cp.async (zero-filled rows included) the same kernel stalled twice as
+    // long on L1TEX and lost 15% (run 116, forms f10 / f11).
+    float4 v[RB];
 #pragma unroll
-      for (int r = 0; r < RB; ++r) {
-        const bool valid = r < nr && e < cn;
-        cp_async16(xs_at + r * kQuads, valid ? xsrc + r * a.x_stride + c0 : a.x, valid);
-      }
-      cp_async_commit();
-      cp_async_wait<0>();
-    } else {
-      float4 v[RB];
+    for (int r = 0; r < RB; ++r)
+      v[r] = r < nr && e < cn ? *reinterpret_cast<const float4*>(xsrc + r * a.x_stride + c0) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-      for (int r = 0; r < RB; ++r)
-        v[r] = r < nr && e < cn ? *reinterpret_cast<const float4*>(xsrc + r * a.x_stride + c0) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int r = 0; r < RB; ++r) xs_at[r * kQuads] = v[r];
-    }
+    for (int r = 0; r < RB; ++r) xs_at[r * kQuads] = v[r];
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < kTileSteps; ++k, ++s) {
@@ -819,34 +804,13 @@ bool rows_kernel_on() {
   return setting;
 }
 
-// EXPERIMENT: MEMRA_CUDA_LINEAR_ROWS_FORM=SF (S: 1 = x staged by cp.async, F: 1 = clamped loads)
-int rows_form_setting() {
-  static const int setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_ROWS_FORM");
-    const std::string s = v ? v : "";
-    return s == "01" ? 1 : s == "10" ? 2 : s == "11" ? 3 : 0;
-  }();
-  return setting;
-}
-template <typename WT, int KO, int RB>
-cudaError_t launch_rows_rb(const LinearArgs& a, cudaStream_t stream, dim3 grid) {
-  if constexpr (std::is_same_v<WT, __nv_bfloat16>) {
-    switch (rows_form_setting()) {
-      case 1: return launch(linear_exact_rows_kernel<WT, KO, RB, false, true>, grid, kBlock, 0, stream, a);
-      case 2: return launch(linear_exact_rows_kernel<WT, KO, RB, true, false>, grid, kBlock, 0, stream, a);
-      case 3: return launch(linear_exact_rows_kernel<WT, KO, RB, true, true>, grid, kBlock, 0, stream, a);
-      default: break;
-    }
-  }
-  return launch(linear_exact_rows_kernel<WT, KO, RB>, grid, kBlock, 0, stream, a);
-}
 template <typename WT, int KO>
 cudaError_t launch_rows_ko(const LinearArgs& a, cudaStream_t stream, unsigned out_blocks) {
   const int rb = a.rows <= 4 ? 4 : a.rows <= 6 ? 6 : 8;
   const dim3 grid(static_cast<unsigned>((a.rows + rb - 1) / rb), out_blocks, a.groups);
-  if (rb == 4) return launch_rows_rb<WT, KO, 4>(a, stream, grid);
-  if (rb == 6) return launch_rows_rb<WT, KO, 6>(a, stream, grid);
-  return launch_rows_rb<WT, KO, 8>(a, stream, grid);
+  if (rb == 4) return launch(linear_exact_rows_kernel<WT, KO, 4>, grid, kBlock, 0, stream, a);
+  if (rb == 6) return launch(linear_exact_rows_kernel<WT, KO, 6>, grid, kBlock, 0, stream, a);
+  return launch(linear_exact_rows_kernel<WT, KO, 8>, grid, kBlock, 0, stream, a);
 }
 template <typename WT>
 cudaError_t launch_rows(const LinearArgs& a, cudaStream_t stream, int ko) {
