@@ -829,8 +829,9 @@ cudaError_t launch_tiled(const LinearArgs& a, cudaStream_t stream, dim3 grid, in
 
 template <typename Row>
 cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
-  const bool rows_form = form == kLinearRows1 || form == kLinearRows2 || form == kLinearRows4;
-  if (rows_form && !kRawWeights<Row>) form = 0;  // the rows kernel reads 16-bit weights only
+  // A rows-kernel form names its outputs per warp (kLinearRowsN = −200 − N); 16-bit weights only.
+  const bool rows_form = kRawWeights<Row> && (form == kLinearRows1 || form == kLinearRows2 || form == kLinearRows4);
+  if (!kRawWeights<Row> && (form == kLinearRows1 || form == kLinearRows2 || form == kLinearRows4)) form = 0;
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
   if (a.rows == 1 && form >= 0) {
@@ -848,14 +849,17 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
       if (gemm_fills_sms(a, tile)) return launch_gemm_rows<Row>(a, stream, tile);
     }
     const int env = tiled_setting();
-    const int ko = form == 1 || form == 2 || form == 4 ? form : form <= kLinearRows1 && form >= kLinearRows4 ? -form - 200 : env > 0 ? env : tiled_outs_per_warp(a, gy);
+    const int ko = form == 1 || form == 2 || form == 4 ? form
+                   : rows_form                            ? -form - 200
+                   : env > 0                              ? env
+                                                          : tiled_outs_per_warp(a, gy);
     const int per_block = kOutsPerBlock * ko;
     const unsigned gm = static_cast<unsigned>((a.out + per_block - 1) / per_block);
     if ((env >= 0 || form > 0) && tiled_ok<Row>(a, gm)) {
       if constexpr (kRawWeights<Row>) {
         using WT = std::remove_const_t<std::remove_pointer_t<decltype(Row::w)>>;
         if (rows_form || (form == 0 && a.rows < kGemmMinRows && rows_kernel_on()))
-          return launch_rows<WT>(a, stream, rows_form ? -form - 200 : ko);
+          return launch_rows<WT>(a, stream, ko);
       }
       return launch_tiled<Row>(a, stream, dim3(gy, gm, a.groups), ko);
     }
