@@ -248,14 +248,7 @@ __device__ __forceinline__ void decode8(const uint4& q, __nv_bfloat16, float (&o
   bf16x2_f32(q.x, out[0], out[1]), bf16x2_f32(q.y, out[2], out[3]);
   bf16x2_f32(q.z, out[4], out[5]), bf16x2_f32(q.w, out[6], out[7]);
 }
-__device__ __forceinline__ void decode8(const uint4& q, __half, float (&out)[8]) {
-  const __half2* h = reinterpret_cast<const __half2*>(&q);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __half22float2(h[i]);
-    out[2 * i] = f.x, out[2 * i + 1] = f.y;
-  }
-}
+__device__ __forceinline__ void decode8(const uint4& q, __half, float (&out)[8]) { PlainRow<__half>::decode(q, out); }
 
 // A few rows (≤ 8 a block) of a 16-bit matrix: the tiled kernel's places and order (warp = KO
 // outputs, lane l's chain over base = l·8, l·8 + 256, …, the 32 chains in warp_sum's butterfly),
@@ -829,9 +822,10 @@ cudaError_t launch_tiled(const LinearArgs& a, cudaStream_t stream, dim3 grid, in
 
 template <typename Row>
 cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
-  // A rows-kernel form names its outputs per warp (kLinearRowsN = −200 − N); 16-bit weights only.
-  const bool rows_form = kRawWeights<Row> && (form == kLinearRows1 || form == kLinearRows2 || form == kLinearRows4);
-  if (!kRawWeights<Row> && (form == kLinearRows1 || form == kLinearRows2 || form == kLinearRows4)) form = 0;
+  // A rows-kernel form names its outputs per warp (kLinearRowsN = −200 − N); 16-bit weights only,
+  // others take the library's choice.
+  bool rows_form = form == kLinearRows1 || form == kLinearRows2 || form == kLinearRows4;
+  if (rows_form && !kRawWeights<Row>) rows_form = false, form = 0;
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
   if (a.rows == 1 && form >= 0) {

@@ -106,7 +106,9 @@ struct LinearArgs {
 // Exact: the fixed lane K-order and butterfly of dot_exact.cuh for every (row, output). `form`
 // fixes the kernel for the tests, which run each: 1, 2 or 4 = the tiled kernel with that many
 // outputs per warp (rows > 1); kLinearGemm8/16/32 = the register-tiled kernel with blocks of 8, 16
-// or 32 rows; kLinearPerRow = the one-row kernel per row (plain weights); 0 = the library's choice.
+// or 32 rows; kLinearPerRow = the one-row kernel per row (plain weights); kLinearRows1/2/4 = the
+// rows kernel with 1, 2 or 4 outputs per warp (16-bit weights; others take the library's choice);
+// 0 = the library's choice.
 // The bits are the same in every form.
 inline constexpr int kLinearGemm8 = -8, kLinearGemm16 = -16, kLinearGemm32 = -32;
 inline constexpr int kLinearPerRow = -1;  // the one-row kernel once per row (rows side by side)
