@@ -6,13 +6,19 @@
 // entry's inputs, and therefore its bits, are the same however the positions were split into
 // rounds, chunks or batches.
 //
-// compressor_close   grid n_closings   block 256   dynamic smem w floats
-//   per channel (thread-strided): max over the c·m rows, p_j = exp(s_j − max), sum (j ascending),
-//   entry = Σ_j fma(kv_j, p_j / sum) (j ascending); then RMSNorm over w (block_sum<256>) and RoPE
-//   of the last 2·half dims at the window's start position e·m.
+// compressor_close   grid n_closings   block 256   dynamic smem c·m row sources + w floats
+//   where each of the c·m pooled rows comes from (this round's projections, PEND or PREV) found
+//   once per block; per channel (thread-strided): max over the rows, p_j = exp(s_j − max), sum (j
+//   ascending), entry = Σ_j fma(kv_j, p_j / sum) (j ascending), a CSA window's 8 rows held in
+//   registers across the three passes; then RMSNorm over w (block_sum<256>) and RoPE of the last
+//   2·half dims at the window's start position e·m. (Form 1, the kernel before run 117, found each
+//   row's source per channel and pass: a 64-bit modulo and a pointer chase each time.)
 // compressor_update  grid n_seqs       block 256
 //   PREV ← Ca half of the last window closed in the round (CSA); barrier; PEND ← the round's rows of
 //   the open window. The barrier orders PREV's reads of old PEND rows before PEND is overwritten.
+#include <cstdlib>
+#include <string>
+
 #include "common.cuh"
 #include "launch.cuh"
 #include "ops.h"
@@ -121,6 +127,125 @@ __global__ void __launch_bounds__(kBlock) compressor_close_kernel(CompressorArgs
   for (int ch = threadIdx.x; ch < a.w; ch += kBlock) out[ch] = entry[ch];
 }
 
+// Where row j (0 … c·m−1) of entry e's pooling comes from, as pool_row and fetch find it: kv =
+// kv[ch], score = sc[ch] (+ ape[ch] for a row of this round, the addition fetch makes); kv null is
+// the Ca half before entry 0 (kv 0, score −inf).
+struct PoolSrc {
+  const float* kv;
+  const float* sc;
+  const float* ape;
+};
+
+__device__ PoolSrc pool_src(const CompressorArgs& a, const SeqDesc& s, const CompressorDev& st, int64_t e, int j) {
+  const int m = a.m, cw = a.c * a.w;
+  int64_t p;
+  int col;
+  if (a.c == 2 && j < m) {  // Ca half of window e−1
+    if (e == 0) return {nullptr, nullptr, nullptr};
+    if (e * m <= s.pos0) return {st.prev_kv + static_cast<int64_t>(j) * a.w, st.prev_score + static_cast<int64_t>(j) * a.w, nullptr};
+    p = (e - 1) * m + j, col = 0;
+  } else {
+    p = e * m + (a.c == 2 ? j - m : j), col = a.c == 2 ? a.w : 0;
+  }
+  const int64_t slot = p % m;
+  if (p >= s.pos0) {
+    const int64_t row = s.row0 + (p - s.pos0);
+    return {a.kv + row * cw + col, a.score + row * cw + col, a.ape + slot * cw + col};
+  }
+  return {st.pend_kv + slot * cw + col, st.pend_score + slot * cw + col, nullptr};
+}
+
+__device__ __forceinline__ void pool_value(const PoolSrc& r, int ch, float& kv, float& sc) {
+  if (!r.kv) {
+    kv = 0.0f, sc = -INFINITY;
+    return;
+  }
+  kv = r.kv[ch];
+  sc = r.ape ? r.sc[ch] + r.ape[ch] : r.sc[ch];
+}
+
+constexpr int kRegRows = 8;  // a CSA window's c·m rows (m = 4): loaded once, kept in registers
+
+__host__ __device__ inline size_t close_src_bytes(int rows) { return (static_cast<size_t>(rows) * sizeof(PoolSrc) + 15) / 16 * 16; }
+
+// compressor_close_kernel's operations in its order (the same bits), each row's source found once.
+__global__ void __launch_bounds__(kBlock) compressor_close_rows_kernel(CompressorArgs a, const Closing* closings) {
+  pdl_begin();
+  extern __shared__ __align__(16) unsigned char close_smem[];
+  const int rows = a.c * a.m;
+  PoolSrc* src = reinterpret_cast<PoolSrc*>(close_smem);                  // [rows]
+  float* entry = reinterpret_cast<float*>(close_smem + close_src_bytes(rows));  // [w]
+  __shared__ float scratch[kBlock / kWarp];
+  const Closing cl = closings[blockIdx.x];
+  if (cl.seq < 0) return;  // padding (Shard::upload_plan): the whole block leaves together
+  const SeqDesc& s = a.seqs[cl.seq];
+  const CompressorDev& st = state_of(a, s);
+  const int64_t e = cl.entry;
+  for (int j = threadIdx.x; j < rows; j += kBlock) src[j] = pool_src(a, s, st, e, j);
+  __syncthreads();
+  if (rows <= kRegRows) {
+    for (int ch = threadIdx.x; ch < a.w; ch += kBlock) {
+      float kv[kRegRows], sc[kRegRows];
+#pragma unroll
+      for (int b = 0; b < kRegRows; ++b)
+        if (b < rows) pool_value(src[b], ch, kv[b], sc[b]);
+      float mx = -INFINITY, sum = 0.0f, acc = 0.0f;
+#pragma unroll
+      for (int b = 0; b < kRegRows; ++b)
+        if (b < rows) mx = fmaxf(mx, sc[b]);
+#pragma unroll
+      for (int b = 0; b < kRegRows; ++b)
+        if (b < rows) sum += expf(sc[b] - mx);
+#pragma unroll
+      for (int b = 0; b < kRegRows; ++b)
+        if (b < rows) acc = __fmaf_rn(kv[b], expf(sc[b] - mx) / sum, acc);
+      entry[ch] = acc;
+    }
+  } else {
+    constexpr int kBatch = 8;  // rows whose values are loaded before they are used
+    for (int ch = threadIdx.x; ch < a.w; ch += kBlock) {
+      float kv[kBatch], sc[kBatch];
+      const auto load = [&](int j0) {
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b)
+          if (j0 + b < rows) pool_value(src[j0 + b], ch, kv[b], sc[b]);
+      };
+      float mx = -INFINITY, sum = 0.0f, acc = 0.0f;
+      for (int j0 = 0; j0 < rows; j0 += kBatch) {
+        load(j0);
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b)
+          if (j0 + b < rows) mx = fmaxf(mx, sc[b]);
+      }
+      for (int j0 = 0; j0 < rows; j0 += kBatch) {
+        load(j0);
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b)
+          if (j0 + b < rows) sum += expf(sc[b] - mx);
+      }
+      for (int j0 = 0; j0 < rows; j0 += kBatch) {
+        load(j0);
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b)
+          if (j0 + b < rows) acc = __fmaf_rn(kv[b], expf(sc[b] - mx) / sum, acc);
+      }
+      entry[ch] = acc;
+    }
+  }
+  float ss = 0.0f;
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) ss = __fmaf_rn(entry[ch], entry[ch], ss);
+  ss = block_sum<kBlock>(ss, scratch);  // its barriers also publish entry[]
+  const float r = rms_inverse(ss, a.w, a.eps);
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) entry[ch] = a.norm[ch] * (entry[ch] * r);
+  __syncthreads();
+  float* tail = entry + (a.w - 2 * a.half);
+  for (int i = threadIdx.x; i < a.half; i += kBlock)
+    rope_pair(tail + 2 * i, a.inv_freq[i], static_cast<int32_t>(e * a.m), 1.0f);
+  __syncthreads();
+  float* out = st.entries + e * a.w;
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) out[ch] = entry[ch];
+}
+
 __global__ void __launch_bounds__(kBlock) compressor_update_kernel(CompressorArgs a) {
   pdl_begin();
   const SeqDesc& s = a.seqs[blockIdx.x];
@@ -159,14 +284,27 @@ bool valid(const CompressorArgs& a) {
          static_cast<int64_t>(a.m) * a.c * a.w < (int64_t{1} << 31);  // compressor_update's 32-bit indices
 }
 
+// MEMRA_CUDA_CLOSE_FORM=1 (A/B timing; the same bits): form 1 where the caller leaves the form open.
+int close_form_setting() {
+  static const int form = [] {
+    const char* v = std::getenv("MEMRA_CUDA_CLOSE_FORM");
+    return v && std::string(v) == "1" ? 1 : 0;
+  }();
+  return form;
+}
+
 }  // namespace
 
-cudaError_t compressor_close(const CompressorArgs& a, const Closing* closings, int n_closings, cudaStream_t stream) {
+cudaError_t compressor_close(const CompressorArgs& a, const Closing* closings, int n_closings, cudaStream_t stream,
+                             int form) {
   if (n_closings == 0) return cudaSuccess;
   if (!valid(a) || !a.norm || !closings || n_closings < 0) return cudaErrorInvalidValue;
   const size_t smem = sizeof(float) * static_cast<size_t>(a.w);
   if (smem > 48 * 1024) return cudaErrorInvalidValue;
-  return launch(compressor_close_kernel, n_closings, kBlock, smem, stream, a, closings);
+  const size_t rows_smem = close_src_bytes(a.c * a.m) + smem;
+  if (form == 0) form = close_form_setting();
+  if (form == 1 || rows_smem > 48 * 1024) return launch(compressor_close_kernel, n_closings, kBlock, smem, stream, a, closings);
+  return launch(compressor_close_rows_kernel, n_closings, kBlock, rows_smem, stream, a, closings);
 }
 
 cudaError_t compressor_update(const CompressorArgs& a, int n_seqs, cudaStream_t stream) {

@@ -211,7 +211,9 @@ struct CompressorArgs {
   float eps = 1e-6f;
 };
 // Forms every entry the round closes (one block per closing) and writes it to the state's entries.
-cudaError_t compressor_close(const CompressorArgs& a, const Closing* closings, int n_closings, cudaStream_t stream);
+// form 0: the library's kernel; 1: the per-row-fetch kernel it replaced (the same bits; tests).
+cudaError_t compressor_close(const CompressorArgs& a, const Closing* closings, int n_closings, cudaStream_t stream,
+                             int form = 0);
 // Then moves the round's rows into the state: PREV (CSA) from the last closed window, PEND from
 // the open one (one block per sequence).
 cudaError_t compressor_update(const CompressorArgs& a, int n_seqs, cudaStream_t stream);

@@ -618,14 +618,14 @@ void test_topk(Rng& rng, Report& rep) {
 // A small model geometry for the site tests: sliding, CSA and HCA layers, hash and learned MoE,
 // dimensions that are not multiples of the kernels' tile sizes.
 
-ModelConfig site_config(int hc, const std::string& scoring) {
+ModelConfig site_config(int hc, const std::string& scoring, int hca_rate = 8) {
   nlohmann::json j = {
       {"architectures", {"DeepseekV4ForCausalLM"}}, {"model_type", "deepseek_v4"}, {"vocab_size", 300},
       {"hidden_size", 192}, {"num_hidden_layers", 3}, {"num_attention_heads", 3}, {"num_key_value_heads", 1},
       {"head_dim", 80}, {"partial_rotary_factor", 0.2}, {"q_lora_rank", 96}, {"o_groups", 3}, {"o_lora_rank", 24},
       {"sliding_window", 12},
       {"layer_types", {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"}},
-      {"compress_rates", {{"compressed_sparse_attention", 4}, {"heavily_compressed_attention", 8}}},
+      {"compress_rates", {{"compressed_sparse_attention", 4}, {"heavily_compressed_attention", hca_rate}}},
       {"mlp_layer_types", {"hash_moe", "moe", "moe"}}, {"rope_theta", 10000.0}, {"compress_rope_theta", 160000.0},
       {"rope_parameters",
        {{"main", {{"rope_type", "default"}, {"rope_theta", 10000.0}, {"partial_rotary_factor", 0.2}}},
@@ -920,13 +920,15 @@ bool classes_equal(const CudaTrunkComponent& a, const CudaTrunkComponent& b, int
 // compressor kernels (CSA c=2 and HCA c=1) on three sequences at once
 
 void test_compressor(Rng& rng, Report& rep) {
-  const ModelConfig c = site_config(4, "sqrtsoftplus");
-  const int D = static_cast<int>(c.hidden_size);
   struct Seq {
     int64_t pos0, T;
   };
   const std::vector<Seq> seqs = {{0, 9}, {5, 23}, {37, 64}};
-  for (int l : {1, 2}) {  // CSA main, HCA main
+  // CSA main (8 pooled rows: the close kernel's registers), HCA main at m = 8 and at m = 16 (16
+  // rows: its streamed passes, as V4-Flash's 128).
+  for (const auto [l, hca_rate] : {std::pair{1, 8}, std::pair{2, 8}, std::pair{2, 16}}) {
+    const ModelConfig c = site_config(4, "sqrtsoftplus", hca_rate);
+    const int D = static_cast<int>(c.hidden_size);
     const bool csa = c.layer_types[l] == LayerKind::kCSA;
     HostLayer h = random_layer(c, l, rng, false);
     cpu::LayerWeights lw = cpu_view(c, l, h);
@@ -966,7 +968,20 @@ void test_compressor(Rng& rng, Report& rep) {
     a.seqs = dseqs.get(), a.layer = l, a.kv = dkv.get(), a.score = dsc.get(), a.ape = L.cmp.ape, a.norm = L.cmp.norm;
     a.inv_freq = L.inv_freq, a.half = static_cast<int>(c.qk_rope_head_dim / 2), a.m = m, a.c = cc, a.w = w;
     shard.sync();
+    // The per-row-fetch form first, then the library's over it (close writes only the entries):
+    // every sequence's state bit-equal between the two.
+    const auto exported = [&] {
+      check(cudaDeviceSynchronize(), "compressor_close");
+      std::vector<std::vector<CacheClass>> r;
+      for (size_t s = 0; s < seqs.size(); ++s) r.push_back(gpu_states[s]->export_classes(seqs[s].pos0 + seqs[s].T));
+      return r;
+    };
+    check(compressor_close(a, dcl.get(), static_cast<int>(cl.size()), nullptr, 1), "compressor_close (form 1)");
+    const auto by_form1 = exported();
     check(compressor_close(a, dcl.get(), static_cast<int>(cl.size()), nullptr), "compressor_close");
+    const auto by_form0 = exported();
+    int forms_equal = 0;
+    for (size_t s = 0; s < seqs.size(); ++s) forms_equal += classes_bit_equal(by_form1[s], by_form0[s]);
     check(compressor_update(a, static_cast<int>(sd.size()), nullptr), "compressor_update");
     check(cudaDeviceSynchronize(), "compressor");
     double worst = 0;
@@ -1014,10 +1029,12 @@ void test_compressor(Rng& rng, Report& rep) {
       }
       chunk_equal = classes_bit_equal(results[0], results[1]) + classes_bit_equal(results[0], results[2]);
     }
-    rep.add(std::string("compressor ") + (csa ? "CSA (c=2, m=4)" : "HCA (c=1, m=8)") + " 3 sequences",
-            worst < 1e-5 && bad == 0 && chunk_equal == 2,
+    const int n_seqs = static_cast<int>(seqs.size());
+    rep.add(std::string("compressor ") + (csa ? "CSA (c=2, m=4)" : "HCA (c=1, m=" + std::to_string(m) + ")") + " 3 sequences",
+            worst < 1e-5 && bad == 0 && chunk_equal == 2 && forms_equal == n_seqs,
             "state rel " + fmt("%.2e", worst) + " bad classes " + std::to_string(bad) + " chunks 1/7/64 bits " +
-                (chunk_equal == 2 ? "equal" : "DIFFER"));
+                (chunk_equal == 2 ? "equal" : "DIFFER") + ", close forms 0/1 bits equal " + std::to_string(forms_equal) +
+                "/" + std::to_string(n_seqs));
   }
 }
 
