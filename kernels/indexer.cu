@@ -7,7 +7,11 @@
 // Each block first copies its row's query and head weights into shared memory (stage_query): every
 // warp reads the query di/32 times per head group, and from L2 each group waited a round trip.
 //
-//   grid (rows, ceil(max_visible / (8·EPW)))   block 256 (8 warps, EPW = 1 or 4 entries each)
+//   grid (rows, ceil(max_visible / (8·EPW)))   block 256 (8 warps, EPW = 1 or 4 entries each);
+//   rounds of 128+ rows: grid y a quarter of that, each block 4 chunks of 8·EPW entries in turn
+#include <cstdlib>
+#include <string>
+
 #include "common.cuh"
 #include "device_caps.h"
 #include "launch.cuh"
@@ -69,6 +73,19 @@ __device__ __forceinline__ bool warp_entries(const IndexerArgs& a, bool stage_q,
   w.q = stage_query(a, w.row, stage_q, staged, ws);
   w.ws = ws;
   w.s0 = (static_cast<int64_t>(blockIdx.y) * kWarps + warp) * EPW;
+  if (w.s0 >= w.visible) return false;
+  const float* entries = a.seqs[a.row_seq[w.row]].layers[a.layer].idx.entries;
+#pragma unroll
+  for (int e = 0; e < EPW; ++e) w.key[e] = entries + (w.s0 + e < w.visible ? w.s0 + e : w.s0) * a.di;
+  return true;
+}
+
+// The warp's entries in chunk cy of its row (kWarps·EPW entries a chunk, warp_entries' for cy =
+// blockIdx.y) once the block's query is staged; false when it has none.
+template <int EPW>
+__device__ __forceinline__ bool chunk_entries(const IndexerArgs& a, int64_t cy, WarpEntries<EPW>& w) {
+  const int warp = threadIdx.x / kWarp;
+  w.s0 = (cy * kWarps + warp) * EPW;
   if (w.s0 >= w.visible) return false;
   const float* entries = a.seqs[a.row_seq[w.row]].layers[a.layer].idx.entries;
 #pragma unroll
@@ -143,12 +160,8 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a, b
 // warp_sum_many (warp_sum's bits in a fifth of the shuffles; run 50: 32.6 -> 25.9 us for a 32k
 // decode step). For one entry per warp the 8 butterflies stay side by side (runs 50-51 measured
 // warp_sum_many there 12.9 -> 22-31 us).
-__global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs a, bool stage_q) {
+__device__ __forceinline__ void wide_scores(const IndexerArgs& a, const WarpEntries<4>& w) {
   constexpr int EPW = 4;
-  pdl_begin();
-  extern __shared__ float4 staged4[];  // qs [Hi·di] when stage_q, then ws [Hi]
-  WarpEntries<EPW> w;
-  if (!warp_entries(a, stage_q, reinterpret_cast<float*>(staged4), w)) return;
   const int lane = threadIdx.x % kWarp;
   // Lane l accumulates entry me = l % EPW's score (lanes < EPW write them).
   const int me = lane % EPW;
@@ -169,6 +182,31 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs
     if (e == me) acc = __fmaf_rn(term, w.ws[h], acc);
   });
   if (lane < EPW && w.s0 + lane < w.visible) a.scores[static_cast<int64_t>(w.row) * a.score_stride + w.s0 + lane] = acc;
+}
+
+// kChunks: the block also takes chunks blockIdx.y + gridDim.y, + 2·gridDim.y, … (a many-row
+// round), its query staged once; a warp without an entry in the first has none in the others.
+template <bool kChunks>
+__global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs a, bool stage_q) {
+  pdl_begin();
+  extern __shared__ float4 staged4[];  // qs [Hi·di] when stage_q, then ws [Hi]
+  WarpEntries<4> w;
+  if (!warp_entries(a, stage_q, reinterpret_cast<float*>(staged4), w)) return;
+  wide_scores(a, w);
+  if constexpr (kChunks)
+    for (int64_t cy = blockIdx.y + gridDim.y; chunk_entries(a, cy, w); cy += gridDim.y) wide_scores(a, w);
+}
+
+constexpr int kChunkRows = 128;
+constexpr int kChunksPerBlock = 4;
+
+// MEMRA_CUDA_INDEXER_CHUNKS=0 (A/B timing; the same bits): one chunk a block whatever the rows.
+bool chunks_per_block_on() {
+  static const bool on = [] {
+    const char* v = std::getenv("MEMRA_CUDA_INDEXER_CHUNKS");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
 }
 
 }  // namespace
@@ -193,9 +231,14 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream, bool allow
   const bool stage_q = allow_stage && w_bytes + q_bytes <= static_cast<size_t>(caps.smem_optin);
   const size_t smem = w_bytes + (stage_q ? q_bytes : 0);
   if (smem > static_cast<size_t>(caps.smem_optin)) return cudaErrorInvalidValue;
-  void (*kernel)(IndexerArgs, bool) = epw == 4 ? indexer_scores_wide_kernel : indexer_scores_kernel;
+  // Rounds of kChunkRows+ rows (a prefill: 2048 rows × up to 16 chunks, each block staging the
+  // 32 KB query for 32 entries) give a block kChunksPerBlock chunks.
+  const int64_t per_block = epw == 4 && a.rows >= kChunkRows && chunks_per_block_on() ? kChunksPerBlock : 1;
+  void (*kernel)(IndexerArgs, bool) = epw == 1         ? indexer_scores_kernel
+                                      : per_block > 1 ? indexer_scores_wide_kernel<true>
+                                                      : indexer_scores_wide_kernel<false>;
   if (smem > 48 * 1024 && (err = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem)) != cudaSuccess) return err;
-  return launch(kernel, dim3(a.rows, static_cast<unsigned>(gy)), kBlock, smem, stream, a, stage_q);
+  return launch(kernel, dim3(a.rows, static_cast<unsigned>((gy + per_block - 1) / per_block)), kBlock, smem, stream, a, stage_q);
 }
 
 }  // namespace memra::cuda

@@ -15,11 +15,15 @@
 //    the same way in the exact linear's epilogue (LinearArgs::hc, mhc_post.cuh).
 //
 //   hc_mix       grid (rows, slices)          block 256   partials [rows, M, slices]
+//                (rows ≥ 64: hc_rms once per row, then grid (rows / 16, slices), 16 rows a block)
 //   hc_pre       grid rows                    block 256   (n ≤ kMaxHc), then the sublayer's norm of x
 //   hc_comb      grid rows                    block 256   the Sinkhorn alone (HcPreArgs::comb_apart)
 //   hc_post      grid ceil(rows·D / 256)      block 256
 //   hc_post_moe  grid ceil(rows·D / 256)      block 256   (eo [rows·k, D], ew [rows, k], shared [rows, D])
 //   hc_head      grid out_rows                block 256   (after hc_mix of its M = n values)
+#include <cstdlib>
+#include <string>
+
 #include "common.cuh"
 #include "launch.cuh"
 #include "mhc_post.cuh"
@@ -122,6 +126,71 @@ __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const in
       acc = warp_sum(acc);
       if (lane == 0) partial[(static_cast<int64_t>(blockIdx.x) * M + i) * S + s] = acc;
     }
+  }
+}
+
+// hc_mix_kernel for a many-row round whose rms is computed once per row (hc_rms_kernel): kMixRows
+// rows a block, so that a slice's fn values are loaded once for all of them (one block per row and
+// slice re-read the 48 KB slice per row: 65536 blocks of ~3 us for a 2048-row prefill, ~0.8 ms per
+// hc_pre) and the rows' stream values come in with one round trip, staged in shared memory. Each
+// (row, value, slice) partial is hc_mix_kernel's chain (lane-strided, e ascending, warp_sum): the
+// same bits.
+constexpr int kMixRows = 16;
+
+__global__ void __launch_bounds__(kBlock) hc_mix_rows_kernel(const float* X, int rows, int nD, const float* fn, int M,
+                                                             float* partial, const float* rms) {
+  const int s = blockIdx.y, S = gridDim.y;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int e0 = s * kSlice, e1 = min(nD, e0 + kSlice), n_e = e1 - e0;
+  constexpr int kPer = kSlice / kWarp;
+  constexpr int kValBatch = 4;
+  float fv[kValBatch][kPer];
+  const auto load_fn = [&](int i0) {
+#pragma unroll
+    for (int b = 0; b < kValBatch; ++b) {
+      const int i = i0 + b * kWarps;
+      const float* f = fn + static_cast<int64_t>(i < M ? i : 0) * nD;
+#pragma unroll
+      for (int t = 0; t < kPer; ++t) {
+        const int e = e0 + lane + t * kWarp;
+        fv[b][t] = i < M && e < e1 ? f[e] : 0.0f;
+      }
+    }
+  };
+  load_fn(warp);
+  pdl_begin();
+  __shared__ float xs[kMixRows][kSlice];
+  __shared__ float rs[kMixRows];
+  const int r0 = blockIdx.x * kMixRows, nr = min(kMixRows, rows - r0);
+  for (int q = threadIdx.x; q < nr * kSlice; q += kBlock) {
+    const int rr = q / kSlice, e = q % kSlice;
+    if (e < n_e) xs[rr][e] = X[static_cast<int64_t>(r0 + rr) * nD + e0 + e];
+  }
+  if (threadIdx.x < nr) rs[threadIdx.x] = rms[r0 + threadIdx.x];
+  __syncthreads();
+  for (int rr = 0; rr < nr; ++rr) {
+    const float r = rs[rr];
+    float xr[kPer];
+#pragma unroll
+    for (int t = 0; t < kPer; ++t) {
+      const int e = lane + t * kWarp;
+      xr[t] = e < n_e ? xs[rr][e] * r : 0.0f;
+    }
+    for (int i0 = warp; i0 < M; i0 += kWarps * kValBatch) {
+      if (i0 != warp) load_fn(i0);
+#pragma unroll
+      for (int b = 0; b < kValBatch; ++b) {
+        const int i = i0 + b * kWarps;
+        if (i >= M) break;  // warp-uniform
+        float acc = 0.0f;
+#pragma unroll
+        for (int t = 0; t < kPer; ++t)
+          if (lane + t * kWarp < n_e) acc = __fmaf_rn(xr[t], fv[b][t], acc);
+        acc = warp_sum(acc);
+        if (lane == 0) partial[(static_cast<int64_t>(r0 + rr) * M + i) * S + s] = acc;
+      }
+    }
+    if (M > kWarps * kValBatch && rr + 1 < nr) load_fn(warp);  // the next row starts from the first batch
   }
 }
 
@@ -370,8 +439,18 @@ size_t hc_mix_scratch(int rows, int n, int D) {
   return static_cast<size_t>(rows) * (2 + n) * n * slices_of(n * D) + static_cast<size_t>(rows);  // partials, rms
 }
 
-// Rows from which hc_pre computes each row's rms once (hc_rms_kernel) instead of in every slice block.
+// Rows from which hc_pre computes each row's rms once (hc_rms_kernel) instead of in every slice block,
+// and the mix runs kMixRows rows a block (hc_mix_rows_kernel).
 constexpr int kRmsOnceRows = 64;
+
+// MEMRA_CUDA_HC_MIX_ROWS=0 (A/B timing; the same bits): many-row mixes one row a block as before run 118.
+bool mix_rows_on() {
+  static const bool on = [] {
+    const char* v = std::getenv("MEMRA_CUDA_HC_MIX_ROWS");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
 
 // What hc_pre and hc_comb both read and write.
 bool hc_args_ok(const HcPreArgs& a) {
@@ -390,7 +469,11 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
       const cudaError_t err = launch(hc_rms_kernel, a.rows, kBlock, 0, stream, a.X, nD, a.norm_eps, rms);
       if (err != cudaSuccess) return err;
     }
-    const cudaError_t err = launch(hc_mix_kernel, dim3(a.rows, S), kBlock, 0, stream, a.X, nullptr, nD, a.norm_eps, a.fn, M, a.partial, rms);
+    const cudaError_t err =
+        rms && mix_rows_on()
+            ? launch(hc_mix_rows_kernel, dim3((a.rows + kMixRows - 1) / kMixRows, S), kBlock, 0, stream, a.X, a.rows, nD, a.fn, M,
+                     a.partial, rms)
+            : launch(hc_mix_kernel, dim3(a.rows, S), kBlock, 0, stream, a.X, nullptr, nD, a.norm_eps, a.fn, M, a.partial, rms);
     if (err != cudaSuccess) return err;
   }
   return launch(hc_pre_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);

@@ -1254,7 +1254,8 @@ float warp_order_dot(const float* x, const float* y, int n) {
 // and 4 entries per warp (rounds of >= 16 rows) against 1 (rows 0..2 alone) by bits; Hi = 12: a
 // group of 8 heads (warp_sum_many) and a remainder (warp_sum).
 void test_indexer_scores(Rng& rng, Report& rep) {
-  const int T = 70, Hi = 12, di = 64, m = 4, n_entries = 60;
+  // 140 rows: a round of 128+ rows, whose blocks take several chunks of entries in turn.
+  const int T = 140, Hi = 12, di = 64, m = 4, n_entries = 60;
   const int64_t pos0 = 100;
   const std::vector<float> entries = rng.normals(static_cast<size_t>(n_entries) * di), qi = rng.normals(static_cast<size_t>(T) * Hi * di),
                            wi = rng.normals(static_cast<size_t>(T) * Hi);
@@ -1320,7 +1321,7 @@ void test_indexer_scores(Rng& rng, Report& rep) {
     }
   }
   const Diff d = compare(got, want);
-  rep.add("indexer scores vs cpu, == the warp order on the host, 70 rows (4 entries per warp) == 3 rows (1 per warp), "
+  rep.add("indexer scores vs cpu, == the warp order on the host, 140 rows (4 entries per warp, chunks per block) == 3 rows (1 per warp), "
           "query staged == not staged",
           d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 1e-5 && past_limit_written == 0 && rows_bits && order_bits &&
               unstaged_bits,
