@@ -5,6 +5,14 @@
 // segment width only, so a row's result does not depend on how many rows are launched.
 //
 //   grid (rows, segs)   block 256
+// Many narrow segments (a prefill's query heads: 2048 rows × 64 segments of 512) one warp each
+// (norm_rope_warp_kernel): the warp's lane l plays threads l, l + 32, …, l + 224 of the block, so
+// each sum and product is the block's, and block_sum<256>'s two butterfly stages are replayed in
+// its order: the same bits without a block's barriers per segment.
+//   grid (rows, ceil(segs / 8))   block 256 (a warp per segment)
+#include <cstdlib>
+#include <string>
+
 #include "common.cuh"
 #include "launch.cuh"
 #include "norm_row.cuh"
@@ -30,13 +38,75 @@ __global__ void __launch_bounds__(kBlock) norm_rope_kernel(NormRopeArgs a) {
   }
 }
 
+constexpr int kVirtual = kBlock / kWarp;       // block threads a lane plays
+constexpr int kWarpMaxWidth = 4 * kBlock;       // up to 4 values a played thread: 32 a lane
+constexpr int64_t kWarpFormSegments = 1024;     // rounds with at least this many segments
+
+__global__ void __launch_bounds__(kBlock, 3) norm_rope_warp_kernel(NormRopeArgs a) {
+  pdl_begin();
+  constexpr int kPer = kWarpMaxWidth / kBlock;
+  const int lane = threadIdx.x % kWarp, row = blockIdx.x, seg = blockIdx.y * kVirtual + threadIdx.x / kWarp;
+  if (seg >= a.segs) return;  // warp-uniform; no block barrier below
+  float* x = a.x + static_cast<int64_t>(row) * a.row_stride + static_cast<int64_t>(seg) * a.width;
+  const int width = a.width;
+  if (a.norm) {
+    // v[k][u]: element t + 256u of played thread t = lane + 32k (norm_row's register path).
+    float v[kVirtual][kPer], part[kVirtual];
+#pragma unroll
+    for (int k = 0; k < kVirtual; ++k)
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const int i = lane + k * kWarp + u * kBlock;
+        v[k][u] = i < width ? x[i] : 0.0f;
+      }
+#pragma unroll
+    for (int k = 0; k < kVirtual; ++k) {
+      float ss = 0.0f;
+#pragma unroll
+      for (int u = 0; u < kPer; ++u)
+        if (lane + k * kWarp + u * kBlock < width) ss = __fmaf_rn(v[k][u], v[k][u], ss);
+      part[k] = ss;
+    }
+    // block_sum<256>: each warp's butterfly (played warp k = value k: warp_sum_many's bits), then
+    // warp 0's over the 8 warp sums on lanes 0-7, zeros above.
+    const float warp_total = warp_sum_many<kVirtual>(part);  // value k on lanes 4k … 4k + 3
+    const float mine = __shfl_sync(kFullMask, warp_total, (lane % kVirtual) * (kWarp / kVirtual));
+    const float r = rms_inverse(warp_sum(lane < kVirtual ? mine : 0.0f), width, a.eps);
+#pragma unroll
+    for (int k = 0; k < kVirtual; ++k)
+#pragma unroll
+      for (int u = 0; u < kPer; ++u) {
+        const int i = lane + k * kWarp + u * kBlock;
+        if (i < width) x[i] = a.weight ? a.weight[i] * (v[k][u] * r) : v[k][u] * r;
+      }
+  }
+  if (a.inv_freq) {
+    __syncwarp();  // the rotation reads values other lanes normalised
+    float* tail = x + (width - 2 * a.half);
+    for (int i = lane; i < a.half; i += kWarp) rope_pair(tail + 2 * i, a.inv_freq[i], a.pos[row], a.sign);
+  }
+}
+
+// MEMRA_CUDA_NORM_WARP=0 (A/B timing; the same bits): a block per segment whatever the round.
+bool warp_form_on() {
+  static const bool on = [] {
+    const char* v = std::getenv("MEMRA_CUDA_NORM_WARP");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
 }  // namespace
 
-cudaError_t norm_rope(const NormRopeArgs& a, cudaStream_t stream) {
+cudaError_t norm_rope(const NormRopeArgs& a, cudaStream_t stream, int form) {
   if (a.rows == 0) return cudaSuccess;
   if (!a.x || a.rows < 0 || a.segs < 1 || a.segs > 65535 || a.width <= 0 ||
       a.row_stride < static_cast<int64_t>(a.segs) * a.width || (a.inv_freq && (!a.pos || a.half < 0 || 2 * a.half > a.width)))
     return cudaErrorInvalidValue;
+  if (form == 0)
+    form = a.width <= kWarpMaxWidth && static_cast<int64_t>(a.rows) * a.segs >= kWarpFormSegments && warp_form_on() ? 2 : 1;
+  if (form == 2 && a.width <= kWarpMaxWidth)
+    return launch(norm_rope_warp_kernel, dim3(a.rows, (a.segs + kVirtual - 1) / kVirtual), kBlock, 0, stream, a);
   return launch(norm_rope_kernel, dim3(a.rows, a.segs), kBlock, 0, stream, a);
 }
 

@@ -138,7 +138,9 @@ struct NormRopeArgs {
   const int32_t* pos = nullptr;  // [rows]
   float sign = 1.0f;
 };
-cudaError_t norm_rope(const NormRopeArgs& a, cudaStream_t stream);
+// form 0: the library's choice; 1: a block per segment; 2: a warp per segment (width ≤ 1024; the
+// same bits, tests).
+cudaError_t norm_rope(const NormRopeArgs& a, cudaStream_t stream, int form = 0);
 // Rotation only (same arguments, norm ignored): the indexer's query heads.
 cudaError_t rope_only(const NormRopeArgs& a, cudaStream_t stream);
 

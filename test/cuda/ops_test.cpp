@@ -258,6 +258,45 @@ void test_norm_rope(Rng& rng, Report& rep) {
     const char* names[] = {"norm weighted", "norm unweighted + rope (query heads)", "norm weighted + rope (kv)"};
     rep.add(std::string(names[variant]) + " width " + std::to_string(width), worst <= 1.0 && invariant, "err/bound " + fmt("%.3f", worst) + " row-alone bits " + (invariant ? "yes" : "NO"));
   }
+  // Many narrow segments (≥ 1024: a prefill's query heads): a warp per segment, bit-equal to a block
+  // per segment (form 1), and within the CPU bound.
+  for (const int width : {80, 512, 1000, 1024})
+  for (int variant = 0; variant < 3; ++variant) {
+    const int R = 40, segs = 32;
+    const bool weighted = variant != 1, rope = variant != 0;
+    const std::vector<float> x = rng.normals(static_cast<size_t>(R) * segs * width, 2.0f);
+    const std::vector<float> w = rng.normals(width, 0.1f, 1.0f);
+    std::vector<int32_t> pos(R);
+    for (auto& p : pos) p = static_cast<int32_t>(rng.integer(0, 200000));
+    DevVec<float> dx(x), dx1(x), dw(w), dinv(inv);
+    DevVec<int32_t> dpos(pos);
+    NormRopeArgs a;
+    a.x = dx.get(), a.row_stride = segs * width, a.rows = R, a.segs = segs, a.width = width;
+    a.weight = weighted ? dw.get() : nullptr, a.eps = 1e-6f;
+    a.inv_freq = rope ? dinv.get() : nullptr, a.half = r / 2, a.pos = dpos.get();
+    check(norm_rope(a, nullptr), "norm_rope (many segments)");
+    NormRopeArgs b = a;
+    b.x = dx1.get();
+    check(norm_rope(b, nullptr, 1), "norm_rope (a block per segment)");
+    const std::vector<float> y = dx.download(), y1 = dx1.download();
+    const bool same = std::memcmp(y.data(), y1.data(), y.size() * 4) == 0;
+    std::vector<float> ref = x;
+    double worst = 0;
+    for (int row = 0; row < R; ++row)
+      for (int sg = 0; sg < segs; ++sg) {
+        float* v = ref.data() + (static_cast<size_t>(row) * segs + sg) * width;
+        cpu::rms_norm(v, width, weighted ? w.data() : nullptr, 1e-6);
+        if (rope) rope_rotate(v, width, inv, pos[row]);
+        double mx = 0;
+        for (int i = 0; i < width; ++i) mx = std::max(mx, std::fabs(static_cast<double>(v[i])));
+        for (int i = 0; i < width; ++i)
+          worst = std::max(worst, std::fabs(static_cast<double>(y[(static_cast<size_t>(row) * segs + sg) * width + i]) - v[i]) /
+                                      (32 * kU * mx));
+      }
+    const char* names[] = {"norm weighted", "norm unweighted + rope", "norm weighted + rope"};
+    rep.add(std::string(names[variant]) + " width " + std::to_string(width) + ", 1280 segments (a warp each)",
+            worst <= 1.0 && same, "err/bound " + fmt("%.3f", worst) + (same ? ", bit-equal to a block each" : ", DIFFERS from a block each"));
+  }
   // rope_only (the indexer's queries)
   {
     const int R2 = 11, Hi = 4, di = 32;
