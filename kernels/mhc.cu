@@ -157,16 +157,28 @@ __global__ void __launch_bounds__(kBlock) hc_mix_rows_kernel(const float* X, int
       }
     }
   };
-  load_fn(warp);
   pdl_begin();
   __shared__ float xs[kMixRows][kSlice];
   __shared__ float rs[kMixRows];
   const int r0 = blockIdx.x * kMixRows, nr = min(kMixRows, rows - r0);
-  for (int q = threadIdx.x; q < nr * kSlice; q += kBlock) {
-    const int rr = q / kSlice, e = q % kSlice;
-    if (e < n_e) xs[rr][e] = X[static_cast<int64_t>(r0 + rr) * nD + e0 + e];
+  {
+    // All of a thread's stream values in flight at once (a rolled loop waited a round trip for
+    // each: run 119), then its weights, before the first chain.
+    constexpr int kStage = kMixRows * kSlice / kBlock;
+    float v[kStage];
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int q = threadIdx.x + u * kBlock, rr = q / kSlice, e = q % kSlice;
+      v[u] = rr < nr && e < n_e ? X[static_cast<int64_t>(r0 + rr) * nD + e0 + e] : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int q = threadIdx.x + u * kBlock;
+      xs[q / kSlice][q % kSlice] = v[u];
+    }
   }
   if (threadIdx.x < nr) rs[threadIdx.x] = rms[r0 + threadIdx.x];
+  load_fn(warp);
   __syncthreads();
   for (int rr = 0; rr < nr; ++rr) {
     const float r = rs[rr];

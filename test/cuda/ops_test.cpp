@@ -1657,6 +1657,46 @@ void test_row_moves(Rng& rng, Report& rep) {
   }
 }
 
+// embed_rows: each row's token embedding into its n identical streams, for f32 / bf16 / f16 tables
+// (the conversion is exact), by bits against the host, every element written.
+void test_embed_rows(Rng& rng, Report& rep) {
+  for (const int D : {100, 4096}) {
+    const int V = 50, rows = 37, n = 4;
+    std::vector<int32_t> tokens(rows);
+    for (auto& t : tokens) t = static_cast<int32_t>(rng.integer(0, V - 1));
+    DevVec<int32_t> dtok(tokens);
+    bool ok = true;
+    for (WType t : {WType::kF32, WType::kBF16, WType::kF16}) {
+      std::vector<float> table = rng.normals(static_cast<size_t>(V) * D);
+      std::vector<uint16_t> packed(table.size());
+      for (size_t i = 0; i < table.size(); ++i) {
+        if (t == WType::kBF16) {
+          table[i] = round_bf16(table[i]);
+          uint32_t b;
+          std::memcpy(&b, &table[i], 4);
+          packed[i] = static_cast<uint16_t>(b >> 16);
+        } else if (t == WType::kF16) {
+          const __half h = __float2half_rn(table[i]);
+          table[i] = __half2float(h);
+          std::memcpy(&packed[i], &h, 2);
+        }
+      }
+      DevVec<float> df(table);
+      DevVec<uint16_t> dp(packed);
+      DevVec<float> dX(static_cast<size_t>(rows) * n * D);
+      dX.poison();
+      check(embed_rows(t == WType::kF32 ? static_cast<const void*>(df.get()) : static_cast<const void*>(dp.get()), t, dtok.get(),
+                       rows, n, D, dX.get(), nullptr),
+            "embed_rows");
+      const std::vector<float> X = dX.download();
+      for (int r = 0; r < rows; ++r)
+        for (int j = 0; j < n; ++j)
+          ok = ok && std::memcmp(&X[(static_cast<size_t>(r) * n + j) * D], &table[static_cast<size_t>(tokens[r]) * D], D * 4) == 0;
+    }
+    rep.add("embed_rows f32 / bf16 / f16 D=" + std::to_string(D) + " into 4 streams", ok, ok ? "exact" : "DIFFER");
+  }
+}
+
 // The grouped experts with one group list and with two (groups of ≤ 2 rows in kernels of their own,
 // moe.cu): the same h and eo by bits, and against the host in double. The routing gives both lists
 // groups, and the check says so (a list left empty would prove nothing about its kernels).
@@ -2359,6 +2399,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
   });
   group("moe", [&] {
     test_row_moves(rng, rep);
+    test_embed_rows(rng, rep);
     test_experts_lists(rng, rep);
     for (const char* scoring : {"sqrtsoftplus", "sigmoid"}) test_moe_site(rng, rep, scoring, false);
     test_moe_site(rng, rep, "sqrtsoftplus", true);
