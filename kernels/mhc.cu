@@ -131,78 +131,82 @@ __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const in
 
 // hc_mix_kernel for a many-row round whose rms is computed once per row (hc_rms_kernel): kMixRows
 // rows a block, so that a slice's fn values are loaded once for all of them (one block per row and
-// slice re-read the 48 KB slice per row: 65536 blocks of ~3 us for a 2048-row prefill, ~0.8 ms per
-// hc_pre) and the rows' stream values come in with one round trip, staged in shared memory. Each
-// (row, value, slice) partial is hc_mix_kernel's chain (lane-strided, e ascending, warp_sum): the
-// same bits.
+// slice re-read the 48 KB slice per row: ~0.8 ms per hc_pre of a 2048-row prefill). The rows'
+// stream values come in with one round trip, times r as hc_mix_kernel makes them, stored so that a
+// lane's kPer values of a row are contiguous (float4 reads; +4 floats a lane: no bank conflicts),
+// and the partials of kMixGroup rows × kValBatch values go through one warp_sum_many (ncu, run
+// 121: 311 us issue-bound, a warp_sum and the x·r products per (row, value)). Each (row, value,
+// slice) partial is hc_mix_kernel's chain (lane-strided, e ascending, from +0) and butterfly: the
+// same bits. Elements past the slice's end are staged as 0 with fn 0: fma(0, 0, acc) = acc.
 constexpr int kMixRows = 16;
+constexpr int kMixGroup = 4;
 
-__global__ void __launch_bounds__(kBlock) hc_mix_rows_kernel(const float* X, int rows, int nD, const float* fn, int M,
-                                                             float* partial, const float* rms) {
+__global__ void __launch_bounds__(kBlock, 2) hc_mix_rows_kernel(const float* X, int rows, int nD, const float* fn, int M,
+                                                                float* partial, const float* rms) {
+  constexpr int kPer = kSlice / kWarp;
+  constexpr int kValBatch = 4;
+  constexpr int kStage = kMixRows * kSlice / kBlock;  // staged values per thread: rows u / 2
+  static_assert(kSlice == 2 * kBlock && kPer % 4 == 0, "staging: thread t takes elements t and t + 256 of every row");
   const int s = blockIdx.y, S = gridDim.y;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int e0 = s * kSlice, e1 = min(nD, e0 + kSlice), n_e = e1 - e0;
-  constexpr int kPer = kSlice / kWarp;
-  constexpr int kValBatch = 4;
-  float fv[kValBatch][kPer];
-  const auto load_fn = [&](int i0) {
-#pragma unroll
-    for (int b = 0; b < kValBatch; ++b) {
-      const int i = i0 + b * kWarps;
-      const float* f = fn + static_cast<int64_t>(i < M ? i : 0) * nD;
-#pragma unroll
-      for (int t = 0; t < kPer; ++t) {
-        const int e = e0 + lane + t * kWarp;
-        fv[b][t] = i < M && e < e1 ? f[e] : 0.0f;
-      }
-    }
-  };
   pdl_begin();
-  __shared__ float xs[kMixRows][kSlice];
-  __shared__ float rs[kMixRows];
+  __shared__ __align__(16) float xs[kMixRows][kWarp][kPer + 4];  // x·r of (row, e = lane + 32·t) at [row][lane][t]
   const int r0 = blockIdx.x * kMixRows, nr = min(kMixRows, rows - r0);
   {
-    // All of a thread's stream values in flight at once (a rolled loop waited a round trip for
-    // each: run 119), then its weights, before the first chain.
-    constexpr int kStage = kMixRows * kSlice / kBlock;
-    float v[kStage];
+    float v[kStage], rv[kMixRows];
+#pragma unroll
+    for (int rr = 0; rr < kMixRows; ++rr) rv[rr] = rr < nr ? rms[r0 + rr] : 0.0f;
 #pragma unroll
     for (int u = 0; u < kStage; ++u) {
-      const int q = threadIdx.x + u * kBlock, rr = q / kSlice, e = q % kSlice;
+      const int rr = u / 2, e = threadIdx.x + (u % 2) * kBlock;
       v[u] = rr < nr && e < n_e ? X[static_cast<int64_t>(r0 + rr) * nD + e0 + e] : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < kStage; ++u) {
-      const int q = threadIdx.x + u * kBlock;
-      xs[q / kSlice][q % kSlice] = v[u];
+      const int rr = u / 2, e = threadIdx.x + (u % 2) * kBlock;
+      xs[rr][e % kWarp][e / kWarp] = rr < nr && e < n_e ? v[u] * rv[rr] : 0.0f;
     }
   }
-  if (threadIdx.x < nr) rs[threadIdx.x] = rms[r0 + threadIdx.x];
-  load_fn(warp);
   __syncthreads();
-  for (int rr = 0; rr < nr; ++rr) {
-    const float r = rs[rr];
-    float xr[kPer];
+  for (int i0 = warp; i0 < M; i0 += kWarps * kValBatch) {
+    const int nb = min(kValBatch, (M - i0 + kWarps - 1) / kWarps);  // values i0 + b·kWarps < M
+    float fv[kValBatch][kPer];
 #pragma unroll
-    for (int t = 0; t < kPer; ++t) {
-      const int e = lane + t * kWarp;
-      xr[t] = e < n_e ? xs[rr][e] * r : 0.0f;
-    }
-    for (int i0 = warp; i0 < M; i0 += kWarps * kValBatch) {
-      if (i0 != warp) load_fn(i0);
+    for (int b = 0; b < kValBatch; ++b) {
+      const float* f = fn + static_cast<int64_t>(b < nb ? i0 + b * kWarps : 0) * nD;
 #pragma unroll
-      for (int b = 0; b < kValBatch; ++b) {
-        const int i = i0 + b * kWarps;
-        if (i >= M) break;  // warp-uniform
-        float acc = 0.0f;
-#pragma unroll
-        for (int t = 0; t < kPer; ++t)
-          if (lane + t * kWarp < n_e) acc = __fmaf_rn(xr[t], fv[b][t], acc);
-        acc = warp_sum(acc);
-        if (lane == 0) partial[(static_cast<int64_t>(r0 + rr) * M + i) * S + s] = acc;
+      for (int t = 0; t < kPer; ++t) {
+        const int e = e0 + lane + t * kWarp;
+        fv[b][t] = b < nb && e < e1 ? f[e] : 0.0f;
       }
     }
-    if (M > kWarps * kValBatch && rr + 1 < nr) load_fn(warp);  // the next row starts from the first batch
+    for (int g = 0; g < nr; g += kMixGroup) {
+      float p[kMixGroup * kValBatch];  // (row g + q, value b) at q·kValBatch + b
+#pragma unroll
+      for (int q = 0; q < kMixGroup; ++q) {
+        float xr[kPer];
+        const float4* src = reinterpret_cast<const float4*>(&xs[min(g + q, kMixRows - 1)][lane][0]);
+#pragma unroll
+        for (int k = 0; k < kPer / 4; ++k) {
+          const float4 f4 = src[k];
+          xr[4 * k] = f4.x, xr[4 * k + 1] = f4.y, xr[4 * k + 2] = f4.z, xr[4 * k + 3] = f4.w;
+        }
+#pragma unroll
+        for (int b = 0; b < kValBatch; ++b) {
+          float acc = 0.0f;
+          if (b < nb)
+#pragma unroll
+            for (int t = 0; t < kPer; ++t) acc = __fmaf_rn(xr[t], fv[b][t], acc);
+          p[q * kValBatch + b] = acc;
+        }
+      }
+      constexpr int kSums = kMixGroup * kValBatch;
+      const float sum = warp_sum_many<kSums>(p);  // slot j on lanes j·32/kSums …
+      const int j = lane / (kWarp / kSums), q = j / kValBatch, b = j % kValBatch;
+      if (lane % (kWarp / kSums) == 0 && g + q < nr && b < nb)
+        partial[(static_cast<int64_t>(r0 + g + q) * M + i0 + b * kWarps) * S + s] = sum;
+    }
   }
 }
 
