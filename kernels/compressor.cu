@@ -71,6 +71,60 @@ __device__ __forceinline__ void pool_row(const CompressorArgs& a, const SeqDesc&
   fetch(a, s, st, e * m + r, (a.c == 2 ? a.w : 0) + ch, kv, sc);
 }
 
+// One channel's pooled value over `rows` rows: max, p_j = exp(s_j − max), sum (j ascending), then
+// Σ_j fma(kv_j, p_j / sum) (j ascending); each pass loads kBatch rows' values (load(j, kv, sc))
+// before it uses them, instead of one load after another (run 63: 44 -> 37 us for a CSA layer's two
+// launches at 32/64 rows). Both close forms' order.
+constexpr int kBatch = 8;
+
+template <typename Load>
+__device__ __forceinline__ float pool_passes(int rows, Load load) {
+  float kv[kBatch], sc[kBatch];
+  const auto batch = [&](int j0) {
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b)
+      if (j0 + b < rows) load(j0 + b, kv[b], sc[b]);
+  };
+  float mx = -INFINITY, sum = 0.0f, acc = 0.0f;
+  for (int j0 = 0; j0 < rows; j0 += kBatch) {
+    batch(j0);
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b)
+      if (j0 + b < rows) mx = fmaxf(mx, sc[b]);
+  }
+  for (int j0 = 0; j0 < rows; j0 += kBatch) {
+    batch(j0);
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b)
+      if (j0 + b < rows) sum += expf(sc[b] - mx);
+  }
+  for (int j0 = 0; j0 < rows; j0 += kBatch) {
+    batch(j0);
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b)
+      if (j0 + b < rows) acc = __fmaf_rn(kv[b], expf(sc[b] - mx) / sum, acc);
+  }
+  return acc;
+}
+
+// The pooled entry's RMSNorm over w (block_sum<256>; its barriers also publish entry[]), RoPE of its
+// last 2·half dims at the window's start position e·m, then the store into the state's entries.
+__device__ __forceinline__ void finish_entry(const CompressorArgs& a, const CompressorDev& st, int64_t e, float* entry,
+                                             float* scratch) {
+  float ss = 0.0f;
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) ss = __fmaf_rn(entry[ch], entry[ch], ss);
+  ss = block_sum<kBlock>(ss, scratch);
+  const float r = rms_inverse(ss, a.w, a.eps);
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) entry[ch] = a.norm[ch] * (entry[ch] * r);
+  __syncthreads();
+  float* tail = entry + (a.w - 2 * a.half);
+  for (int i = threadIdx.x; i < a.half; i += kBlock)
+    rope_pair(tail + 2 * i, a.inv_freq[i], static_cast<int32_t>(e * a.m), 1.0f);
+  __syncthreads();
+  float* out = st.entries + e * a.w;
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) out[ch] = entry[ch];
+}
+
 __global__ void __launch_bounds__(kBlock) compressor_close_kernel(CompressorArgs a, const Closing* closings) {
   pdl_begin();
   extern __shared__ float entry[];  // [w]
@@ -81,50 +135,9 @@ __global__ void __launch_bounds__(kBlock) compressor_close_kernel(CompressorArgs
   const CompressorDev& st = state_of(a, s);
   const int64_t e = cl.entry;
   const int rows = a.c * a.m;
-  // Each pass loads kBatch rows' values before it uses them, instead of one load after another; the
-  // operations and their order are the one-row loop's. (Run 63: 44 -> 37 us for a CSA layer's two
-  // launches at 32/64 rows, unchanged at 6, where the time is not in these loads.)
-  constexpr int kBatch = 8;
-  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) {
-    float kv[kBatch], sc[kBatch];
-    const auto load = [&](int j0) {
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b)
-        if (j0 + b < rows) pool_row(a, s, st, e, j0 + b, ch, kv[b], sc[b]);
-    };
-    float mx = -INFINITY, sum = 0.0f, acc = 0.0f;
-    for (int j0 = 0; j0 < rows; j0 += kBatch) {
-      load(j0);
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b)
-        if (j0 + b < rows) mx = fmaxf(mx, sc[b]);
-    }
-    for (int j0 = 0; j0 < rows; j0 += kBatch) {
-      load(j0);
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b)
-        if (j0 + b < rows) sum += expf(sc[b] - mx);
-    }
-    for (int j0 = 0; j0 < rows; j0 += kBatch) {
-      load(j0);
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b)
-        if (j0 + b < rows) acc = __fmaf_rn(kv[b], expf(sc[b] - mx) / sum, acc);
-    }
-    entry[ch] = acc;
-  }
-  float ss = 0.0f;
-  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) ss = __fmaf_rn(entry[ch], entry[ch], ss);
-  ss = block_sum<kBlock>(ss, scratch);  // its barriers also publish entry[]
-  const float r = rms_inverse(ss, a.w, a.eps);
-  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) entry[ch] = a.norm[ch] * (entry[ch] * r);
-  __syncthreads();
-  float* tail = entry + (a.w - 2 * a.half);
-  for (int i = threadIdx.x; i < a.half; i += kBlock)
-    rope_pair(tail + 2 * i, a.inv_freq[i], static_cast<int32_t>(e * a.m), 1.0f);
-  __syncthreads();
-  float* out = st.entries + e * a.w;
-  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) out[ch] = entry[ch];
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock)
+    entry[ch] = pool_passes(rows, [&](int j, float& kv, float& sc) { pool_row(a, s, st, e, j, ch, kv, sc); });
+  finish_entry(a, st, e, entry, scratch);
 }
 
 // Where row j (0 … c·m−1) of entry e's pooling comes from, as pool_row and fetch find it: kv =
@@ -202,48 +215,10 @@ __global__ void __launch_bounds__(kBlock) compressor_close_rows_kernel(Compresso
       entry[ch] = acc;
     }
   } else {
-    constexpr int kBatch = 8;  // rows whose values are loaded before they are used
-    for (int ch = threadIdx.x; ch < a.w; ch += kBlock) {
-      float kv[kBatch], sc[kBatch];
-      const auto load = [&](int j0) {
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b)
-          if (j0 + b < rows) pool_value(src[j0 + b], ch, kv[b], sc[b]);
-      };
-      float mx = -INFINITY, sum = 0.0f, acc = 0.0f;
-      for (int j0 = 0; j0 < rows; j0 += kBatch) {
-        load(j0);
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b)
-          if (j0 + b < rows) mx = fmaxf(mx, sc[b]);
-      }
-      for (int j0 = 0; j0 < rows; j0 += kBatch) {
-        load(j0);
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b)
-          if (j0 + b < rows) sum += expf(sc[b] - mx);
-      }
-      for (int j0 = 0; j0 < rows; j0 += kBatch) {
-        load(j0);
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b)
-          if (j0 + b < rows) acc = __fmaf_rn(kv[b], expf(sc[b] - mx) / sum, acc);
-      }
-      entry[ch] = acc;
-    }
+    for (int ch = threadIdx.x; ch < a.w; ch += kBlock)
+      entry[ch] = pool_passes(rows, [&](int j, float& kv, float& sc) { pool_value(src[j], ch, kv, sc); });
   }
-  float ss = 0.0f;
-  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) ss = __fmaf_rn(entry[ch], entry[ch], ss);
-  ss = block_sum<kBlock>(ss, scratch);  // its barriers also publish entry[]
-  const float r = rms_inverse(ss, a.w, a.eps);
-  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) entry[ch] = a.norm[ch] * (entry[ch] * r);
-  __syncthreads();
-  float* tail = entry + (a.w - 2 * a.half);
-  for (int i = threadIdx.x; i < a.half; i += kBlock)
-    rope_pair(tail + 2 * i, a.inv_freq[i], static_cast<int32_t>(e * a.m), 1.0f);
-  __syncthreads();
-  float* out = st.entries + e * a.w;
-  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) out[ch] = entry[ch];
+  finish_entry(a, st, e, entry, scratch);
 }
 
 __global__ void __launch_bounds__(kBlock) compressor_update_kernel(CompressorArgs a) {
