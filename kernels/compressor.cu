@@ -16,9 +16,7 @@
 // compressor_update  grid n_seqs       block 256
 //   PREV ← Ca half of the last window closed in the round (CSA); barrier; PEND ← the round's rows of
 //   the open window. The barrier orders PREV's reads of old PEND rows before PEND is overwritten.
-#include <cstdlib>
-#include <string>
-
+#include "ab_switch.h"
 #include "common.cuh"
 #include "launch.cuh"
 #include "ops.h"
@@ -261,10 +259,7 @@ bool valid(const CompressorArgs& a) {
 
 // MEMRA_CUDA_CLOSE_FORM=1 (A/B timing; the same bits): form 1 where the caller leaves the form open.
 int close_form_setting() {
-  static const int form = [] {
-    const char* v = std::getenv("MEMRA_CUDA_CLOSE_FORM");
-    return v && std::string(v) == "1" ? 1 : 0;
-  }();
+  static const int form = switch_count("MEMRA_CUDA_CLOSE_FORM", 0) == 1 ? 1 : 0;
   return form;
 }
 

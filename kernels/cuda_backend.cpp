@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "ab_switch.h"
 #include "core/error.h"
 #include "cuda_check.h"
 #include "model/model.h"
@@ -29,17 +30,7 @@ class CudaState final : public State {
 };
 
 // MEMRA_CUDA_GRAPHS, read at each round (so a benchmark can compare both ways on one backend).
-bool graphs_enabled() {
-  const char* v = std::getenv("MEMRA_CUDA_GRAPHS");
-  return !(v && std::string(v) == "0");
-}
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  const int n = std::atoi(v);
-  return n > 0 ? n : fallback;
-}
+bool graphs_enabled() { return switch_on("MEMRA_CUDA_GRAPHS"); }
 
 }  // namespace
 
@@ -116,7 +107,7 @@ CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model,
     DeviceGuard guard(placement_.devices[s - 1]);
     check(cudaEventCreateWithFlags(&handoff_[s], cudaEventDisableTiming), "cudaEventCreate");
   }
-  round_rows_ = env_int("MEMRA_CUDA_ROUND_ROWS", fast ? 2048 : 256);
+  round_rows_ = switch_count("MEMRA_CUDA_ROUND_ROWS", fast ? 2048 : 256);
   if (const char* p = std::getenv("MEMRA_CUDA_PROFILE_FORWARDS")) {
     for (const char* c = p; *c;) {
       char* end = nullptr;

@@ -9,9 +9,7 @@
 //
 //   grid (rows, ceil(max_visible / (8·EPW)))   block 256 (8 warps, EPW = 1 or 4 entries each);
 //   rounds of 128+ rows: grid y a quarter of that, each block 4 chunks of 8·EPW entries in turn
-#include <cstdlib>
-#include <string>
-
+#include "ab_switch.h"
 #include "common.cuh"
 #include "device_caps.h"
 #include "launch.cuh"
@@ -200,11 +198,7 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs
 // MEMRA_CUDA_INDEXER_WIDE_ROWS=n (A/B timing; the same bits): 4 entries a warp from n rows instead of
 // kManyRows (a verify block's 6 rows at 2k stage the 32 KB query in 384 blocks of 8 entries).
 int wide_rows() {
-  static const int rows = [] {
-    const char* v = std::getenv("MEMRA_CUDA_INDEXER_WIDE_ROWS");
-    const int n = v ? std::atoi(v) : 0;
-    return n > 0 ? n : kManyRows;
-  }();
+  static const int rows = switch_count("MEMRA_CUDA_INDEXER_WIDE_ROWS", kManyRows);
   return rows;
 }
 
@@ -213,10 +207,7 @@ constexpr int kChunksPerBlock = 4;
 
 // MEMRA_CUDA_INDEXER_CHUNKS=0 (A/B timing; the same bits): one chunk a block whatever the rows.
 bool chunks_per_block_on() {
-  static const bool on = [] {
-    const char* v = std::getenv("MEMRA_CUDA_INDEXER_CHUNKS");
-    return !(v && std::string(v) == "0");
-  }();
+  static const bool on = switch_on("MEMRA_CUDA_INDEXER_CHUNKS");
   return on;
 }
 

@@ -36,6 +36,7 @@
 #include <string>
 #include <type_traits>
 
+#include "ab_switch.h"
 #include "common.cuh"
 #include "device_caps.h"
 #include "dot_exact.cuh"
@@ -704,10 +705,7 @@ int gemm_min_rows() {
 // MEMRA_CUDA_LINEAR_GEMM_RAW=0 (A/B timing; same bits): 16-bit weights through
 // linear_exact_gemm_kernel (decoded to f32 on the way into shared memory) instead of raw.
 bool gemm_raw_weights() {
-  static const bool setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_RAW");
-    return !(v && std::string(v) == "0");
-  }();
+  static const bool setting = switch_on("MEMRA_CUDA_LINEAR_GEMM_RAW");
   return setting;
 }
 
@@ -790,10 +788,7 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
 // MEMRA_CUDA_LINEAR_ROWS=0 (A/B timing; same bits): 16-bit rounds of 2-15 rows through the tiled
 // kernel instead of linear_exact_rows_kernel.
 bool rows_kernel_on() {
-  static const bool setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_ROWS");
-    return !(v && std::string(v) == "0");
-  }();
+  static const bool setting = switch_on("MEMRA_CUDA_LINEAR_ROWS");
   return setting;
 }
 

@@ -21,9 +21,7 @@
 //   hc_post      grid ceil(rows·D / 256)      block 256
 //   hc_post_moe  grid ceil(rows·D / 256)      block 256   (eo [rows·k, D], ew [rows, k], shared [rows, D])
 //   hc_head      grid out_rows                block 256   (after hc_mix of its M = n values)
-#include <cstdlib>
-#include <string>
-
+#include "ab_switch.h"
 #include "common.cuh"
 #include "launch.cuh"
 #include "mhc_post.cuh"
@@ -461,10 +459,7 @@ constexpr int kRmsOnceRows = 64;
 
 // MEMRA_CUDA_HC_MIX_ROWS=0 (A/B timing; the same bits): many-row mixes one row a block as before run 118.
 bool mix_rows_on() {
-  static const bool on = [] {
-    const char* v = std::getenv("MEMRA_CUDA_HC_MIX_ROWS");
-    return !(v && std::string(v) == "0");
-  }();
+  static const bool on = switch_on("MEMRA_CUDA_HC_MIX_ROWS");
   return on;
 }
 

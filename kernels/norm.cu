@@ -10,9 +10,7 @@
 // each sum and product is the block's, and block_sum<256>'s two butterfly stages are replayed in
 // its order: the same bits without a block's barriers per segment.
 //   grid (rows, ceil(segs / 8))   block 256 (a warp per segment)
-#include <cstdlib>
-#include <string>
-
+#include "ab_switch.h"
 #include "common.cuh"
 #include "launch.cuh"
 #include "norm_row.cuh"
@@ -89,10 +87,7 @@ __global__ void __launch_bounds__(kBlock, 3) norm_rope_warp_kernel(NormRopeArgs 
 
 // MEMRA_CUDA_NORM_WARP=0 (A/B timing; the same bits): a block per segment whatever the round.
 bool warp_form_on() {
-  static const bool on = [] {
-    const char* v = std::getenv("MEMRA_CUDA_NORM_WARP");
-    return !(v && std::string(v) == "0");
-  }();
+  static const bool on = switch_on("MEMRA_CUDA_NORM_WARP");
   return on;
 }
 

@@ -6,12 +6,15 @@
 //  - the kernels' limits accept the bundled checkpoints;
 //  - the packed-weight decoders the kernels run (packed_decode.h, compiled here for the host) give
 //    lib/format/quant.h's values bit for bit: every e8m0 byte, every FP8 code and FP4 nibble in
-//    every position of a lane step, at scales from 2^-127 to 2^127 and NaN.
+//    every position of a lane step, at scales from 2^-127 to 2^127 and NaN;
+//  - the A/B switch readers (ab_switch.h): on unless "0", a count only when positive.
 #include <cmath>
 #include <set>
 
 #include "format/quant.h"
 #include "packed_decode.h"
+
+#include "ab_switch.h"
 
 #include "cuda_backend.h"
 #include "device_state.h"
@@ -24,6 +27,25 @@ namespace memra::cuda::test {
 namespace {
 
 bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, 4) == 0; }
+
+void check_switches(Report& rep) {
+  constexpr const char* kVar = "MEMRA_TEST_AB_SWITCH";
+  struct Case {
+    const char* value;  // null: unset
+    bool on;
+    int count;
+  };
+  const Case cases[] = {{nullptr, true, 7}, {"0", false, 7}, {"1", true, 1}, {"00", true, 7}, {"", true, 7},
+                        {"-3", true, 7},    {"x", true, 7},  {"32", true, 32}};
+  int bad = 0;
+  for (const Case& c : cases) {
+    if (c.value) setenv(kVar, c.value, 1);
+    else unsetenv(kVar);
+    bad += switch_on(kVar) != c.on || switch_count(kVar, 7) != c.count;
+  }
+  unsetenv(kVar);
+  rep.add("A/B switch readers (on unless \"0\", positive counts)", bad == 0, std::to_string(bad) + " of 8 cases wrong");
+}
 
 void check_packed_decode(Report& rep) {
   int64_t checked = 0, bad = 0;
@@ -79,6 +101,7 @@ void check_packed_decode(Report& rep) {
 int run_host(const std::vector<std::string>& models) {
   Report rep;
   check_packed_decode(rep);
+  check_switches(rep);
   for (const std::string& dir : models) {
     const std::string tag = " [" + dir.substr(dir.find_last_of('/') + 1) + "]";
     try {

@@ -1,0 +1,22 @@
+// The environment switches the kernels' A/B timings use (kernels/README.md lists them): read by
+// the caller, usually once per process into a function-local static. Plain C++, host side only.
+#pragma once
+#include <cstdlib>
+#include <string>
+
+namespace memra::cuda {
+
+// On unless the variable is set to "0" (MEMRA_CUDA_HC_MIX_ROWS=0 and the like).
+inline bool switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return !(v && std::string(v) == "0");
+}
+
+// The variable's positive count, else `fallback` (unset, empty, zero, negative or not a number).
+inline int switch_count(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  const int n = v && *v ? std::atoi(v) : 0;
+  return n > 0 ? n : fallback;
+}
+
+}  // namespace memra::cuda
