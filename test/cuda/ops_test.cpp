@@ -216,6 +216,24 @@ RopeParams yarn_params() {
 void test_norm_rope(Rng& rng, Report& rep) {
   const int r = 16;
   const std::vector<float> inv = rope_inv_freq(yarn_params(), r);
+  // The GPU's y against the CPU's norm (and rotation) of x, segment by segment: the worst error over
+  // its bound 32·u·max|ref| (≤ 1 passes).
+  const auto worst_vs_cpu = [&](const std::vector<float>& x, const std::vector<float>& y, int R, int segs, int width,
+                                const std::vector<float>* w, bool rope, const std::vector<int32_t>& pos) {
+    std::vector<float> ref = x;
+    double worst = 0;
+    for (int row = 0; row < R; ++row)
+      for (int sg = 0; sg < segs; ++sg) {
+        const size_t at = (static_cast<size_t>(row) * segs + sg) * width;
+        float* v = ref.data() + at;
+        cpu::rms_norm(v, width, w ? w->data() : nullptr, 1e-6);
+        if (rope) rope_rotate(v, width, inv, pos[row]);
+        double mx = 0;
+        for (int i = 0; i < width; ++i) mx = std::max(mx, std::fabs(static_cast<double>(v[i])));
+        for (int i = 0; i < width; ++i) worst = std::max(worst, std::fabs(static_cast<double>(y[at + i]) - v[i]) / (32 * kU * mx));
+      }
+    return worst;
+  };
   // 80: a few values per thread; 4096: V4-Flash's hidden, the most the register path holds; 4104:
   // the loop path past it.
   for (const int width : {80, 4096, 4104})
@@ -234,18 +252,7 @@ void test_norm_rope(Rng& rng, Report& rep) {
     a.inv_freq = rope ? dinv.get() : nullptr, a.half = r / 2, a.pos = dpos.get();
     check(norm_rope(a, nullptr), "norm_rope");
     const std::vector<float> y = dx.download();
-    std::vector<float> ref = x;
-    double worst = 0;
-    for (int row = 0; row < R; ++row)
-      for (int s = 0; s < segs; ++s) {
-        float* v = ref.data() + (row * segs + s) * width;
-        cpu::rms_norm(v, width, weighted ? w.data() : nullptr, 1e-6);
-        if (rope) rope_rotate(v, width, inv, pos[row]);
-        double mx = 0;
-        for (int i = 0; i < width; ++i) mx = std::max(mx, std::fabs(static_cast<double>(v[i])));
-        for (int i = 0; i < width; ++i)
-          worst = std::max(worst, std::fabs(static_cast<double>(y[(row * segs + s) * width + i]) - v[i]) / (32 * kU * mx));
-      }
+    const double worst = worst_vs_cpu(x, y, R, segs, width, weighted ? &w : nullptr, rope, pos);
     // Each row alone gives the same bits.
     bool invariant = true;
     for (int row = 0; row < R && invariant; ++row) {
@@ -280,19 +287,7 @@ void test_norm_rope(Rng& rng, Report& rep) {
     check(norm_rope(b, nullptr, 1), "norm_rope (a block per segment)");
     const std::vector<float> y = dx.download(), y1 = dx1.download();
     const bool same = std::memcmp(y.data(), y1.data(), y.size() * 4) == 0;
-    std::vector<float> ref = x;
-    double worst = 0;
-    for (int row = 0; row < R; ++row)
-      for (int sg = 0; sg < segs; ++sg) {
-        float* v = ref.data() + (static_cast<size_t>(row) * segs + sg) * width;
-        cpu::rms_norm(v, width, weighted ? w.data() : nullptr, 1e-6);
-        if (rope) rope_rotate(v, width, inv, pos[row]);
-        double mx = 0;
-        for (int i = 0; i < width; ++i) mx = std::max(mx, std::fabs(static_cast<double>(v[i])));
-        for (int i = 0; i < width; ++i)
-          worst = std::max(worst, std::fabs(static_cast<double>(y[(static_cast<size_t>(row) * segs + sg) * width + i]) - v[i]) /
-                                      (32 * kU * mx));
-      }
+    const double worst = worst_vs_cpu(x, y, R, segs, width, weighted ? &w : nullptr, rope, pos);
     const char* names[] = {"norm weighted", "norm unweighted + rope", "norm weighted + rope"};
     rep.add(std::string(names[variant]) + " width " + std::to_string(width) + ", 1280 segments (a warp each)",
             worst <= 1.0 && same, "err/bound " + fmt("%.3f", worst) + (same ? ", bit-equal to a block each" : ", DIFFERS from a block each"));
@@ -965,7 +960,7 @@ void test_compressor(Rng& rng, Report& rep) {
   const std::vector<Seq> seqs = {{0, 9}, {5, 23}, {37, 64}};
   // CSA main (8 pooled rows: the close kernel's registers), HCA main at m = 8 and at m = 16 (16
   // rows: its streamed passes, as V4-Flash's 128).
-  for (const auto [l, hca_rate] : {std::pair{1, 8}, std::pair{2, 8}, std::pair{2, 16}}) {
+  for (const auto& [l, hca_rate] : {std::pair{1, 8}, std::pair{2, 8}, std::pair{2, 16}}) {
     const ModelConfig c = site_config(4, "sqrtsoftplus", hca_rate);
     const int D = static_cast<int>(c.hidden_size);
     const bool csa = c.layer_types[l] == LayerKind::kCSA;
