@@ -17,6 +17,7 @@
 //   hc_mix       grid (rows, slices)          block 256   partials [rows, M, slices]
 //                (rows ≥ 64: hc_rms once per row, then grid (rows / 16, slices), 16 rows a block)
 //   hc_pre       grid rows                    block 256   (n ≤ kMaxHc), then the sublayer's norm of x
+//                (comb_apart with the norm, n ≤ 4: hc_pre_norm_kernel, the collapse's loads beside the mix's)
 //   hc_comb      grid rows                    block 256   the Sinkhorn alone (HcPreArgs::comb_apart)
 //   hc_post      grid ceil(rows·D / 256)      block 256
 //   hc_post_moe  grid ceil(rows·D / 256)      block 256   (eo [rows·k, D], ew [rows, k], shared [rows, D])
@@ -342,6 +343,17 @@ __device__ void sinkhorn_row(const HcPreArgs& a, const float* mix, int t) {
   if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
 }
 
+// Row t's pre weights into pre[] and its post weights into a.post (the Sinkhorn's comb:
+// sinkhorn_row), threads 0 … n−1; the caller's barrier before pre[] is read.
+__device__ __forceinline__ void pre_post_weights(const HcPreArgs& a, const float* mix, int t, float* pre) {
+  const int n = a.n;
+  if (threadIdx.x < n) {
+    const int j = threadIdx.x;
+    pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + a.hc_eps;
+    a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
+  }
+}
+
 // hc_pre of row blockIdx.x on the whole block: the mix (from the slices' partials, or computed here
 // when partial is null), the Sinkhorn and the collapse into x. Every thread returns (no early exit).
 __device__ void hc_pre_row(const HcPreArgs& a, const float* partial, int S) {
@@ -352,13 +364,7 @@ __device__ void hc_pre_row(const HcPreArgs& a, const float* partial, int S) {
   const float* Xt = a.X + static_cast<int64_t>(t) * n * D;
   row_mix(a, partial, S, t, mix, scratch);
   __syncthreads();
-  // The pre and post weights (the Sinkhorn's comb: sinkhorn_row).
-  const float eps = a.hc_eps;
-  if (threadIdx.x < n) {
-    const int j = threadIdx.x;
-    pre[j] = sigmoid_f(mix[j] * a.scale[0] + a.base[j]) + eps;
-    a.post[static_cast<int64_t>(t) * n + j] = 2.0f * sigmoid_f(mix[n + j] * a.scale[1] + a.base[n + j]);
-  }
+  pre_post_weights(a, mix, t, pre);
   __syncthreads();  // pre[] for the collapse
   // The collapse x[i] = Σ_j pre[j]·X[j, i] (j ascending): with the Sinkhorn in one warp (n·n ≤ 32)
   // the other warps take it meanwhile; each element's chain is the same whichever thread runs it.
@@ -383,6 +389,62 @@ __global__ void __launch_bounds__(kBlock) hc_pre_kernel(HcPreArgs a, const float
   __syncthreads();  // x[t] as the block's threads collapsed it
   __shared__ float scratch[kWarps];
   norm_row(a.x + static_cast<int64_t>(blockIdx.x) * a.D, a.D, a.norm_weight, a.norm_eps, scratch);
+}
+
+constexpr int kFusedHc = 4;  // streams hc_pre_norm_kernel holds in registers (V4-Flash: hc_mult 4)
+
+// hc_pre_kernel's work for comb_apart with the sublayer's norm (n ≤ kFusedHc, D ≤ kNormBlock ·
+// kNormCache): the row's stream values for the collapse and the norm's weights are loaded while the
+// mix is gathered (neither depends on it: with the Sinkhorn apart, the collapse waited a round trip
+// after the mix and the norm another after the collapse's store), and the collapsed values stay in
+// registers for the norm. Thread t takes elements t + 256·u, norm_row's; each element's chain
+// (collapse_streams') and the norm's sum, block_sum and products (norm_row's) are unchanged: the same
+// bits as hc_pre_kernel (ops mhc compares both with hc_pre then norm_rope).
+__global__ void __launch_bounds__(kBlock) hc_pre_norm_kernel(HcPreArgs a, const float* partial, int S) {
+  static_assert(kBlock == kNormBlock, "norm_row's thread layout");
+  const int t = blockIdx.x, n = a.n, D = a.D;
+  float wv[kNormCache];  // a weight: read before pdl_begin
+#pragma unroll
+  for (int u = 0; u < kNormCache; ++u) {
+    const int i = threadIdx.x + u * kBlock;
+    wv[u] = i < D ? a.norm_weight[i] : 0.0f;
+  }
+  pdl_begin();
+  __shared__ float scratch[kWarps];
+  __shared__ float mix[kMaxMix];
+  __shared__ float pre[kMaxHc];
+  const float* Xt = a.X + static_cast<int64_t>(t) * n * D;
+  float xv[kNormCache][kFusedHc];
+#pragma unroll
+  for (int u = 0; u < kNormCache; ++u)
+#pragma unroll
+    for (int j = 0; j < kFusedHc; ++j) {
+      const int i = threadIdx.x + u * kBlock;
+      xv[u][j] = j < n && i < D ? Xt[static_cast<int64_t>(j) * D + i] : 0.0f;
+    }
+  row_mix(a, partial, S, t, mix, scratch);
+  __syncthreads();
+  pre_post_weights(a, mix, t, pre);
+  __syncthreads();
+  float v[kNormCache];
+  float ss = 0.0f;
+#pragma unroll
+  for (int u = 0; u < kNormCache; ++u) {
+    float c = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kFusedHc; ++j)
+      if (j < n) c = __fmaf_rn(pre[j], xv[u][j], c);
+    v[u] = c;
+    if (threadIdx.x + u * kBlock < D) ss = __fmaf_rn(c, c, ss);
+  }
+  ss = block_sum<kNormBlock>(ss, scratch);
+  const float r = rms_inverse(ss, D, a.norm_eps);
+  float* xt = a.x + static_cast<int64_t>(t) * D;
+#pragma unroll
+  for (int u = 0; u < kNormCache; ++u) {
+    const int i = threadIdx.x + u * kBlock;
+    if (i < D) xt[i] = wv[u] * (v[u] * r);
+  }
 }
 
 // comb of row blockIdx.x alone (HcPreArgs::comb_apart): row_mix then sinkhorn_row, hc_pre's bits.
@@ -463,6 +525,12 @@ bool mix_rows_on() {
   return on;
 }
 
+// MEMRA_CUDA_HC_PRE_FUSED=0 (A/B timing; the same bits): hc_pre_kernel where hc_pre_norm_kernel would run.
+bool pre_norm_fused_on() {
+  static const bool on = switch_on("MEMRA_CUDA_HC_PRE_FUSED");
+  return on;
+}
+
 // What hc_pre and hc_comb both read and write.
 bool hc_args_ok(const HcPreArgs& a) {
   return a.X && a.fn && a.base && a.scale && a.comb && a.rows >= 0 && a.n >= 1 && a.n <= kMaxHc && a.D > 0 &&
@@ -487,6 +555,8 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
             : launch(hc_mix_kernel, dim3(a.rows, S), kBlock, 0, stream, a.X, nullptr, nD, a.norm_eps, a.fn, M, a.partial, rms);
     if (err != cudaSuccess) return err;
   }
+  if (a.comb_apart && a.norm_weight && a.n <= kFusedHc && a.D <= kNormBlock * kNormCache && pre_norm_fused_on())
+    return launch(hc_pre_norm_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
   return launch(hc_pre_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
 }
 

@@ -3,9 +3,10 @@
 // route            grid rows, block 256, dynamic smem 2·E floats
 //   scores (sqrtsoftplus / sigmoid / softmax) in f32; hash rows take tid2eid[token] as stored,
 //   learned rows the k best of score + bias by rank (rank_e = #{j: sel_j > sel_e or (== and j < e)}:
-//   ties to the lower index, exactly the CPU's stable top-k); the weights are summed in selection
-//   order and renormalised by one thread as the CPU does; eid/ew are written in ascending expert
-//   id order (the order the experts are summed in).
+//   ties to the lower index, exactly the CPU's stable top-k), ranked among the candidates that
+//   segments of 32 experts leave (form 0; form 1 counts over all E pairs: the same bits); the
+//   weights are summed in selection order and renormalised as the CPU does; eid/ew are written in
+//   ascending expert id order (the order the experts are summed in).
 // experts_fused    grouped launches for all (row, expert) pairs of all rows:
 //   group  (1 block)  pairs sorted by (expert, pair), cut into groups of ≤ 8 rows of one expert
 //   up     grid (groups, ceil(I/8))  block 256: h = swiglu(x·w1ᵀ, x·w3ᵀ) for the group's rows
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "ab_switch.h"
 #include "common.cuh"
 #include "device_caps.h"
 #include "dot_exact.cuh"
@@ -42,6 +44,41 @@ constexpr int kGroupBlocks = 128;  // blocks along x of the small list's grids, 
 
 constexpr int kBiasPer = 4;  // bias values per thread loaded before pdl_begin() (E ≤ 1024)
 
+// rank_e over all E selections (form 1): #{j : sel_j ≻ sel_e}, where j ≻ e means sel_j > sel_e or
+// (sel_j == sel_e and j < e), counted in four independent sums over float4 reads (one sum over
+// one-at-a-time reads was a chain of ~2000 dependent instructions per thread, ncu run 83).
+__device__ __forceinline__ int rank_all(const float* sel, int E, int e) {
+  const float v = sel[e];
+  int r4[4] = {0, 0, 0, 0};
+  int j = 0;
+  if (E % 4 == 0) {  // sel = sm + E floats: 16-byte aligned
+    const float4* s4 = reinterpret_cast<const float4*>(sel);
+#pragma unroll 4
+    for (; j < E; j += 4) {
+      const float4 q = s4[j / 4];
+      r4[0] += (q.x > v) || (q.x == v && j < e);
+      r4[1] += (q.y > v) || (q.y == v && j + 1 < e);
+      r4[2] += (q.z > v) || (q.z == v && j + 2 < e);
+      r4[3] += (q.w > v) || (q.w == v && j + 3 < e);
+    }
+  }
+  for (; j < E; ++j) r4[0] += (sel[j] > v) || (sel[j] == v && j < e);
+  return r4[0] + r4[1] + r4[2] + r4[3];
+}
+
+constexpr int kSegment = 32;                               // experts a form-0 segment ranks among
+constexpr int kMaxSlots = (1024 / kSegment) * (kMaxK + 1);  // form 0's candidate slots (E ≤ 1024)
+constexpr int kSlotThreads = 4;                            // threads that rank one candidate together
+
+// Form 0 (the default) and form 1 (the all-pairs count it replaced; the ops check's bit reference)
+// select the same experts and write the same bits. Form 0 ranks each expert within its segment of 32
+// first; those of segment rank ≤ k are the candidates (k + 1 a segment), and a candidate's rank
+// among the candidates is its rank among all E wherever that rank is ≤ k (every expert ≻ it is then
+// ranked < k in its own segment too, so is a candidate), and > k elsewhere: E·32 + (E/32·(k+1))²
+// comparisons instead of E² (ncu run 124: form 1's count was ~3.8 of its 6.75 us). Its tail runs on
+// warp 0's lanes (weights, the ascending-id order by a count, the scale by a warp max) where form 1's
+// runs on thread 0. NaN scores have no rank order; the selection is then unspecified in both forms.
+template <int kForm>
 __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
   // The bias is a weight (nothing writes it during a forward): its round trip runs beside the
   // router's tail instead of after the scores.
@@ -87,63 +124,120 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
     }
     for (int e = threadIdx.x + kBiasPer * kBlock; e < E; e += kBlock) sel[e] = score[e] + a.bias[e];
     __syncthreads();
-    for (int e = threadIdx.x; e < E; e += kBlock) {
-      const float v = sel[e];
-      // The count in four independent sums over float4 reads: one sum over one-at-a-time reads was
-      // a chain of ~2000 dependent instructions per thread (ncu, run 83: 10.4 us for one row).
-      int r4[4] = {0, 0, 0, 0};
-      int j = 0;
-      if (E % 4 == 0) {  // sel = sm + E floats: 16-byte aligned
-        const float4* s4 = reinterpret_cast<const float4*>(sel);
-#pragma unroll 4
-        for (; j < E; j += 4) {
-          const float4 q = s4[j / 4];
-          r4[0] += (q.x > v) || (q.x == v && j < e);
-          r4[1] += (q.y > v) || (q.y == v && j + 1 < e);
-          r4[2] += (q.z > v) || (q.z == v && j + 2 < e);
-          r4[3] += (q.w > v) || (q.w == v && j + 3 < e);
+    if constexpr (kForm == 1) {
+      for (int e = threadIdx.x; e < E; e += kBlock) {
+        const int rank = rank_all(sel, E, e);
+        if (rank < k) idx[rank] = e;
+        if (rank == k - 1) kth[0] = sel[e];
+        if (rank == k) kth[1] = sel[e];
+      }
+    } else {
+      __shared__ float cand_v[kMaxSlots];
+      __shared__ int cand_e[kMaxSlots];
+      const int per = k + 1, slots = (E + kSegment - 1) / kSegment * per;
+      for (int c = threadIdx.x; c < slots; c += kBlock) cand_v[c] = NAN, cand_e[c] = -1;  // NaN: ≻ nothing
+      __syncthreads();
+      for (int e = threadIdx.x; e < E; e += kBlock) {
+        const float v = sel[e];
+        const int s0 = e / kSegment * kSegment, n = min(kSegment, E - s0);
+        int r4[4] = {0, 0, 0, 0};
+        int j = 0;
+        if (E % 4 == 0) {  // the segment's start is 16-byte aligned
+          const float4* s4 = reinterpret_cast<const float4*>(sel + s0);
+#pragma unroll
+          for (; j + 4 <= n; j += 4) {
+            const float4 q = s4[j / 4];
+            r4[0] += (q.x > v) || (q.x == v && s0 + j < e);
+            r4[1] += (q.y > v) || (q.y == v && s0 + j + 1 < e);
+            r4[2] += (q.z > v) || (q.z == v && s0 + j + 2 < e);
+            r4[3] += (q.w > v) || (q.w == v && s0 + j + 3 < e);
+          }
+        }
+        for (; j < n; ++j) r4[0] += (sel[s0 + j] > v) || (sel[s0 + j] == v && s0 + j < e);
+        const int srank = r4[0] + r4[1] + r4[2] + r4[3];
+        if (srank <= k) cand_v[e / kSegment * per + srank] = v, cand_e[e / kSegment * per + srank] = e;
+      }
+      __syncthreads();
+      // kSlotThreads adjacent lanes rank one slot, each over every kSlotThreads-th slot.
+      const int part = threadIdx.x % kSlotThreads;
+      for (int c0 = 0; c0 < slots; c0 += kBlock / kSlotThreads) {
+        const int c = c0 + threadIdx.x / kSlotThreads;
+        const float v = c < slots ? cand_v[c] : NAN;
+        const int e = c < slots ? cand_e[c] : -1;
+        int rank = 0;
+        for (int j = part; j < slots; j += kSlotThreads) rank += (cand_v[j] > v) || (cand_v[j] == v && cand_e[j] < e);
+        rank += __shfl_xor_sync(kFullMask, rank, 1);
+        rank += __shfl_xor_sync(kFullMask, rank, 2);
+        if (part == 0 && e >= 0) {
+          if (rank < k) idx[rank] = e;
+          if (rank == k - 1) kth[0] = v;
+          if (rank == k) kth[1] = v;
         }
       }
-      for (; j < E; ++j) r4[0] += (sel[j] > v) || (sel[j] == v && j < e);
-      const int rank = r4[0] + r4[1] + r4[2] + r4[3];
-      if (rank < k) idx[rank] = e;
-      if (rank == k - 1) kth[0] = v;
-      if (rank == k) kth[1] = v;
     }
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    float wts[kMaxK];
-    int ids[kMaxK];
-    float wsum = 0.0f;
-    for (int i = 0; i < k; ++i) {
-      ids[i] = idx[i];
-      wts[i] = score[ids[i]];
-      wsum += wts[i];
-    }
-    for (int i = 0; i < k; ++i) wts[i] = wts[i] / (wsum + 1e-20f) * a.route_scale;
-    for (int i = 1; i < k; ++i) {  // stable insertion sort by expert id
-      const int id = ids[i];
-      const float wt = wts[i];
-      int j = i - 1;
-      while (j >= 0 && ids[j] > id) {
-        ids[j + 1] = ids[j];
-        wts[j + 1] = wts[j];
-        --j;
+  if constexpr (kForm == 1) {
+    if (threadIdx.x == 0) {
+      float wts[kMaxK];
+      int ids[kMaxK];
+      float wsum = 0.0f;
+      for (int i = 0; i < k; ++i) {
+        ids[i] = idx[i];
+        wts[i] = score[ids[i]];
+        wsum += wts[i];
       }
-      ids[j + 1] = id;
-      wts[j + 1] = wt;
+      for (int i = 0; i < k; ++i) wts[i] = wts[i] / (wsum + 1e-20f) * a.route_scale;
+      for (int i = 1; i < k; ++i) {  // stable insertion sort by expert id
+        const int id = ids[i];
+        const float wt = wts[i];
+        int j = i - 1;
+        while (j >= 0 && ids[j] > id) {
+          ids[j + 1] = ids[j];
+          wts[j + 1] = wts[j];
+          --j;
+        }
+        ids[j + 1] = id;
+        wts[j + 1] = wt;
+      }
+      for (int i = 0; i < k; ++i) {
+        a.eid[static_cast<int64_t>(t) * k + i] = ids[i];
+        a.ew[static_cast<int64_t>(t) * k + i] = wts[i];
+      }
+      if (a.margin) a.margin[t] = a.tid2eid || E <= k ? INFINITY : kth[0] - kth[1];
+      if (a.scale) {  // the CPU's selection_scale: largest |score + bias|
+        float m = 0.0f;
+        if (!a.tid2eid)
+          for (int e = 0; e < E; ++e) m = fmaxf(m, fabsf(sel[e]));
+        a.scale[t] = m;
+      }
     }
+  } else if (threadIdx.x < kWarp) {
+    // Lane i < k holds selection i: the weights summed in selection order (every lane the same
+    // chain, from 0 as form 1's thread), renormalised as there; its place among the ids in ascending
+    // order, equal ids (a hash row may repeat one) in selection order: form 1's stable sort.
+    const int lane = threadIdx.x;
+    const int id = lane < k ? idx[lane] : 0;
+    const float w = lane < k ? score[id] : 0.0f;
+    float wsum = 0.0f;
+    for (int i = 0; i < k; ++i) wsum += __shfl_sync(kFullMask, w, i);
+    const float wt = w / (wsum + 1e-20f) * a.route_scale;
+    int place = 0;
     for (int i = 0; i < k; ++i) {
-      a.eid[static_cast<int64_t>(t) * k + i] = ids[i];
-      a.ew[static_cast<int64_t>(t) * k + i] = wts[i];
+      const int other = __shfl_sync(kFullMask, id, i);
+      place += other < id || (other == id && i < lane);
     }
-    if (a.margin) a.margin[t] = a.tid2eid || E <= k ? INFINITY : kth[0] - kth[1];
-    if (a.scale) {  // the CPU's selection_scale: largest |score + bias|
+    if (lane < k) {
+      a.eid[static_cast<int64_t>(t) * k + place] = id;
+      a.ew[static_cast<int64_t>(t) * k + place] = wt;
+    }
+    if (a.margin && lane == 0) a.margin[t] = a.tid2eid || E <= k ? INFINITY : kth[0] - kth[1];
+    if (a.scale) {  // the CPU's selection_scale: largest |score + bias| (fmaxf: the same in any order)
       float m = 0.0f;
       if (!a.tid2eid)
-        for (int e = 0; e < E; ++e) m = fmaxf(m, fabsf(sel[e]));
-      a.scale[t] = m;
+        for (int e = lane; e < E; e += kWarp) m = fmaxf(m, fabsf(sel[e]));
+      m = warp_max(m);
+      if (lane == 0) a.scale[t] = m;
     }
   }
 }
@@ -551,16 +645,25 @@ cudaError_t launch_experts(const ExpertsArgs& a, int max_groups, cudaStream_t st
   return err != cudaSuccess ? err : launch_stage<Row, DownStage>(a, max_groups, split, wide, stream);
 }
 
+// MEMRA_CUDA_ROUTE_FORM=1 (A/B timing; the same bits): form 1 where the caller leaves the form open.
+int route_form_setting() {
+  static const int form = switch_count("MEMRA_CUDA_ROUTE_FORM", 0) == 1 ? 1 : 0;
+  return form;
+}
+
 }  // namespace
 
-cudaError_t route(const RouteArgs& a, cudaStream_t stream) {
+cudaError_t route(const RouteArgs& a, cudaStream_t stream, int form) {
   if (a.rows == 0) return cudaSuccess;
   if (!a.logits || !a.eid || !a.ew || a.rows < 0 || a.E < 1 || a.k < 1 || a.k > kMaxK || a.k > a.E ||
       (!a.tid2eid && !a.bias) || (a.tid2eid && !a.tokens))
     return cudaErrorInvalidValue;
   const size_t smem = sizeof(float) * 2 * static_cast<size_t>(a.E);
   if (smem > 48 * 1024) return cudaErrorInvalidValue;
-  return launch(route_kernel, a.rows, kBlock, smem, stream, a);
+  if (form < 0) form = route_form_setting();
+  if (a.E > kMaxSlots / (kMaxK + 1) * kSegment) form = 1;  // form 0's candidate slots hold E ≤ 1024
+  return form == 1 ? launch(route_kernel<1>, a.rows, kBlock, smem, stream, a)
+                   : launch(route_kernel<0>, a.rows, kBlock, smem, stream, a);
 }
 
 int experts_max_groups(int rows, int k, int E) {

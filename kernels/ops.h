@@ -312,7 +312,9 @@ struct RouteArgs {
   float* margin = nullptr;
   float* scale = nullptr;
 };
-cudaError_t route(const RouteArgs& a, cudaStream_t stream);
+// form −1: MEMRA_CUDA_ROUTE_FORM's (default 0); 0: the candidates' rank (moe.cu); 1: the all-pairs
+// count it replaced (the same bits; tests).
+cudaError_t route(const RouteArgs& a, cudaStream_t stream, int form = -1);
 
 // Experts of one layer, stacked: w1/w3 [E, I, D], w2 [E, D, I] in one dtype; packed types with
 // their scales stacked the same way (expert e's scales follow expert e−1's: wscale_matrix_bytes).

@@ -591,6 +591,56 @@ void test_route_ties(Rng& rng, Report& rep) {
   }
 }
 
+// route's two forms (moe.cu: the candidates' rank, form 0; the all-pairs count, form 1) on the same
+// logits: the same experts, weights, margins and scales by bits, every output written (poisoned).
+// Learned rows under the three scorings with random and many-tied logits, E from 70 (a short last
+// segment) to 1024 (form 0's largest) and k from 1 to 16 (kMaxK), and hash rows whose table repeats
+// an expert (the order of equal ids).
+void test_route_forms(Rng& rng, Report& rep) {
+  struct Case {
+    int E, k;
+    Scoring scoring;
+    bool tied, hash;
+  };
+  const Case cases[] = {{256, 6, Scoring::kSqrtSoftplus, false, false}, {256, 6, Scoring::kSqrtSoftplus, true, false},
+                        {70, 16, Scoring::kSigmoid, true, false},       {1024, 8, Scoring::kSoftmax, false, false},
+                        {1000, 1, Scoring::kSqrtSoftplus, true, false}, {96, 6, Scoring::kSqrtSoftplus, false, true}};
+  for (const Case& cs : cases) {
+    const int R = 9, E = cs.E, k = cs.k, V = 5;
+    const float levels[] = {-1.0f, 0.0f, 0.5f, 1.0f};
+    std::vector<float> logits(static_cast<size_t>(R) * E), bias(E);
+    for (auto& v : logits) v = cs.tied ? levels[static_cast<int>(rng.uniform(0.0f, 3.999f))] : rng.uniform(-3.0f, 3.0f);
+    for (auto& v : bias) v = cs.tied ? (rng.uniform(0.0f, 1.0f) < 0.5f ? 0.0f : 0.25f) : rng.uniform(-0.5f, 0.5f);
+    std::vector<int32_t> tokens(R), table(static_cast<size_t>(V) * k);
+    for (auto& t : tokens) t = static_cast<int32_t>(rng.integer(0, V - 1));
+    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i % k == 1 ? table[i - 1] : rng.integer(0, E - 1));
+    DevVec<float> dl(logits), db(bias);
+    DevVec<int32_t> dtok(tokens), dtab(table);
+    std::vector<int32_t> eid[2];
+    std::vector<float> ew[2], margin[2], scale[2];
+    for (int form : {0, 1}) {
+      DevVec<int32_t> deid(static_cast<size_t>(R) * k);
+      DevVec<float> dew(static_cast<size_t>(R) * k), dm(R), ds(R);
+      deid.poison(), dew.poison(), dm.poison(), ds.poison();
+      RouteArgs a;
+      a.logits = dl.get(), a.rows = R, a.E = E, a.k = k, a.scoring = cs.scoring, a.route_scale = 1.5f;
+      if (cs.hash) a.tid2eid = dtab.get(), a.tokens = dtok.get();
+      else a.bias = db.get();
+      a.eid = deid.get(), a.ew = dew.get(), a.margin = dm.get(), a.scale = ds.get();
+      check(route(a, nullptr, form), "route");
+      eid[form] = deid.download(), ew[form] = dew.download(), margin[form] = dm.download(), scale[form] = ds.download();
+    }
+    int unwritten = 0;
+    for (int32_t v : eid[0]) unwritten += v == -1;
+    for (const auto* v : {&ew[0], &margin[0], &scale[0]})
+      for (float x : *v) unwritten += std::isnan(x);
+    const bool same = eid[0] == eid[1] && bits_equal(ew[0], ew[1]) && bits_equal(margin[0], margin[1]) && bits_equal(scale[0], scale[1]);
+    rep.add("route form 0 == form 1 (bits) E=" + std::to_string(E) + " k=" + std::to_string(k) + (cs.hash ? " hash" : "") +
+                (cs.tied ? " tied" : "") + " scoring " + std::to_string(static_cast<int>(cs.scoring)),
+            same && unwritten == 0, std::string(same ? "equal" : "DIFFER") + ", " + std::to_string(unwritten) + " unwritten");
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // top-k (ties to the lower index), exact
 
@@ -2382,6 +2432,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
   group("topk", [&] {
     test_topk(rng, rep);
     test_route_ties(rng, rep);
+    test_route_forms(rng, rep);
   });
   group("compressor", [&] { test_compressor(rng, rep); });
   group("attention", [&] {
