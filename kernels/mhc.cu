@@ -397,9 +397,9 @@ constexpr int kFusedHc = 4;  // streams hc_pre_norm_kernel holds in registers (V
 // kNormCache): the row's stream values for the collapse and the norm's weights are loaded while the
 // mix is gathered (neither depends on it: with the Sinkhorn apart, the collapse waited a round trip
 // after the mix and the norm another after the collapse's store), and the collapsed values stay in
-// registers for the norm. Thread t takes elements t + 256·u, norm_row's; each element's chain
-// (collapse_streams') and the norm's sum, block_sum and products (norm_row's) are unchanged: the same
-// bits as hc_pre_kernel (ops mhc compares both with hc_pre then norm_rope).
+// registers for the norm. Thread t takes elements t + 256·u, norm_row's; each element's chain is
+// collapse_streams' and the norm is norm_row's own (norm_cached): the same bits as hc_pre_kernel
+// (ops mhc compares both with hc_pre then norm_rope).
 __global__ void __launch_bounds__(kBlock) hc_pre_norm_kernel(HcPreArgs a, const float* partial, int S) {
   static_assert(kBlock == kNormBlock, "norm_row's thread layout");
   const int t = blockIdx.x, n = a.n, D = a.D;
@@ -427,7 +427,6 @@ __global__ void __launch_bounds__(kBlock) hc_pre_norm_kernel(HcPreArgs a, const 
   pre_post_weights(a, mix, t, pre);
   __syncthreads();
   float v[kNormCache];
-  float ss = 0.0f;
 #pragma unroll
   for (int u = 0; u < kNormCache; ++u) {
     float c = 0.0f;
@@ -435,16 +434,8 @@ __global__ void __launch_bounds__(kBlock) hc_pre_norm_kernel(HcPreArgs a, const 
     for (int j = 0; j < kFusedHc; ++j)
       if (j < n) c = __fmaf_rn(pre[j], xv[u][j], c);
     v[u] = c;
-    if (threadIdx.x + u * kBlock < D) ss = __fmaf_rn(c, c, ss);
   }
-  ss = block_sum<kNormBlock>(ss, scratch);
-  const float r = rms_inverse(ss, D, a.norm_eps);
-  float* xt = a.x + static_cast<int64_t>(t) * D;
-#pragma unroll
-  for (int u = 0; u < kNormCache; ++u) {
-    const int i = threadIdx.x + u * kBlock;
-    if (i < D) xt[i] = wv[u] * (v[u] * r);
-  }
+  norm_cached(v, wv, true, a.x + static_cast<int64_t>(t) * D, D, a.norm_eps, scratch);
 }
 
 // comb of row blockIdx.x alone (HcPreArgs::comb_apart): row_mix then sinkhorn_row, hc_pre's bits.

@@ -44,25 +44,27 @@ constexpr int kGroupBlocks = 128;  // blocks along x of the small list's grids, 
 
 constexpr int kBiasPer = 4;  // bias values per thread loaded before pdl_begin() (E ≤ 1024)
 
-// rank_e over all E selections (form 1): #{j : sel_j ≻ sel_e}, where j ≻ e means sel_j > sel_e or
-// (sel_j == sel_e and j < e), counted in four independent sums over float4 reads (one sum over
-// one-at-a-time reads was a chain of ~2000 dependent instructions per thread, ncu run 83).
-__device__ __forceinline__ int rank_all(const float* sel, int E, int e) {
-  const float v = sel[e];
+// #{j in [j0, j0 + n) : sel_j ≻ v}, v = sel_e, where j ≻ e means sel_j > sel_e or (sel_j == sel_e and
+// j < e): four independent sums over float4 reads where `vec` (sel + j0 16-byte aligned), the rest
+// one at a time (one sum over one-at-a-time reads was a chain of ~2000 dependent instructions per
+// thread over all E, ncu run 83). Form 1's rank over all E; form 0's within a segment.
+template <int kUnroll>
+__device__ __forceinline__ int rank_among(const float* sel, int j0, int n, bool vec, float v, int e) {
   int r4[4] = {0, 0, 0, 0};
   int j = 0;
-  if (E % 4 == 0) {  // sel = sm + E floats: 16-byte aligned
-    const float4* s4 = reinterpret_cast<const float4*>(sel);
-#pragma unroll 4
-    for (; j < E; j += 4) {
+  if (vec) {
+    const float4* s4 = reinterpret_cast<const float4*>(sel + j0);
+#pragma unroll kUnroll
+    for (; j + 4 <= n; j += 4) {
       const float4 q = s4[j / 4];
-      r4[0] += (q.x > v) || (q.x == v && j < e);
-      r4[1] += (q.y > v) || (q.y == v && j + 1 < e);
-      r4[2] += (q.z > v) || (q.z == v && j + 2 < e);
-      r4[3] += (q.w > v) || (q.w == v && j + 3 < e);
+      const int i = j0 + j;
+      r4[0] += (q.x > v) || (q.x == v && i < e);
+      r4[1] += (q.y > v) || (q.y == v && i + 1 < e);
+      r4[2] += (q.z > v) || (q.z == v && i + 2 < e);
+      r4[3] += (q.w > v) || (q.w == v && i + 3 < e);
     }
   }
-  for (; j < E; ++j) r4[0] += (sel[j] > v) || (sel[j] == v && j < e);
+  for (; j < n; ++j) r4[0] += (sel[j0 + j] > v) || (sel[j0 + j] == v && j0 + j < e);
   return r4[0] + r4[1] + r4[2] + r4[3];
 }
 
@@ -126,7 +128,7 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
     __syncthreads();
     if constexpr (kForm == 1) {
       for (int e = threadIdx.x; e < E; e += kBlock) {
-        const int rank = rank_all(sel, E, e);
+        const int rank = rank_among<4>(sel, 0, E, E % 4 == 0, sel[e], e);  // sel = sm + E floats
         if (rank < k) idx[rank] = e;
         if (rank == k - 1) kth[0] = sel[e];
         if (rank == k) kth[1] = sel[e];
@@ -139,22 +141,8 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
       __syncthreads();
       for (int e = threadIdx.x; e < E; e += kBlock) {
         const float v = sel[e];
-        const int s0 = e / kSegment * kSegment, n = min(kSegment, E - s0);
-        int r4[4] = {0, 0, 0, 0};
-        int j = 0;
-        if (E % 4 == 0) {  // the segment's start is 16-byte aligned
-          const float4* s4 = reinterpret_cast<const float4*>(sel + s0);
-#pragma unroll
-          for (; j + 4 <= n; j += 4) {
-            const float4 q = s4[j / 4];
-            r4[0] += (q.x > v) || (q.x == v && s0 + j < e);
-            r4[1] += (q.y > v) || (q.y == v && s0 + j + 1 < e);
-            r4[2] += (q.z > v) || (q.z == v && s0 + j + 2 < e);
-            r4[3] += (q.w > v) || (q.w == v && s0 + j + 3 < e);
-          }
-        }
-        for (; j < n; ++j) r4[0] += (sel[s0 + j] > v) || (sel[s0 + j] == v && s0 + j < e);
-        const int srank = r4[0] + r4[1] + r4[2] + r4[3];
+        const int s0 = e / kSegment * kSegment;
+        const int srank = rank_among<8>(sel, s0, min(kSegment, E - s0), E % 4 == 0, v, e);
         if (srank <= k) cand_v[e / kSegment * per + srank] = v, cand_e[e / kSegment * per + srank] = e;
       }
       __syncthreads();

@@ -9,13 +9,31 @@ namespace memra::cuda {
 inline constexpr int kNormBlock = 256;
 inline constexpr int kNormCache = 16;  // values per thread held in registers: segments up to 4096 wide
 
+// The cached form's arithmetic on values a thread already holds (v[u] = x[t + 256·u]): thread t's
+// f32 fma chain over u ascending, block_sum<256>, then x[i] = weight ? wv·(v·r) : v·r. norm_row
+// and hc_pre_norm_kernel (whose values are its collapse's, mhc.cu) both end here: the same bits.
+__device__ __forceinline__ void norm_cached(const float (&v)[kNormCache], const float (&wv)[kNormCache], bool weighted,
+                                            float* x, int width, float eps, float* scratch) {
+  float ss = 0.0f;
+#pragma unroll
+  for (int u = 0; u < kNormCache; ++u)
+    if (threadIdx.x + u * kNormBlock < width) ss = __fmaf_rn(v[u], v[u], ss);
+  ss = block_sum<kNormBlock>(ss, scratch);
+  const float r = rms_inverse(ss, width, eps);
+#pragma unroll
+  for (int u = 0; u < kNormCache; ++u) {
+    const int i = threadIdx.x + u * kNormBlock;
+    if (i < width) x[i] = weighted ? wv[u] * (v[u] * r) : v[u] * r;
+  }
+}
+
 // x[i] = weight[i]·(x[i]·r) (weight null: x[i]·r), r = rsqrt(mean(x²) + eps): thread t's f32 fma chain
 // over i = t, t + 256, … then block_sum<256>. Every thread of the block calls it; `scratch` holds
 // kNormBlock / 32 floats. The block's own earlier writes to x must be visible (a barrier before).
 __device__ __forceinline__ void norm_row(float* x, int width, const float* weight, float eps, float* scratch) {
   if (width <= kNormBlock * kNormCache) {
     // The thread's values and weights loaded once, together (one round trip to memory instead of
-    // one per pass and unrolled group); the same chain, block_sum and products as below.
+    // one per pass and unrolled group); the same chain, block_sum and products as the form below.
     float v[kNormCache], wv[kNormCache];
 #pragma unroll
     for (int u = 0; u < kNormCache; ++u) {
@@ -23,17 +41,7 @@ __device__ __forceinline__ void norm_row(float* x, int width, const float* weigh
       v[u] = i < width ? x[i] : 0.0f;
       wv[u] = weight && i < width ? weight[i] : 0.0f;
     }
-    float ss = 0.0f;
-#pragma unroll
-    for (int u = 0; u < kNormCache; ++u)
-      if (threadIdx.x + u * kNormBlock < width) ss = __fmaf_rn(v[u], v[u], ss);
-    ss = block_sum<kNormBlock>(ss, scratch);
-    const float r = rms_inverse(ss, width, eps);
-#pragma unroll
-    for (int u = 0; u < kNormCache; ++u) {
-      const int i = threadIdx.x + u * kNormBlock;
-      if (i < width) x[i] = weight ? wv[u] * (v[u] * r) : v[u] * r;
-    }
+    norm_cached(v, wv, weight != nullptr, x, width, eps, scratch);
   } else {
     float ss = 0.0f;
     for (int i = threadIdx.x; i < width; i += kNormBlock) ss = __fmaf_rn(x[i], x[i], ss);
