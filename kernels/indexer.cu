@@ -195,13 +195,6 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs
     for (int64_t cy = blockIdx.y + gridDim.y; chunk_entries(a, cy, w); cy += gridDim.y) wide_scores(a, w);
 }
 
-// MEMRA_CUDA_INDEXER_WIDE_ROWS=n (A/B timing; the same bits): 4 entries a warp from n rows instead of
-// kManyRows (a verify block's 6 rows at 2k stage the 32 KB query in 384 blocks of 8 entries).
-int wide_rows() {
-  static const int rows = switch_count("MEMRA_CUDA_INDEXER_WIDE_ROWS", kManyRows);
-  return rows;
-}
-
 constexpr int kChunkRows = 128;
 constexpr int kChunksPerBlock = 4;
 
@@ -221,7 +214,7 @@ cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream, bool allow
   // Few rows with few entries (a decode step at short context) keep one entry per warp: as many
   // warps as entries. Past kManyEntries (16k tokens of context for m = 4) a decode row's warps are
   // bound by re-reading its query (32 KB per entry: 256 MB at 32k), as a prefill's are: 4 per warp.
-  const int epw = a.rows >= wide_rows() || a.max_visible >= kManyEntries ? 4 : 1;
+  const int epw = a.rows >= kManyRows || a.max_visible >= kManyEntries ? 4 : 1;
   const int64_t gy = (static_cast<int64_t>(a.max_visible) + kWarps * epw - 1) / (kWarps * epw);
   if (gy > 65535) return cudaErrorInvalidValue;
   // The query is staged when it fits the shared memory a block may opt in to; else read from L2.
