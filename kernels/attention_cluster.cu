@@ -5,21 +5,27 @@
 // issuing its dependent chains (bench/NOTES.md, run 44d).
 //
 //   grid (8·⌈H/HB⌉, rows)   cluster 8 blocks = one (row, head group)   block 256
-//   1. logits: block r of the cluster takes keys [r·ch, (r+1)·ch), ch = ⌈n/8⌉ (key_table order);
+//   1. logits: block r of the cluster takes keys [r·ch, (r+1)·ch), ch = ⌈n/8⌉ rounded up to a
+//      multiple of 4 (key_table order; the exchange then moves float4s);
 //      one warp per key, HB heads' lane-strided fma chains side by side from +0, warp_sum, · scale
 //   2. every block gathers the cluster's HB·n logits through distributed shared memory and runs
 //      each head's softmax as attention_kernel does: mx = fmaxf thread-strided from the sink +
 //      block_max<256>; p = exp(logit − mx), Σp thread-strided (j ascending per thread) +
 //      block_sum<256>; denom = exp(sink − mx) + Σp; p / denom
 //   3. block r: o[h][i] for the dims i of its slice [r·d/8, (r+1)·d/8): the j-ascending fma chain
-//      over all n keys from +0 (key slices staged through shared memory, 64 keys at a time, the
-//      next chunk's loads in flight meanwhile); inverse RoPE on the slice's pairs
+//      over all n keys from +0, two heads' chains a thread (one key value read for both); the key
+//      slices copied by cp.async into a ring of 4 chunks of 64 keys, the first three asked for
+//      right after the key table (they fly through the logits, the exchange and the softmax);
+//      inverse RoPE on the slice's pairs
 // Every value is made by attention_kernel's operations in its order, so the bits equal the other
 // exact kernels' for any HB, row count or round (test_attention_cluster compares them by bits).
 //
 //   dynamic smem (cluster_layout): max_keys·8 (key pointers) + HB·stride·4 (logits; stride =
-//   max_keys rounded up to 4, + 4) + d·HB·4 (q) + 2·64·(d/8)·4 (key slices) + HB·(d/8)·4 (o):
-//   56 KB at d = 512, 640 keys, HB = 4 (two blocks per SM, as the ≤ 128 registers allow)
+//   max_keys rounded up to 4, + 4) + d·HB·4 (q) + 4·64·(d/8)·4 (key slices) + HB·(d/8)·4 (o):
+//   89 KB at d = 512, 640 keys, HB = 4, 107 KB at HB = 8 (two blocks per SM)
+// Run 131 (ncu's stall samples of the one-row launch, 640 keys): the outputs phase was bound by
+// shared-memory reads (each key value read by the four warps of its dim, one head each) and by the
+// per-thread loads of the two-chunk register ring; the exchange by a division per logit.
 #include <cooperative_groups.h>
 
 #include <cstdlib>
@@ -42,6 +48,7 @@ constexpr int kC = 8;         // blocks per cluster: the portable maximum
 constexpr int kBlock = 256;   // the softmax's block_max/block_sum<256> are attention_kernel's
 constexpr int kWarps = kBlock / kWarp;
 constexpr int kChunk = 64;    // keys per staged chunk of key slices (phase 3)
+constexpr int kRing = 4;      // chunk buffers of phase 3's ring: three chunks in flight while one runs
 
 struct ClusterLayout {
   int stride;                          // floats per head's logit row: a multiple of 4 (float4 reads)
@@ -54,7 +61,7 @@ __host__ __device__ inline ClusterLayout cluster_layout(int max_keys, int d, int
   l.logit = (static_cast<size_t>(max_keys) * sizeof(float*) + 15) / 16 * 16;
   l.q = l.logit + static_cast<size_t>(hb) * l.stride * sizeof(float);
   l.stage = l.q + static_cast<size_t>(d) * hb * sizeof(float);
-  l.o = l.stage + 2 * static_cast<size_t>(kChunk) * (d / kC) * sizeof(float);
+  l.o = l.stage + static_cast<size_t>(kRing) * kChunk * (d / kC) * sizeof(float);
   l.bytes = l.o + static_cast<size_t>(hb) * (d / kC) * sizeof(float);
   return l;
 }
@@ -104,11 +111,8 @@ __global__ void __launch_bounds__(kBlock, 2) attention_cluster_kernel(AttentionA
   constexpr int S = D / kC;                  // phase 3: dims per block
   constexpr int kPL = D / kWarp;             // phase 1: q·key terms per lane
   constexpr int KP = keys_per_pass(kPL, HB);
-  constexpr int kHS = kBlock / S;            // phase 3: head slots per dim
-  constexpr int NCH = (HB + kHS - 1) / kHS;  // phase 3: chains per thread (heads u0, u0 + kHS, …)
-  constexpr int kF4 = kChunk * S / 4;        // float4 per staged chunk
-  constexpr int NLD = (kF4 + kBlock - 1) / kBlock;  // … per thread (d = 64: half the threads load one)
-  static_assert(D % (kC * 4) == 0 && S % 2 == 0 && kBlock % S == 0 && (kF4 % kBlock == 0 || kF4 < kBlock), "head dim");
+  constexpr int kTPH = kBlock / HB;          // exchange: threads per head
+  static_assert(D % (kC * 4) == 0 && S % 2 == 0 && S * HB / 2 <= kBlock, "head dim");
   static_assert(HB % 4 == 0 && KP >= 1, "heads per cluster");
 
   extern __shared__ __align__(16) unsigned char smem[];
@@ -117,7 +121,7 @@ __global__ void __launch_bounds__(kBlock, 2) attention_cluster_kernel(AttentionA
   const float** keys = reinterpret_cast<const float**>(smem);      // [max_keys]
   float* lg = reinterpret_cast<float*>(smem + L.logit);            // [HB][stride]
   float* q_s = reinterpret_cast<float*>(smem + L.q);               // [D][HB]
-  float* stage = reinterpret_cast<float*>(smem + L.stage);         // [2][kChunk][S]
+  float* stage = reinterpret_cast<float*>(smem + L.stage);         // [kRing][kChunk][S]
   float* o_s = reinterpret_cast<float*>(smem + L.o);               // [HB][S]
   __shared__ float scratch[HB * kWarps];
   __shared__ int s_ncmp;
@@ -135,9 +139,34 @@ __global__ void __launch_bounds__(kBlock, 2) attention_cluster_kernel(AttentionA
   }
   const int n = key_table(a, row, keys, &s_ncmp);  // its barriers also publish q_s
 
+  // Phase 3's key slices: chunk c (keys [64c, 64c + 64)) into ring buffer c % kRing as one
+  // cp.async group (a misaligned key by plain loads; an empty group past the last chunk, so the
+  // group count stays uniform). The first kRing − 1 chunks are asked for now.
+  const int slice = rank * S;
+  const int n_chunks = (n + kChunk - 1) / kChunk;
+  auto ring_chunk = [&](int c) {
+    if (c < n_chunks) {
+      const int j0 = c * kChunk, j1 = min(n, j0 + kChunk);
+      float* dst = stage + (c % kRing) * kChunk * S;
+      for (int f = t; f < (j1 - j0) * (S / 4); f += kBlock) {
+        const int jj = f / (S / 4), col = (f % (S / 4)) * 4;
+        const float* src = keys[j0 + jj] + slice + col;
+        float* out = dst + jj * S + col;
+        if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) {
+          cp_async16(out, src, true);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) out[e] = __ldg(src + e);
+        }
+      }
+    }
+    cp_async_commit();
+  };
+  for (int c = 0; c + 1 < kRing; ++c) ring_chunk(c);
+
   // 1. Logits of this block's keys. A warp takes KP keys at once (their loads in flight together);
   // each (head, key) is attention_kernel's chain: i = lane, lane + 32, … from +0, warp_sum, · scale.
-  const int ch = (n + kC - 1) / kC, lo = rank * ch, hi = min(n, lo + ch);
+  const int ch = (n + 4 * kC - 1) / (4 * kC) * 4, lo = min(n, rank * ch), hi = min(n, lo + ch);
   for (int j0 = lo + warp; j0 < hi; j0 += KP * kWarps) {
     const float* k[KP];
     float acc[KP][HB];
@@ -176,41 +205,30 @@ __global__ void __launch_bounds__(kBlock, 2) attention_cluster_kernel(AttentionA
     }
   }
 
-  // Phase 3's first chunk of key slices: its loads fly during the exchange and the softmax.
-  const int slice = rank * S;
-  const int n_chunks = (n + kChunk - 1) / kChunk;
-  float4 pre[NLD];
-  auto load_chunk = [&](int c) {
-    const int jb = c * kChunk;
-#pragma unroll
-    for (int l = 0; l < NLD; ++l) {
-      const int f = t + l * kBlock, jj = f / (S / 4);
-      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      if (f < kF4 && jb + jj < n) {
-        const float* src = keys[jb + jj] + slice + (f % (S / 4)) * 4;
-        if ((reinterpret_cast<uintptr_t>(src) & 15) == 0)
-          v = __ldg(reinterpret_cast<const float4*>(src));
-        else
-          v = make_float4(__ldg(src), __ldg(src + 1), __ldg(src + 2), __ldg(src + 3));
-      }
-      pre[l] = v;
-    }
-  };
-  auto store_chunk = [&](int c) {
-    float4* buf = reinterpret_cast<float4*>(stage + (c & 1) * kChunk * S);
-#pragma unroll
-    for (int l = 0; l < NLD; ++l)
-      if (t + l * kBlock < kF4) buf[t + l * kBlock] = pre[l];
-  };
-  load_chunk(0);
-
   // 2. Every block collects the cluster's logits, then runs the softmax of its HB heads (the same
   // in every block). The second cluster barrier keeps each block's logits unchanged (and the block
   // alive) until every peer has copied them.
+  // Thread (u, x) copies head u's float4s at offsets 4x, 4x + 4·kTPH, … of every peer's range:
+  // the ranges start at multiples of 4 (ch is one), so no float4 straddles two owners; one past
+  // n within the row's padding is copied too and never read.
   cluster.sync();
-  for (int e = t; e < HB * n; e += kBlock) {
-    const int u = e / n, j = e - u * n, owner = j / ch;
-    if (owner != rank) lg[u * stride + j] = cluster.map_shared_rank(lg, owner)[u * stride + j];
+  {
+    const int u = t / kTPH, x = t % kTPH;
+    for (int base = 4 * x; base < ch; base += 4 * kTPH)
+#pragma unroll
+      for (int r0 = 0; r0 < kC; r0 += kC / 2) {  // half the peers' loads in flight at once
+        float4 v[kC / 2];
+#pragma unroll
+        for (int r = r0; r < r0 + kC / 2; ++r) {
+          const int j = r * ch + base;
+          if (r != rank && j < n) v[r - r0] = *reinterpret_cast<const float4*>(cluster.map_shared_rank(lg, r) + u * stride + j);
+        }
+#pragma unroll
+        for (int r = r0; r < r0 + kC / 2; ++r) {
+          const int j = r * ch + base;
+          if (r != rank && j < n) *reinterpret_cast<float4*>(lg + u * stride + j) = v[r - r0];
+        }
+      }
   }
   cluster.sync();
 
@@ -234,53 +252,49 @@ __global__ void __launch_bounds__(kBlock, 2) attention_cluster_kernel(AttentionA
   for (int j = t; j < n; j += kBlock)
 #pragma unroll
     for (int u = 0; u < HB; ++u) lg[u * stride + j] = lg[u * stride + j] / denom[u];
-  store_chunk(0);
-  __syncthreads();
 
-  // 3. o[u][slice + s] = Σ_j fma(p_uj, key_j[slice + s]), j ascending from +0. Thread (s, u0) runs
-  // the chains of heads u0, u0 + kHS, … (one key value read for all of them; p as float4 over 4 keys).
-  const int s = t % S, u0 = t / S;
-  float acc[NCH];
-#pragma unroll
-  for (int m = 0; m < NCH; ++m) acc[m] = 0.0f;
+  // 3. o[u][slice + s] = Σ_j fma(p_uj, key_j[slice + s]), j ascending from +0. Thread (s, g) runs
+  // the chains of heads 2g and 2g + 1 (one key value read for both; p as float4 over 4 keys): a
+  // key value read by HB / 2 threads instead of HB halves the shared-memory reads that bound it.
+  // Chunk c: its group done (kRing − 2 later groups may fly), the barrier publishes every thread's
+  // copies (and, at c = 0, the softmax's p) and frees the buffer chunk c − 1 ran from, which chunk
+  // c + kRing − 1 then fills.
+  const int s = t % S, g = t / S;
+  const bool chains = g < HB / 2;
+  const float* p0 = lg + 2 * g * stride;
+  const float* p1 = p0 + stride;
+  float acc0 = 0.0f, acc1 = 0.0f;
   for (int c = 0; c < n_chunks; ++c) {
-    if (c + 1 < n_chunks) load_chunk(c + 1);
-    const float* buf = stage + (c & 1) * kChunk * S;
+    cp_async_wait<kRing - 2>();
+    __syncthreads();
+    ring_chunk(c + kRing - 1);
+    const float* buf = stage + (c % kRing) * kChunk * S;
     const int jb = c * kChunk, kc = min(kChunk, n - jb);
-    if (u0 < HB) {
+    if (chains) {
       int jj = 0;
 #pragma unroll 4
       for (; jj + 4 <= kc; jj += 4) {
         const float k0 = buf[jj * S + s], k1 = buf[(jj + 1) * S + s], k2 = buf[(jj + 2) * S + s], k3 = buf[(jj + 3) * S + s];
-#pragma unroll
-        for (int m = 0; m < NCH; ++m) {
-          const int u = u0 + m * kHS;
-          if (u < HB) {
-            const float4 p = *reinterpret_cast<const float4*>(lg + u * stride + jb + jj);
-            acc[m] = __fmaf_rn(p.x, k0, acc[m]);
-            acc[m] = __fmaf_rn(p.y, k1, acc[m]);
-            acc[m] = __fmaf_rn(p.z, k2, acc[m]);
-            acc[m] = __fmaf_rn(p.w, k3, acc[m]);
-          }
-        }
+        const float4 a0 = *reinterpret_cast<const float4*>(p0 + jb + jj);
+        const float4 a1 = *reinterpret_cast<const float4*>(p1 + jb + jj);
+        acc0 = __fmaf_rn(a0.x, k0, acc0);
+        acc1 = __fmaf_rn(a1.x, k0, acc1);
+        acc0 = __fmaf_rn(a0.y, k1, acc0);
+        acc1 = __fmaf_rn(a1.y, k1, acc1);
+        acc0 = __fmaf_rn(a0.z, k2, acc0);
+        acc1 = __fmaf_rn(a1.z, k2, acc1);
+        acc0 = __fmaf_rn(a0.w, k3, acc0);
+        acc1 = __fmaf_rn(a1.w, k3, acc1);
       }
       for (; jj < kc; ++jj) {
         const float kv = buf[jj * S + s];
-#pragma unroll
-        for (int m = 0; m < NCH; ++m) {
-          const int u = u0 + m * kHS;
-          if (u < HB) acc[m] = __fmaf_rn(lg[u * stride + jb + jj], kv, acc[m]);
-        }
+        acc0 = __fmaf_rn(p0[jb + jj], kv, acc0);
+        acc1 = __fmaf_rn(p1[jb + jj], kv, acc1);
       }
     }
-    if (c + 1 < n_chunks) store_chunk(c + 1);  // the buffer computed on in chunk c − 1
-    __syncthreads();
   }
-#pragma unroll
-  for (int m = 0; m < NCH; ++m) {
-    const int u = u0 + m * kHS;
-    if (u0 < HB && u < HB) o_s[u * S + s] = acc[m];
-  }
+  cp_async_wait<0>();  // no copy outlives the block (the empty tail groups)
+  if (chains) o_s[2 * g * S + s] = acc0, o_s[(2 * g + 1) * S + s] = acc1;
   __syncthreads();
   // Inverse RoPE of the pairs (tail + 2p, tail + 2p + 1) in this slice: tail and the slice bounds
   // are even, so no pair straddles two blocks.
