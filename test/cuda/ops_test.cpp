@@ -1514,6 +1514,36 @@ OtherLaunchBits other_launch_bits(const AttentionArgs& a, const std::vector<floa
   return r;
 }
 
+// The cluster kernel with every key row 4 bytes off a 16-byte boundary (the window, the entries and
+// this round's kv one float into their buffers), at 4 and 8 heads on all rows: its plain-load
+// copies instead of cp.async must give the aligned launch's bits. False where it does not run.
+bool misaligned_cluster_bits(const AttentionCase& c, const std::vector<float>& exact) {
+  auto shifted = [](const std::vector<float>& v) {
+    std::vector<float> s(v.size() + 1, 0.0f);
+    std::copy(v.begin(), v.end(), s.begin() + 1);
+    return DevVec<float>(s);
+  };
+  const DevVec<float> win = shifted(c.window), ent = shifted(c.entries), kv = shifted(c.kv);
+  LayerDev ld;
+  ld.window = win.get() + 1;
+  ld.cmp.entries = ent.get() + 1;
+  const DevVec<LayerDev> dld(std::vector<LayerDev>{ld});
+  SeqDesc sd = c.dsd.download()[0];
+  sd.layers = dld.get();
+  const DevVec<SeqDesc> dsd(std::vector<SeqDesc>{sd});
+  bool same = true;
+  for (int heads : {4, 8}) {
+    AttentionArgs b = c.a;
+    DevVec<float> dout(exact.size());
+    dout.poison();
+    b.seqs = dsd.get(), b.kv = kv.get() + 1, b.o = dout.get();
+    if (!attention_cluster_ok(b, heads)) return false;
+    check(attention_cluster(b, nullptr, heads), "attention_cluster (misaligned keys)");
+    same = same && std::memcmp(dout.download().data(), exact.data(), exact.size() * 4) == 0;
+  }
+  return same;
+}
+
 void report_other_launches(Report& rep, const OtherLaunchBits& r, const std::string& tag) {
   rep.add("attention 1-3 rows (one-head kernels) == all-rows bits " + tag, r.few, r.few ? "bit-equal" : "DIFFER");
   rep.add("attention cluster kernel (1-3 rows; all rows with 4, 8 heads) == all-rows bits " + tag, r.cluster && r.taken,
@@ -1592,9 +1622,10 @@ void test_attention_fast(Rng& rng, Report& rep, bool quick) {
 }
 
 // The exact attention at V4-Flash's key counts (d = 512, window 128, CSA 128 + 512 selected keys
-// less some −1 padding, HCA 628-644 keys): ten 64-key chunks of key slices and three key passes per
-// warp in the cluster kernel, H = 12 (a partial group of 8 heads). The 64-row launch (8 heads per
-// block) against the one-head and the cluster kernels, by bits.
+// less some −1 padding, HCA 628-644 keys): ten 64-key chunks of key slices and 10-20 key rows per
+// warp through its four row buffers in the cluster kernel, H = 12 (a partial group of 8 heads). The
+// 64-row launch (8 heads per block) against the one-head and the cluster kernels, by bits; the
+// cluster kernel also with its key rows off 16 bytes.
 void test_attention_many_keys(Rng& rng, Report& rep) {
   const int d = 512, H = 12, T = 64, W = 128, K = 512, m = 4, half = 32, n_entries = 700;
   const int64_t pos0 = 2000;  // HCA: (pos + 1) / m ≤ 516 visible entries
@@ -1609,8 +1640,11 @@ void test_attention_many_keys(Rng& rng, Report& rep) {
     size_t nonfinite = 0;
     for (float v : exact) nonfinite += std::isfinite(v) ? 0 : 1;
     const OtherLaunchBits r = other_launch_bits(a, exact);
+    const bool misaligned = misaligned_cluster_bits(*c, exact);
     const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=512 H=12 max_keys=" + std::to_string(a.max_keys) + " 64 rows";
     report_other_launches(rep, r, tag);
+    rep.add("attention cluster kernel, key rows off 16 bytes (plain-load copies) == all-rows bits " + tag, misaligned,
+            misaligned ? "bit-equal" : "DIFFER (or not taken)");
     rep.add("attention 64 rows all written, finite " + tag, nonfinite == 0, "nonfinite " + std::to_string(nonfinite));
   }
 }
