@@ -3,6 +3,7 @@
 # (tools/gpu-check.sh --unpack) and name them.
 #   P   the carried pack (build-gpu-pack)      t   its memra_cuda_test
 #   m   its memra                              el  prints the seconds since the preamble ran
+#   lib_arm NAME  unpacks a second library carried as $P/NAME (below)
 # NCCL's NVLink multicast stays off (the lent machines' rule), and the pack's libraries come first.
 bash tools/gpu-check.sh --unpack
 P=$PWD/build-gpu-pack
@@ -11,3 +12,11 @@ m=$P/bin/memra
 export NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH=$P/bin
 T0=$(date +%s)
 el() { echo "t=$(($(date +%s) - T0))s"; }
+# lib_arm NAME: the carried library $P/NAME/libmemra_cuda.so.xz beside the pack's memra and other
+# libraries in /tmp/NAME/bin (an ab_arms.sh arm: bin=/tmp/NAME/bin; a test: LD_LIBRARY_PATH=/tmp/NAME/bin).
+lib_arm() {
+  mkdir -p "/tmp/$1/bin" && cp "$m" "/tmp/$1/bin/" &&
+    python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" \
+      "$P/$1/libmemra_cuda.so.xz" "/tmp/$1/bin/libmemra_cuda.so" &&
+    for f in "$P"/bin/*.so.*; do ln -sf "$f" "/tmp/$1/bin/"; done
+}

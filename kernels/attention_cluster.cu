@@ -15,8 +15,7 @@
 //   3. block r: o[h][i] for the dims i of its slice [r·d/8, (r+1)·d/8): the j-ascending fma chain
 //      over all n keys from +0, two heads' chains a thread (one key value read for both); the key
 //      slices copied by cp.async into a ring of 4 chunks of 64 keys, the first three asked for
-//      right after the key table (they fly through the logits, the exchange and the softmax);
-//      inverse RoPE on the slice's pairs
+//      after the exchange (they fly through the softmax); inverse RoPE on the slice's pairs
 // Every value is made by attention_kernel's operations in its order, so the bits equal the other
 // exact kernels' for any HB, row count or round (test_attention_cluster compares them by bits).
 //
@@ -25,7 +24,10 @@
 //   89 KB at d = 512, 640 keys, HB = 4, 107 KB at HB = 8 (two blocks per SM)
 // Run 131 (ncu's stall samples of the one-row launch, 640 keys): the outputs phase was bound by
 // shared-memory reads (each key value read by the four warps of its dim, one head each) and by the
-// per-thread loads of the two-chunk register ring; the exchange by a division per logit.
+// per-thread loads of the two-chunk register ring; the exchange by a division per logit. Not kept:
+// the key slices by bulk copies, one a key (27 → 42 us, branch bulk-copies-run134); the logits from
+// cp.async row buffers with q in registers (no better than the register passes, run 133); clusters
+// of 16 blocks with 8 heads (27 → 30 us, verify 6 79 → 99 us, branch cluster16-run135).
 #include <cooperative_groups.h>
 
 #include <cstdlib>
@@ -140,29 +142,42 @@ __global__ void __launch_bounds__(kBlock, 2) attention_cluster_kernel(AttentionA
   const int n = key_table(a, row, keys, &s_ncmp);  // its barriers also publish q_s
 
   // Phase 3's key slices: chunk c (keys [64c, 64c + 64)) into ring buffer c % kRing as one
-  // cp.async group (a misaligned key by plain loads; an empty group past the last chunk, so the
-  // group count stays uniform). The first kRing − 1 chunks are asked for now.
+  // cp.async group (an empty group past the last chunk, so the group count stays uniform); thread t
+  // copies the 16 bytes at column 4·(t % (S/4)) of keys t / (S/4) + i·kBlock/(S/4). Every copy is
+  // 16 bytes at a 16-byte offset into a key row (a slice starts at rank·S floats, S a multiple of
+  // 4), so one test of the rows' starts picks cp.async for all, or plain loads for all (a row off
+  // 16 bytes: never from the backend's buffers; the ops check makes one). The first kRing − 1
+  // chunks are asked for after the exchange's second cluster barrier: asked for before the logits
+  // they slowed the logits' loads (run 132), before that barrier they were waited for in it (its
+  // memory barrier: run 133).
+  int misaligned = 0;
+  for (int j = t; j < n; j += kBlock) misaligned |= static_cast<int>(reinterpret_cast<uintptr_t>(keys[j]) & 15);
+  const bool aligned = __syncthreads_or(misaligned) == 0;
   const int slice = rank * S;
   const int n_chunks = (n + kChunk - 1) / kChunk;
+  constexpr int kF4 = kChunk * S / 4;                   // 16-byte copies a chunk
+  constexpr int NLD = (kF4 + kBlock - 1) / kBlock;     // … a thread (d = 64: half the threads one)
+  const int col = (t % (S / 4)) * 4, jt = t / (S / 4);
   auto ring_chunk = [&](int c) {
     if (c < n_chunks) {
-      const int j0 = c * kChunk, j1 = min(n, j0 + kChunk);
-      float* dst = stage + (c % kRing) * kChunk * S;
-      for (int f = t; f < (j1 - j0) * (S / 4); f += kBlock) {
-        const int jj = f / (S / 4), col = (f % (S / 4)) * 4;
-        const float* src = keys[j0 + jj] + slice + col;
-        float* out = dst + jj * S + col;
-        if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) {
-          cp_async16(out, src, true);
-        } else {
+      const int j0 = c * kChunk, kc = min(kChunk, n - j0);
+      float* dst = stage + (c % kRing) * kChunk * S + col;
 #pragma unroll
-          for (int e = 0; e < 4; ++e) out[e] = __ldg(src + e);
+      for (int l = 0; l < NLD; ++l) {
+        const int jj = jt + l * (kBlock / (S / 4));
+        if (t + l * kBlock < kF4 && jj < kc) {
+          const float* src = keys[j0 + jj] + slice + col;
+          if (aligned) {
+            cp_async16(dst + jj * S, src, true);
+          } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) dst[jj * S + e] = __ldg(src + e);
+          }
         }
       }
     }
     cp_async_commit();
   };
-  for (int c = 0; c + 1 < kRing; ++c) ring_chunk(c);
 
   // 1. Logits of this block's keys. A warp takes KP keys at once (their loads in flight together);
   // each (head, key) is attention_kernel's chain: i = lane, lane + 32, … from +0, warp_sum, · scale.
@@ -231,6 +246,7 @@ __global__ void __launch_bounds__(kBlock, 2) attention_cluster_kernel(AttentionA
       }
   }
   cluster.sync();
+  for (int c = 0; c + 1 < kRing; ++c) ring_chunk(c);
 
   float sink[HB], mx[HB], part[HB], denom[HB];
 #pragma unroll
