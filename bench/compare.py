@@ -66,7 +66,11 @@ def main():
     lines.append(f"| prefill linears (tensor cores) | {pp['linear_TFLOPs']:.0f} | {m['ceilings']['bf16_TFLOPs']:.0f} | "
                  f"{pp['linear_share_of_bf16_rate']:.2f} of rate | | | TFLOP/s |")
     sn = m["snapshot"]
-    lines.append(f"| snapshot (hashed) / restore | {sn['snapshot_GBps']:.1f} / {sn['restore_GBps']:.1f} | "
+    # The bench model's state has a few classes of hundreds of MB, and a class hash is one stream (the
+    # file format's): one thread a class. The target's figure is the V4-Flash-layout state of
+    # gpu-check's bandwidth step (memra_cuda_test bandwidth: 43 layers' classes over 16 threads).
+    lines.append(f"| snapshot (hashed; this 2-layer state: one hashing stream a class) / restore | "
+                 f"{sn['snapshot_GBps']:.1f} / {sn['restore_GBps']:.1f} | "
                  f"{m['ceilings']['pinned_d2h_GBps']:.1f} / {m['ceilings']['pinned_h2d_GBps']:.1f} | "
                  f"{sn['snapshot_share_of_pinned_d2h']:.2f} / {sn['restore_share_of_pinned_h2d']:.2f} of pinned | | | GB/s |")
     mem = m["memory"]
