@@ -99,9 +99,10 @@ __device__ __forceinline__ void block_sum_heads(float (&v)[HB], float* scratch) 
 }
 
 // Phase 1's keys per warp and pass: their KP·d/32 key values per lane are loaded before the chains
-// run (≤ 64 registers), with KP·HB accumulators (≤ 32).
+// run (≤ 80 registers: d = 512 at 4 heads takes 5 keys, two passes over a block's 80 keys at 640
+// instead of three; run 137), with KP·HB accumulators (≤ 32).
 __host__ __device__ constexpr int keys_per_pass(int per_lane, int hb) {
-  int k = 64 / per_lane;
+  int k = 80 / per_lane;
   if (32 / hb < k) k = 32 / hb;
   return k < 8 ? k : 8;
 }
