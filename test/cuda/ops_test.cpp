@@ -1425,6 +1425,8 @@ void test_indexer_scores(Rng& rng, Report& rep) {
 // (rows with r % 5 > 0 padded with −1); host copies for the references, device copies behind `a`
 // (a.o left for the caller). Heap-held: `a` points into the device buffers.
 struct AttentionCase {
+  int64_t pos0 = 0;
+  int T = 0;
   std::vector<float> window, entries, kv, q, sink, inv_freq;
   std::vector<int32_t> selected, row_pos, row_seq;
   DevVec<float> dwin, dent, dkv, dq, dsink, dfreq;
@@ -1434,9 +1436,30 @@ struct AttentionCase {
   AttentionArgs a;
 };
 
+// The key rows' device copies (the window, the entries, this round's kv) `shift` floats into their
+// buffers, and the sequence table and a.seqs / a.kv pointing at them: 0 for 16-byte-aligned rows
+// (d a multiple of 4), 1 for rows 4 bytes off.
+void place_keys(AttentionCase& c, int shift) {
+  auto shifted = [shift](const std::vector<float>& v) {
+    std::vector<float> s(v.size() + shift, 0.0f);
+    std::copy(v.begin(), v.end(), s.begin() + shift);
+    return DevVec<float>(s);
+  };
+  c.dwin = shifted(c.window), c.dent = shifted(c.entries), c.dkv = shifted(c.kv);
+  LayerDev ld;
+  ld.window = c.dwin.get() + shift;
+  ld.cmp.entries = c.dent.get() + shift;
+  c.dld = DevVec<LayerDev>(std::vector<LayerDev>{ld});
+  SeqDesc sd;
+  sd.pos0 = static_cast<int32_t>(c.pos0), sd.T = c.T, sd.row0 = 0, sd.layers = c.dld.get();
+  c.dsd = DevVec<SeqDesc>(std::vector<SeqDesc>{sd});
+  c.a.seqs = c.dsd.get(), c.a.kv = c.dkv.get() + shift;
+}
+
 std::unique_ptr<AttentionCase> attention_case(Rng& rng, AttnKind kind, int d, int H, int T, int W, int K, int m, int half,
                                               int n_entries, int64_t pos0) {
   auto c = std::make_unique<AttentionCase>();
+  c->pos0 = pos0, c->T = T;
   c->window = rng.normals(static_cast<size_t>(W) * d), c->entries = rng.normals(static_cast<size_t>(n_entries) * d);
   c->kv = rng.normals(static_cast<size_t>(T) * d), c->q = rng.normals(static_cast<size_t>(T) * H * d, 0.5f);
   c->sink = rng.normals(H), c->inv_freq = rng.normals(half, 0.1f);
@@ -1450,19 +1473,12 @@ std::unique_ptr<AttentionCase> attention_case(Rng& rng, AttnKind kind, int d, in
     std::sort(pick.begin(), pick.begin() + n_sel);
     std::copy(pick.begin(), pick.begin() + n_sel, c->selected.begin() + static_cast<int64_t>(r) * K);
   }
-  c->dwin = DevVec<float>(c->window), c->dent = DevVec<float>(c->entries), c->dkv = DevVec<float>(c->kv);
   c->dq = DevVec<float>(c->q), c->dsink = DevVec<float>(c->sink), c->dfreq = DevVec<float>(c->inv_freq);
   c->dsel = DevVec<int32_t>(c->selected), c->dpos = DevVec<int32_t>(c->row_pos), c->dseq = DevVec<int32_t>(c->row_seq);
-  LayerDev ld;
-  ld.window = c->dwin.get();
-  ld.cmp.entries = c->dent.get();
-  c->dld = DevVec<LayerDev>(std::vector<LayerDev>{ld});
-  SeqDesc sd;
-  sd.pos0 = static_cast<int32_t>(pos0), sd.T = T, sd.row0 = 0, sd.layers = c->dld.get();
-  c->dsd = DevVec<SeqDesc>(std::vector<SeqDesc>{sd});
+  place_keys(*c, 0);
   AttentionArgs& a = c->a;
-  a.seqs = c->dsd.get(), a.row_seq = c->dseq.get(), a.row_pos = c->dpos.get(), a.layer = 0, a.rows = T, a.kind = kind;
-  a.q = c->dq.get(), a.kv = c->dkv.get(), a.sink = c->dsink.get(), a.selected = c->dsel.get(), a.K = K, a.H = H, a.d = d;
+  a.row_seq = c->dseq.get(), a.row_pos = c->dpos.get(), a.layer = 0, a.rows = T, a.kind = kind;
+  a.q = c->dq.get(), a.sink = c->dsink.get(), a.selected = c->dsel.get(), a.K = K, a.H = H, a.d = d;
   a.W = W, a.m = m;
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   a.inv_freq = c->dfreq.get(), a.half = half;
@@ -1515,33 +1531,26 @@ OtherLaunchBits other_launch_bits(const AttentionArgs& a, const std::vector<floa
 }
 
 // The cluster kernel with every key row 4 bytes off a 16-byte boundary (the window, the entries and
-// this round's kv one float into their buffers), at 4 and 8 heads on all rows: its plain-load
-// copies instead of cp.async must give the aligned launch's bits. False where it does not run.
-bool misaligned_cluster_bits(const AttentionCase& c, const std::vector<float>& exact) {
-  auto shifted = [](const std::vector<float>& v) {
-    std::vector<float> s(v.size() + 1, 0.0f);
-    std::copy(v.begin(), v.end(), s.begin() + 1);
-    return DevVec<float>(s);
-  };
-  const DevVec<float> win = shifted(c.window), ent = shifted(c.entries), kv = shifted(c.kv);
-  LayerDev ld;
-  ld.window = win.get() + 1;
-  ld.cmp.entries = ent.get() + 1;
-  const DevVec<LayerDev> dld(std::vector<LayerDev>{ld});
-  SeqDesc sd = c.dsd.download()[0];
-  sd.layers = dld.get();
-  const DevVec<SeqDesc> dsd(std::vector<SeqDesc>{sd});
-  bool same = true;
+// this round's kv one float into their buffers: place_keys), at 4 and 8 heads on all rows: its
+// plain-load copies instead of cp.async must give the aligned launch's bits. False where it does
+// not run. The case's keys are aligned again after it.
+bool misaligned_cluster_bits(AttentionCase& c, const std::vector<float>& exact) {
+  place_keys(c, 1);
+  bool same = true, taken = true;
   for (int heads : {4, 8}) {
     AttentionArgs b = c.a;
     DevVec<float> dout(exact.size());
     dout.poison();
-    b.seqs = dsd.get(), b.kv = kv.get() + 1, b.o = dout.get();
-    if (!attention_cluster_ok(b, heads)) return false;
+    b.o = dout.get();
+    if (!attention_cluster_ok(b, heads)) {
+      taken = false;
+      break;
+    }
     check(attention_cluster(b, nullptr, heads), "attention_cluster (misaligned keys)");
     same = same && std::memcmp(dout.download().data(), exact.data(), exact.size() * 4) == 0;
   }
-  return same;
+  place_keys(c, 0);
+  return same && taken;
 }
 
 void report_other_launches(Report& rep, const OtherLaunchBits& r, const std::string& tag) {
