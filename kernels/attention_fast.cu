@@ -1,24 +1,27 @@
-// cuda-fast core attention on tensor cores (TF32 WMMA): the exact kernels (attention.cu) compute a
-// 2048-row prefill's CSA attention as 2048 × 64 heads × 640 keys × 512 dims of f32 FMAs, twice
-// (logits, outputs): ~172 G FMA, 8.6 ms on an H200, bound by the f32 FMA rate (bench/NOTES.md,
-// round 4). Here a block takes one row and 32 heads (MQA: the heads share the keys), so both
-// products are matrix products: S = Q·Kᵀ [32 × keys] and O = P·K [32 × d], on tensor cores.
+// cuda-fast core attention on tensor cores (TF32 mma.sync m16n8k8): the exact kernels
+// (attention.cu) compute a 2048-row prefill's CSA attention as 2048 × 64 heads × 640 keys × 512 dims
+// of f32 FMAs, twice (logits, outputs), bound by the f32 FMA rate (bench/NOTES.md, round 4). Here a
+// block takes one row and 32 heads (MQA: the heads share the keys), so both products are matrix
+// products: S = Q·Kᵀ [32 × keys] and O = P·K [32 × d].
 //
-//   pass 1  S tile (16 heads × 16 keys) per warp, over key tiles of 64 and dim chunks of DC;
-//           Q staged once, K chunk by chunk in shared memory (rows past H or past the keys are
-//           0), the next chunk loaded into registers while the tensor cores take this one
+//   pass 1  each warp takes 32-key tiles (tile = warp, warp + 8, …): its 32 heads × 32 keys over
+//           all d dims, Q from shared memory (staged once, TF32-rounded), the keys straight from
+//           global memory (each key row read by one warp of the block), S into shared memory
 //   softmax one warp per head row: mx = max(sink, logits), p = exp(l − mx) / (exp(sink − mx) + Σ p)
-//   pass 2  O (16 heads × d/4) per warp, keys staged 16 at a time with all d dims (prefetched alike)
-//   output  each 16 × 16 tile through a per-warp scratch (heads ≥ H are not written), then the
-//           inverse RoPE of the last 2·half dims in place
+//   pass 2  each warp takes a slice of the output dims for all keys (each key's slice read by one
+//           warp), P from shared memory, the keys from global memory, two 16-key steps in flight
+//   output  from the accumulators to global memory (heads ≥ H not written), the inverse RoPE of
+//           the last 2·half dims applied on the way
+// The reduction index of either product may be visited in any order as long as both operands agree:
+// a lane's float4 of four consecutive dims (pass 1) or keys 2c, 2c+1 (pass 2) fill its fragment
+// slots, and pass 2's output columns map to dims so that a lane's float4 of a key row gives four
+// n-tiles' b-slots and its accumulators four consecutive dims (comments below).
 //
-// Not exact: TF32 rounds q, k and p to 10 mantissa bits (|δ| ≤ 2⁻¹¹), the sums are f32 in the
-// tensor cores' order. The ops test derives the band from that (test_attention_fast). The exact
-// kernels keep the rows this one does not take (attention_fast_ok).
+// Not exact: TF32 rounds q, k and p to 10 mantissa bits (round to nearest, |δ| ≤ 2⁻¹¹), the sums are
+// f32 in the tensor cores' order. The ops test derives the band from that (test_attention_fast).
+// The exact kernels keep the rows this one does not take (attention_fast_ok).
 //
-//   grid (rows, ceil(H / 32))   block 256   dynamic smem: S, Q, stage (fast_smem) + max_keys·8 bytes
-#include <mma.h>
-
+//   grid (rows, ceil(H / 32))   block 256   dynamic smem: S, Q (fast_smem) + the key table
 #include "attention_keys.cuh"
 #include "common.cuh"
 #include "device_caps.h"
@@ -30,191 +33,259 @@ namespace memra::cuda {
 
 namespace {
 
-using namespace nvcuda;
-
 constexpr int kBlock = 256;
-constexpr int kHeads = 32;       // heads per block: two 16-row m-tiles
-constexpr int kKeyTile = 64;     // pass 1: keys per tile (four 16-key n-tiles)
-constexpr int kPass2Keys = 16;   // pass 2: keys staged at once
-// Shared-memory rows are padded by 8 floats: with a row stride of a multiple of 128 bytes, a
-// fragment's 16 rows fall on the same banks (16-way conflicts); 8 floats keep 32-byte alignment.
-constexpr int kPad = 8;
+constexpr int kWarps = kBlock / kWarp;
+constexpr int kHeads = 32;    // heads per block: two 16-row m-tiles
+constexpr int kKeyTile = 32;  // pass 1: keys per warp tile (four 8-key n-tiles); the key table's padding
+constexpr int kSlice = 32;    // pass 2: output dims per n-tile group (four 8-column n-tiles)
 
-using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
-using FragBcol = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major>;
-using FragBrow = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
-using FragC = wmma::fragment<wmma::accumulator, 16, 16, 8, float>;
-
-template <typename F>
-__device__ __forceinline__ void to_tf32(F& f) {
-#pragma unroll
-  for (int t = 0; t < f.num_elements; ++t) f.x[t] = wmma::__float_to_tf32(f.x[t]);
-}
-
+// Row strides (floats) ≡ 4 mod 32: the eight 16-byte rows of each ldmatrix phase on distinct banks.
+__host__ __device__ constexpr int q_stride(int d) { return d + 4; }
 int round_up(int v, int m) { return (v + m - 1) / m * m; }
-__host__ __device__ constexpr int dim_chunk(int d) { return d >= 128 ? 128 : 64; }
-// Staging floats: pass 1's K chunk, pass 2's 16 keys, or the 8 warps' 16 × 16 output scratch.
-int stage_floats(int d) {
-  const int p1 = kKeyTile * (dim_chunk(d) + kPad), p2 = kPass2Keys * (d + kPad), out = 8 * 256;
-  return p1 > p2 ? (p1 > out ? p1 : out) : (p2 > out ? p2 : out);
-}
-int s_stride(int max_keys) { return round_up(max_keys, kKeyTile) + kPad; }
+int s_stride(int max_keys) { return round_up(max_keys, kKeyTile) + 4; }
 size_t fast_smem(int max_keys, int d) {
-  return (static_cast<size_t>(kHeads) * s_stride(max_keys) + static_cast<size_t>(kHeads) * (d + kPad) + stage_floats(d)) *
-             sizeof(float) +
-         static_cast<size_t>(max_keys) * sizeof(float*);
+  return (static_cast<size_t>(kHeads) * s_stride(max_keys) + static_cast<size_t>(kHeads) * q_stride(d)) * sizeof(float) +
+         static_cast<size_t>(round_up(max_keys, kKeyTile)) * sizeof(float*);
 }
 
-// ND = d / 64: each warp's pass-2 output is ND tiles of 16 dims (a quarter of d).
-template <int ND>
-__global__ void __launch_bounds__(kBlock) attention_fast_kernel(AttentionArgs a, int s_ld, int stage_n) {
+// TF32 round to nearest, ties away. ptxas emits cvt.rna.tf32.f32 as three instructions (a finite
+// test, half a TF32 ulp added to the bits, a select) and leaves the low 13 bits, which the tensor
+// cores ignore; tf32f clears them for values kept as floats. (A hand-written integer form took four
+// instructions and was slower, run 141.)
+__device__ __forceinline__ uint32_t tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ float tf32f(float x) { return __uint_as_float(tf32(x) & 0xffffe000u); }
+
+// An m16n8k8 A fragment (rows r0 … r0 + 15, cols c0 … c0 + 7 of a row-major f32 array in shared
+// memory, stride ld floats) by one ldmatrix.x4: each 32-bit element is two b16 halves, so the four
+// 8 × 8 b16 matrices (rows 0-7 / 8-15 × cols 0-3 / 4-7) land as a0 … a3 in order, with no register
+// moves (building the fragment from float2 / float4 loads cost ~2 moves an mma, run 141).
+__device__ __forceinline__ void load_a(uint32_t (&r)[4], const float* base, int ld, int lane) {
+  const float* p = base + ((lane % 8) + 8 * ((lane / 8) % 2)) * ld + 4 * (lane / 16);
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// D += A·B, m16n8k8, TF32 in, f32 accumulate. a: (row g, col t) (g + 8, t) (g, t + 4) (g + 8, t + 4);
+// b: (row t, col g) (t + 4, g); c: (g, 2t) (g, 2t + 1) (g + 8, 2t) (g + 8, 2t + 1); g = lane / 4,
+// t = lane % 4 (PTX ISA, mma.m16n8k8 fragments).
+__device__ __forceinline__ void mma_tf32(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float comp(const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+__device__ __forceinline__ float4 load_key(const float* k) { return __ldg(reinterpret_cast<const float4*>(k)); }
+
+// Pass 2's split of the 2 m-tiles × d / 32 dim slices over the 8 warps: MW m-tiles and SW slices
+// a warp (d = 512: 2 × 2, all warps; 256: 2 × 1; 128: 1 × 1; 64: 1 × 1 on four warps).
+template <int D>
+struct Pass2Split {
+  static constexpr int kSlices = D / kSlice;
+  static constexpr int MW = D >= 256 ? 2 : 1;
+  static constexpr int SW = D >= 512 ? D / 256 : 1;
+  static constexpr int kGroups = kSlices / SW;  // slice groups; warp w: group w % kGroups, m-tiles from w / kGroups
+  static constexpr int kActive = kGroups * (2 / MW);
+  static_assert(kActive <= kWarps, "pass 2 needs more warps than the block has");
+};
+
+template <int D>
+__global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs a, int s_ld) {
   pdl_begin();
-  constexpr int d = ND * 64, DC = dim_chunk(d), DCP = DC + kPad, DP = d + kPad;
+  constexpr int QS = q_stride(D);
   extern __shared__ __align__(128) unsigned char smem[];
-  float* S = reinterpret_cast<float*>(smem);                                    // [kHeads][s_ld] (s_ld: the padded row stride)
-  float* Qs = S + kHeads * s_ld;                                               // [kHeads][DP]
-  float* stage = Qs + kHeads * DP;                                              // [stage_n]
-  const float** keys = reinterpret_cast<const float**>(stage + stage_n);        // [max_keys]
+  float* S = reinterpret_cast<float*>(smem);  // [kHeads][s_ld]: logits, then p (TF32-rounded, 0 past the keys)
+  float* Qs = S + kHeads * s_ld;              // [kHeads][QS]: TF32-rounded q (heads past H: 0)
+  const float** keys = reinterpret_cast<const float**>(Qs + kHeads * QS);  // [round_up(keys, 32)]
   __shared__ int s_ncmp;
 
   const int row = blockIdx.x, h0 = blockIdx.y * kHeads;
   const int nh = min(kHeads, a.H - h0);
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
   const int64_t pos = a.row_pos[row];
-  const float* q = a.q + (static_cast<int64_t>(row) * a.H + h0) * d;
-  for (int i = threadIdx.x; i < kHeads * d / 4; i += kBlock) {  // Q once (heads past H: 0)
-    const int hh = i / (d / 4), c = (i % (d / 4)) * 4;
-    const float4 v = hh < nh ? *reinterpret_cast<const float4*>(q + static_cast<int64_t>(hh) * d + c)
-                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    *reinterpret_cast<float4*>(Qs + hh * DP + c) = v;
+  const float* q = a.q + (static_cast<int64_t>(row) * a.H + h0) * D;
+  // Q in k-step order: a lane's float4 of keys holds dims 16u + 4t … + 3, which pass 1 feeds to k-steps
+  // 2u (slots t, t + 4: dims + 0, + 1) and 2u + 1 (+ 2, + 3), so q's dim 16u + 4t + 2s + w sits at
+  // column 16u + 8s + 4w + t, where ldmatrix's natural order finds it.
+  for (int i = threadIdx.x; i < kHeads * D / 4; i += kBlock) {
+    const int hh = i / (D / 4), c = (i % (D / 4)) * 4, u = c / 16, tq = (c % 16) / 4;
+    const float4 v = hh < nh ? *reinterpret_cast<const float4*>(q + static_cast<int64_t>(hh) * D + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float* dst = Qs + hh * QS + 16 * u + tq;
+    dst[0] = tf32f(v.x), dst[4] = tf32f(v.y), dst[8] = tf32f(v.z), dst[12] = tf32f(v.w);
   }
   const int n_keys = key_table(a, row, keys, &s_ncmp);  // its barriers also publish Qs
+  const int n_pad = (n_keys + kKeyTile - 1) / kKeyTile * kKeyTile;
+  // Padding keys read a real row (finite); their logits are never used and their p is 0.
+  for (int j = n_keys + threadIdx.x; j < n_pad; j += kBlock) keys[j] = keys[0];
+  __syncthreads();
 
-  // Pass 1: this warp's 16 × 16 tile (m, n) of every 64-key tile, chunk it = (tile, dim chunk) after
-  // chunk; each thread loads chunk it+1 into registers while the warps multiply chunk it.
+  // Pass 1: a lane's float4 of dims 16u + 4t … + 3 of key g of each n-tile gives its b-slots of k-steps
+  // 2u and 2u + 1 (Q's columns above); the keys' loads a ring of four 16-dim groups, three ahead.
   {
-    constexpr int NC = d / DC, NL = kKeyTile * DC / 4 / kBlock;
-    const int m = warp / 4, n = warp % 4, total = (n_keys + kKeyTile - 1) / kKeyTile * NC;
-    float* Kc = stage;  // [kKeyTile][DCP]
-    float4 next[NL];
-    auto fetch = [&](int it) {
-      const int kt = it / NC, dc = (it % NC) * DC;
+    constexpr int G = D / 16, kRing = 4;
+    for (int tile = warp; tile * kKeyTile < n_keys; tile += kWarps) {
+      const int k0 = tile * kKeyTile;
+      const float* kp[4];
 #pragma unroll
-      for (int u = 0; u < NL; ++u) {
-        const int i = threadIdx.x + u * kBlock, j = i / (DC / 4), c = (i % (DC / 4)) * 4, key = kt * kKeyTile + j;
-        next[u] = key < n_keys ? *reinterpret_cast<const float4*>(keys[key] + dc + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      }
-    };
-    if (total > 0) fetch(0);
-    FragC acc;
-    for (int it = 0; it < total; ++it) {
-      __syncthreads();  // the previous chunk's fragments are loaded
+      for (int n = 0; n < 4; ++n) kp[n] = keys[k0 + 8 * n + g] + 4 * t;
+      float acc[2][4][4] = {};
+      float4 kb[kRing][4];
 #pragma unroll
-      for (int u = 0; u < NL; ++u) {
-        const int i = threadIdx.x + u * kBlock;
-        *reinterpret_cast<float4*>(Kc + (i / (DC / 4)) * DCP + (i % (DC / 4)) * 4) = next[u];
+      for (int r = 0; r < kRing - 1; ++r)
+#pragma unroll
+        for (int n = 0; n < 4; ++n) kb[r][n] = load_key(kp[n] + 16 * r);
+#pragma unroll 1
+      for (int u0 = 0; u0 < G; u0 += kRing) {
+#pragma unroll
+        for (int r = 0; r < kRing; ++r) {
+          const int u = u0 + r;
+          if (u + kRing - 1 < G)
+#pragma unroll
+            for (int n = 0; n < 4; ++n) kb[(r + kRing - 1) % kRing][n] = load_key(kp[n] + 16 * (u + kRing - 1));
+#pragma unroll
+          for (int s = 0; s < 2; ++s) {
+            uint32_t fa[2][4];
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) load_a(fa[mt], Qs + 16 * mt * QS + 16 * u + 8 * s, QS, lane);
+#pragma unroll
+            for (int n = 0; n < 4; ++n) {
+              const uint32_t b0 = tf32(comp(kb[r][n], 2 * s)), b1 = tf32(comp(kb[r][n], 2 * s + 1));
+#pragma unroll
+              for (int mt = 0; mt < 2; ++mt) mma_tf32(acc[mt][n], fa[mt][0], fa[mt][1], fa[mt][2], fa[mt][3], b0, b1);
+            }
+          }
+        }
       }
-      __syncthreads();
-      if (it + 1 < total) fetch(it + 1);
-      const int kt = it / NC, dc = (it % NC) * DC;
-      if (dc == 0) wmma::fill_fragment(acc, 0.0f);
-#pragma unroll 4
-      for (int ks = 0; ks < DC; ks += 8) {
-        FragA fa;
-        FragBcol fb;  // Kᵀ: element (dim, key) at Kc[key·DCP + dim]
-        wmma::load_matrix_sync(fa, Qs + m * 16 * DP + dc + ks, DP);
-        wmma::load_matrix_sync(fb, Kc + n * 16 * DCP + ks, DCP);
-        to_tf32(fa);
-        to_tf32(fb);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      if (dc + DC == d) wmma::store_matrix_sync(S + m * 16 * s_ld + kt * kKeyTile + n * 16, acc, s_ld, wmma::mem_row_major);
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+          float* s0 = S + (16 * mt + g) * s_ld + k0 + 8 * n + 2 * t;
+          *reinterpret_cast<float2*>(s0) = make_float2(acc[mt][n][0], acc[mt][n][1]);
+          *reinterpret_cast<float2*>(s0 + 8 * s_ld) = make_float2(acc[mt][n][2], acc[mt][n][3]);
+        }
     }
   }
   __syncthreads();
 
-  // Softmax with the sink, one warp per head row; keys past n_keys (to pass 2's stride) get p = 0.
-  const int n2 = (n_keys + kPass2Keys - 1) / kPass2Keys * kPass2Keys;
-  for (int hh = warp; hh < kHeads; hh += kBlock / kWarp) {
-    float* lg = S + hh * s_ld;
-    const float sink = hh < nh ? a.sink[h0 + hh] : 0.0f;
-    float mx = sink;
-    for (int j = lane; j < n_keys; j += kWarp) mx = fmaxf(mx, lg[j] * a.scale);
-    mx = warp_max(mx);
-    float sum = 0.0f;
-    for (int j = lane; j < n_keys; j += kWarp) {
-      const float p = expf(lg[j] * a.scale - mx);
-      lg[j] = p;
-      sum += p;
+  // Softmax with the sink, a warp's four head rows side by side (four independent chains a loop);
+  // keys past n_keys (to n_pad) get p = 0.
+  {
+    constexpr int kRows = kHeads / kWarps;
+    float* lg[kRows];
+    float sink[kRows], mx[kRows], sum[kRows];
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const int hh = warp + kWarps * i;
+      lg[i] = S + hh * s_ld;
+      sink[i] = hh < nh ? a.sink[h0 + hh] : 0.0f;
+      mx[i] = sink[i], sum[i] = 0.0f;
     }
-    const float inv = 1.0f / (expf(sink - mx) + warp_sum(sum));
-    for (int j = lane; j < n2; j += kWarp) lg[j] = j < n_keys ? lg[j] * inv : 0.0f;
+    for (int j = lane; j < n_keys; j += kWarp)
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) mx[i] = fmaxf(mx[i], lg[i][j] * a.scale);
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) mx[i] = warp_max(mx[i]);
+    for (int j = lane; j < n_keys; j += kWarp)
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const float p = expf(lg[i][j] * a.scale - mx[i]);
+        lg[i][j] = p;
+        sum[i] += p;
+      }
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) sum[i] = 1.0f / (expf(sink[i] - mx[i]) + warp_sum(sum[i]));
+    for (int j = lane; j < n_pad; j += kWarp)
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) lg[i][j] = j < n_keys ? tf32f(lg[i][j] * sum[i]) : 0.0f;
   }
+  __syncthreads();
 
-  // Pass 2: O rows m·16 … m·16+15, dims dq·d/4 … (dq+1)·d/4 − 1.
-  const int m = warp / 4, dq = warp % 4;
-  FragC o[ND];
+  // Pass 2. k-step j covers keys 8j … 8j + 7 in order (slots t, t + 4: keys 8j + t, 8j + t + 4; p's
+  // fragment by ldmatrix). Within a 32-dim slice at b, n-tile v's column c is dim
+  // b + 4·(c / 2) + 16·(c % 2) + v: a lane's float4 of a key at b + 4·(g / 2) + 16·(g % 2) gives the
+  // four n-tiles' b-slot, and its accumulators c0 / c1 (columns 2t, 2t + 1) hold dims b + 4t + v and
+  // b + 16 + 4t + v: one float4 store a lane, the four lanes of a head row 64 contiguous bytes.
+  using Split = Pass2Split<D>;
+  constexpr int MW = Split::MW, SW = Split::SW;
+  if (warp < Split::kActive) {
+    const int m0 = (warp / Split::kGroups) * MW, dim0 = (warp % Split::kGroups) * SW * kSlice;
+    const int boff = dim0 + 4 * (g / 2) + 16 * (g % 2);
+    float acc[MW][SW][4][4] = {};
+    // The keys' loads a ring of four k-steps, three ahead of the tensor cores.
+    constexpr int kRing = 4;
+    float4 kb[kRing][SW][2];
+    auto fetch = [&](float4 (&dst)[SW][2], int j) {
+      const float* k_lo = keys[8 * j + t];
+      const float* k_hi = keys[8 * j + t + 4];
 #pragma unroll
-  for (int t = 0; t < ND; ++t) wmma::fill_fragment(o[t], 0.0f);
-  constexpr int NL2 = kPass2Keys * d / 4 / kBlock;  // = ND
-  float4 next2[NL2];
-  auto fetch2 = [&](int c0) {
+      for (int sw = 0; sw < SW; ++sw) {
+        dst[sw][0] = load_key(k_lo + boff + sw * kSlice);
+        dst[sw][1] = load_key(k_hi + boff + sw * kSlice);
+      }
+    };
+    const int n_steps = n_pad / 8;  // a multiple of 4 (n_pad: of 32), at least 4
 #pragma unroll
-    for (int u = 0; u < NL2; ++u) {
-      const int i = threadIdx.x + u * kBlock, key = c0 + i / (d / 4), c = (i % (d / 4)) * 4;
-      next2[u] = key < n_keys ? *reinterpret_cast<const float4*>(keys[key] + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
-  };
-  if (n2 > 0) fetch2(0);
-  for (int c0 = 0; c0 < n2; c0 += kPass2Keys) {
-    __syncthreads();  // softmax done / the previous keys' fragments are loaded
+    for (int r = 0; r < kRing - 1; ++r) fetch(kb[r], r);
+#pragma unroll 1
+    for (int j0 = 0; j0 < n_steps; j0 += kRing) {
 #pragma unroll
-    for (int u = 0; u < NL2; ++u) {
-      const int i = threadIdx.x + u * kBlock;
-      *reinterpret_cast<float4*>(stage + (i / (d / 4)) * DP + (i % (d / 4)) * 4) = next2[u];
-    }
-    __syncthreads();
-    if (c0 + kPass2Keys < n2) fetch2(c0 + kPass2Keys);
+      for (int r = 0; r < kRing; ++r) {
+        const int j = j0 + r;
+        if (j + kRing - 1 < n_steps) fetch(kb[(r + kRing - 1) % kRing], j + kRing - 1);
+        uint32_t fa[MW][4];
 #pragma unroll
-    for (int ks = 0; ks < kPass2Keys; ks += 8) {
-      FragA fa;  // P: element (head, key) at S[head·s_ld + key]
-      wmma::load_matrix_sync(fa, S + m * 16 * s_ld + c0 + ks, s_ld);
-      to_tf32(fa);
+        for (int mt = 0; mt < MW; ++mt) load_a(fa[mt], S + 16 * (m0 + mt) * s_ld + 8 * j, s_ld, lane);
 #pragma unroll
-      for (int t = 0; t < ND; ++t) {
-        FragBrow fb;  // K: element (key, dim) at stage[key·DP + dim]
-        wmma::load_matrix_sync(fb, stage + ks * DP + dq * (d / 4) + t * 16, DP);
-        to_tf32(fb);
-        wmma::mma_sync(o[t], fa, fb, o[t]);
+        for (int sw = 0; sw < SW; ++sw)
+#pragma unroll
+          for (int v = 0; v < 4; ++v) {
+            const uint32_t b0 = tf32(comp(kb[r][sw][0], v)), b1 = tf32(comp(kb[r][sw][1], v));
+#pragma unroll
+            for (int mt = 0; mt < MW; ++mt) mma_tf32(acc[mt][sw][v], fa[mt][0], fa[mt][1], fa[mt][2], fa[mt][3], b0, b1);
+          }
       }
     }
-  }
-  __syncthreads();  // the stage becomes the warps' output scratch
 
-  float* scratch = stage + warp * 256;
-  float* orow = a.o + static_cast<int64_t>(row) * a.H * d;
+    // Output: head 16·m + g (+ 8), dims b + 4t … + 3 and b + 16 + 4t … + 3, the inverse RoPE on the
+    // pairs in its range.
+    float* orow = a.o + (static_cast<int64_t>(row) * a.H + h0) * D;
+    const int rope0 = D - 2 * a.half;
 #pragma unroll
-  for (int t = 0; t < ND; ++t) {
-    wmma::store_matrix_sync(scratch, o[t], 16, wmma::mem_row_major);
-    __syncwarp();
-    for (int e = lane; e < 256; e += kWarp) {
-      const int hh = m * 16 + e / 16;
-      if (hh < nh) orow[static_cast<int64_t>(h0 + hh) * d + dq * (d / 4) + t * 16 + e % 16] = scratch[e];
-    }
-    __syncwarp();
-  }
-  __syncthreads();  // the block's outputs are written (global writes are visible to the block after it)
-  for (int t = threadIdx.x; t < nh * a.half; t += kBlock) {
-    const int u = t / a.half, i = t % a.half;
-    rope_pair(orow + static_cast<int64_t>(h0 + u) * d + (d - 2 * a.half) + 2 * i, a.inv_freq[i], static_cast<int32_t>(pos), -1.0f);
+    for (int mt = 0; mt < MW; ++mt)
+#pragma unroll
+      for (int h8 = 0; h8 < 2; ++h8) {
+        const int hh = 16 * (m0 + mt) + 8 * h8 + g;
+        if (hh >= nh) continue;
+#pragma unroll
+        for (int sw = 0; sw < SW; ++sw)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const int dim = dim0 + sw * kSlice + 16 * c + 4 * t;
+            float v[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[e] = acc[mt][sw][e][2 * h8 + c];
+#pragma unroll
+            for (int e = 0; e < 4; e += 2)
+              if (dim + e >= rope0) rope_pair(v + e, a.inv_freq[(dim + e - rope0) / 2], static_cast<int32_t>(pos), -1.0f);
+            *reinterpret_cast<float4*>(orow + static_cast<int64_t>(hh) * D + dim) = make_float4(v[0], v[1], v[2], v[3]);
+          }
+      }
   }
 }
 
 }  // namespace
 
 bool attention_fast_ok(const AttentionArgs& a) {
-  const int nd = a.d / 64;
-  if (a.d % 64 != 0 || !(nd == 1 || nd == 2 || nd == 4 || nd == 8)) return false;
+  if (!(a.d == 64 || a.d == 128 || a.d == 256 || a.d == 512)) return false;
   DeviceCaps caps;
   if (current_device_caps(caps) != cudaSuccess) return false;
   return fast_smem(a.max_keys, a.d) + 1024 <= static_cast<size_t>(caps.smem_optin);
@@ -228,18 +299,18 @@ cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream) {
       (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
       (a.kind != AttnKind::kSliding && a.m < 1))
     return cudaErrorInvalidValue;
-  const int s_ld = s_stride(a.max_keys), stage_n = stage_floats(a.d);
+  const int s_ld = s_stride(a.max_keys);
   const size_t smem = fast_smem(a.max_keys, a.d);
-  auto launch_nd = [&](auto kernel) {
+  auto launch_d = [&](auto kernel) {
     cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
     if (e != cudaSuccess) return e;
-    return launch(kernel, dim3(a.rows, (a.H + kHeads - 1) / kHeads), kBlock, smem, stream, a, s_ld, stage_n);
+    return launch(kernel, dim3(a.rows, (a.H + kHeads - 1) / kHeads), kBlock, smem, stream, a, s_ld);
   };
-  switch (a.d / 64) {
-    case 1: return launch_nd(attention_fast_kernel<1>);
-    case 2: return launch_nd(attention_fast_kernel<2>);
-    case 4: return launch_nd(attention_fast_kernel<4>);
-    default: return launch_nd(attention_fast_kernel<8>);
+  switch (a.d) {
+    case 64: return launch_d(attention_fast_kernel<64>);
+    case 128: return launch_d(attention_fast_kernel<128>);
+    case 256: return launch_d(attention_fast_kernel<256>);
+    default: return launch_d(attention_fast_kernel<512>);
   }
 }
 

@@ -1559,73 +1559,83 @@ void report_other_launches(Report& rep, const OtherLaunchBits& r, const std::str
           std::string(r.cluster ? "bit-equal" : "DIFFER") + (r.taken ? "" : " (NOT TAKEN: attention_cluster_ok false)"));
 }
 
+// cuda-fast's attention on the case's keys against `exact` (the exact kernel's bits on all rows),
+// within the band derived above: the keys each row attends to (key_table's rule) and the exact
+// softmax in double. One report line; `tag` names the case.
+void check_attention_fast(Report& rep, const AttentionCase& c, const std::vector<float>& exact, const std::string& tag) {
+  const AttentionArgs& a0 = c.a;
+  const int T = c.T, H = a0.H, d = a0.d, W = a0.W, K = a0.K;
+  AttentionArgs a = a0;
+  DevVec<float> dfast(exact.size());
+  dfast.poison();
+  a.o = dfast.get();
+  const bool ok = attention_fast_ok(a);
+  check(attention_fast(a, nullptr), "attention_fast");
+  const std::vector<float> fast = dfast.download();
+  const double ut = std::ldexp(1.0, -11), u = std::ldexp(1.0, -24);
+  std::vector<double> bound(exact.size());
+  for (int r = 0; r < T; ++r) {
+    const int64_t pos = c.pos0 + r, n_win = std::min<int64_t>(pos + 1, W);
+    std::vector<const float*> keys;
+    for (int64_t p = pos - n_win + 1; p <= pos; ++p)
+      keys.push_back(p >= c.pos0 ? &c.kv[(p - c.pos0) * d] : &c.window[(p % W) * d]);
+    if (a.kind == AttnKind::kHCA)
+      for (int64_t e = 0; e < (pos + 1) / a.m; ++e) keys.push_back(&c.entries[e * d]);
+    else
+      for (int i = 0; i < K && c.selected[r * K + i] >= 0; ++i)
+        keys.push_back(&c.entries[static_cast<int64_t>(c.selected[r * K + i]) * d]);
+    const size_t n = keys.size();
+    for (int h = 0; h < H; ++h) {
+      const float* qh = &c.q[(static_cast<int64_t>(r) * H + h) * d];
+      std::vector<double> l(n), p(n);
+      double E = 0, mx = c.sink[h];
+      for (size_t j = 0; j < n; ++j) {
+        double dot = 0, sabs = 0;
+        for (int i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * keys[j][i], sabs += std::fabs(static_cast<double>(qh[i]) * keys[j][i]);
+        l[j] = dot * a.scale;
+        E = std::max(E, a.scale * (2 * ut + ut * ut + gamma_n(d)) * sabs);
+        mx = std::max(mx, l[j]);
+      }
+      double den = std::exp(c.sink[h] - mx);
+      for (size_t j = 0; j < n; ++j) den += (p[j] = std::exp(l[j] - mx));
+      const double f = std::expm1(2 * E) + 2 * ut + gamma_n(static_cast<double>(n) + 8) + 16 * u;
+      std::vector<double> b(d);
+      for (int i = 0; i < d; ++i) {
+        double s = 0;
+        for (size_t j = 0; j < n; ++j) s += p[j] / den * std::fabs(keys[j][i]);
+        b[i] = f * s + std::ldexp(s, -20);
+      }
+      for (int i = d - 2 * a.half; i < d; i += 2) b[i] = b[i + 1] = b[i] + b[i + 1];
+      for (int i = 0; i < d; ++i) bound[(static_cast<int64_t>(r) * H + h) * d + i] = b[i];
+    }
+  }
+  const Diff df = compare(fast, exact, &bound);
+  rep.add("attention cuda-fast (tensor cores) vs exact " + tag, ok && df.unwritten == 0 && df.nonfinite == 0 && df.worst_ratio <= 1.0,
+          "err/bound " + fmt("%.3f", df.worst_ratio) + " rel " + fmt("%.2e", df.rel_to_max()) + " unwritten " +
+              std::to_string(df.unwritten) + (ok ? "" : " (NOT TAKEN: fell back to the exact kernel)"));
+}
+
 // One sequence of 70 rows past the window (keys from the ring and from this round), H = 42 (a full
 // and a partial 32-head block; a partial group of 4 and of 8 heads for the exact kernels), d = 64
-// (the fixtures' head dim), 128 and 512, CSA (a selection with −1 padding) and HCA.
+// (the fixtures' head dim), 128, 256 and 512, CSA (a selection with −1 padding) and HCA.
 void test_attention_fast(Rng& rng, Report& rep, bool quick) {
-  for (int d : quick ? std::vector<int>{64} : std::vector<int>{64, 128, 512}) {
+  for (int d : quick ? std::vector<int>{64} : std::vector<int>{64, 128, 256, 512}) {
     for (AttnKind kind : {AttnKind::kCSA, AttnKind::kHCA}) {
       const int H = 42, T = 70, W = 32, K = 24, m = 4, half = 16, n_entries = 60;
       const int64_t pos0 = 100;
       const auto c = attention_case(rng, kind, d, H, T, W, K, m, half, n_entries, pos0);
-      const std::vector<float>&window = c->window, &entries = c->entries, &kv = c->kv, &q = c->q, &sink = c->sink;
-      const std::vector<int32_t>& selected = c->selected;
       AttentionArgs a = c->a;
-      DevVec<float> dexact(static_cast<size_t>(T) * H * d), dfast(static_cast<size_t>(T) * H * d);
-      dexact.poison(), dfast.poison();
+      DevVec<float> dexact(static_cast<size_t>(T) * H * d);
+      dexact.poison();
       a.o = dexact.get();
       check(attention(a, nullptr), "attention");
-      a.o = dfast.get();
-      const bool ok = attention_fast_ok(a);
-      check(attention_fast(a, nullptr), "attention_fast");
-      const std::vector<float> exact = dexact.download(), fast = dfast.download();
+      const std::vector<float> exact = dexact.download();
       // The few-row kernels (one-head, cluster) give each row the 70-row launch's bits (8 heads per block).
       const OtherLaunchBits few = other_launch_bits(a, exact);
-      // The band, from the keys each row attends to (key_table's rule) and the exact softmax in double.
-      const double ut = std::ldexp(1.0, -11), u = std::ldexp(1.0, -24);
-      std::vector<double> bound(exact.size());
-      for (int r = 0; r < T; ++r) {
-        const int64_t pos = pos0 + r, n_win = std::min<int64_t>(pos + 1, W);
-        std::vector<const float*> keys;
-        for (int64_t p = pos - n_win + 1; p <= pos; ++p)
-          keys.push_back(p >= pos0 ? &kv[(p - pos0) * d] : &window[(p % W) * d]);
-        if (kind == AttnKind::kHCA)
-          for (int64_t e = 0; e < (pos + 1) / m; ++e) keys.push_back(&entries[e * d]);
-        else
-          for (int i = 0; i < K && selected[r * K + i] >= 0; ++i) keys.push_back(&entries[static_cast<int64_t>(selected[r * K + i]) * d]);
-        const size_t n = keys.size();
-        for (int h = 0; h < H; ++h) {
-          const float* qh = &q[(static_cast<int64_t>(r) * H + h) * d];
-          std::vector<double> l(n), p(n);
-          double E = 0, mx = sink[h];
-          for (size_t j = 0; j < n; ++j) {
-            double dot = 0, sabs = 0;
-            for (int i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * keys[j][i], sabs += std::fabs(static_cast<double>(qh[i]) * keys[j][i]);
-            l[j] = dot * a.scale;
-            E = std::max(E, a.scale * (2 * ut + ut * ut + gamma_n(d)) * sabs);
-            mx = std::max(mx, l[j]);
-          }
-          double den = std::exp(sink[h] - mx);
-          for (size_t j = 0; j < n; ++j) den += (p[j] = std::exp(l[j] - mx));
-          const double f = std::expm1(2 * E) + 2 * ut + gamma_n(static_cast<double>(n) + 8) + 16 * u;
-          std::vector<double> b(d);
-          for (int i = 0; i < d; ++i) {
-            double s = 0;
-            for (size_t j = 0; j < n; ++j) s += p[j] / den * std::fabs(keys[j][i]);
-            b[i] = f * s + std::ldexp(s, -20);
-          }
-          for (int i = d - 2 * half; i < d; i += 2) b[i] = b[i + 1] = b[i] + b[i + 1];
-          for (int i = 0; i < d; ++i) bound[(static_cast<int64_t>(r) * H + h) * d + i] = b[i];
-        }
-      }
-      const Diff df = compare(fast, exact, &bound);
       const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=" + std::to_string(d) + " H=" +
                               std::to_string(H) + " 70 rows";
       report_other_launches(rep, few, tag);
-      rep.add("attention cuda-fast (tensor cores) vs exact " + tag,
-              ok && df.unwritten == 0 && df.nonfinite == 0 && df.worst_ratio <= 1.0,
-              "err/bound " + fmt("%.3f", df.worst_ratio) + " rel " + fmt("%.2e", df.rel_to_max()) + " unwritten " +
-                  std::to_string(df.unwritten) + (ok ? "" : " (NOT TAKEN: fell back to the exact kernel)"));
+      check_attention_fast(rep, *c, exact, tag);
     }
   }
 }
@@ -1634,7 +1644,8 @@ void test_attention_fast(Rng& rng, Report& rep, bool quick) {
 // less some −1 padding, HCA 628-644 keys): ten 64-key chunks of key slices and 10-20 key rows per
 // warp through its four row buffers in the cluster kernel, H = 12 (a partial group of 8 heads). The
 // 64-row launch (8 heads per block) against the one-head and the cluster kernels, by bits; the
-// cluster kernel also with its key rows off 16 bytes.
+// cluster kernel also with its key rows off 16 bytes; cuda-fast's tensor-core kernel within its band
+// (20 key tiles a row over the 8 warps, 80 of pass 2's 8-key steps).
 void test_attention_many_keys(Rng& rng, Report& rep) {
   const int d = 512, H = 12, T = 64, W = 128, K = 512, m = 4, half = 32, n_entries = 700;
   const int64_t pos0 = 2000;  // HCA: (pos + 1) / m ≤ 516 visible entries
@@ -1652,6 +1663,7 @@ void test_attention_many_keys(Rng& rng, Report& rep) {
     const bool misaligned = misaligned_cluster_bits(*c, exact);
     const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=512 H=12 max_keys=" + std::to_string(a.max_keys) + " 64 rows";
     report_other_launches(rep, r, tag);
+    check_attention_fast(rep, *c, exact, tag);
     rep.add("attention cluster kernel, key rows off 16 bytes (plain-load copies) == all-rows bits " + tag, misaligned,
             misaligned ? "bit-equal" : "DIFFER (or not taken)");
     rep.add("attention 64 rows all written, finite " + tag, nonfinite == 0, "nonfinite " + std::to_string(nonfinite));
