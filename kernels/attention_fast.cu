@@ -115,6 +115,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   // Q in k-step order: a lane's float4 of keys holds dims 16u + 4t … + 3, which pass 1 feeds to k-steps
   // 2u (slots t, t + 4: dims + 0, + 1) and 2u + 1 (+ 2, + 3), so q's dim 16u + 4t + 2s + w sits at
   // column 16u + 8s + 4w + t, where ldmatrix's natural order finds it.
+#pragma unroll  // all of a thread's q loads in flight at once
   for (int i = threadIdx.x; i < kHeads * D / 4; i += kBlock) {
     const int hh = i / (D / 4), c = (i % (D / 4)) * 4, u = c / 16, tq = (c % 16) / 4;
     const float4 v = hh < nh ? *reinterpret_cast<const float4*>(q + static_cast<int64_t>(hh) * D + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -176,6 +177,36 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   }
   __syncthreads();
 
+  // Pass 2. k-step j covers keys 8j … 8j + 7 in order (slots t, t + 4: keys 8j + t, 8j + t + 4; p's
+  // fragment by ldmatrix). Within a 32-dim slice at b, n-tile v's column c is dim
+  // b + 4·(c / 2) + 16·(c % 2) + v: a lane's float4 of a key at b + 4·(g / 2) + 16·(g % 2) gives the
+  // four n-tiles' b-slot, and its accumulators c0 / c1 (columns 2t, 2t + 1) hold dims b + 4t + v and
+  // b + 16 + 4t + v: one float4 store a lane, the four lanes of a head row 64 contiguous bytes.
+  using Split = Pass2Split<D>;
+  constexpr int MW = Split::MW, SW = Split::SW;
+  float* orow = a.o + (static_cast<int64_t>(row) * a.H + h0) * D;
+  const bool active = warp < Split::kActive;
+  const int m0 = (warp / Split::kGroups) * MW, dim0 = (warp % Split::kGroups) * SW * kSlice;
+  const int boff = dim0 + 4 * (g / 2) + 16 * (g % 2);
+  // The keys' loads a ring of kRing k-steps, kRing − 1 ahead of the tensor cores; the first ones
+  // asked for before the softmax, which hides their round trip.
+  constexpr int kRing = 6;
+  float4 kb[kRing][SW][2];
+  auto fetch = [&](float4 (&dst)[SW][2], int j) {
+    const float* k_lo = keys[8 * j + t];
+    const float* k_hi = keys[8 * j + t + 4];
+#pragma unroll
+    for (int sw = 0; sw < SW; ++sw) {
+      dst[sw][0] = load_key(k_lo + boff + sw * kSlice);
+      dst[sw][1] = load_key(k_hi + boff + sw * kSlice);
+    }
+  };
+  const int n_steps = n_pad / 8;  // a multiple of 4 (n_pad: of 32), at least 4
+  if (active)
+#pragma unroll
+    for (int r = 0; r < kRing - 1; ++r)
+      if (r < n_steps) fetch(kb[r], r);
+
   // Softmax with the sink, a warp's four head rows side by side (four independent chains a loop);
   // keys past n_keys (to n_pad) get p = 0.
   {
@@ -209,37 +240,14 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   }
   __syncthreads();
 
-  // Pass 2. k-step j covers keys 8j … 8j + 7 in order (slots t, t + 4: keys 8j + t, 8j + t + 4; p's
-  // fragment by ldmatrix). Within a 32-dim slice at b, n-tile v's column c is dim
-  // b + 4·(c / 2) + 16·(c % 2) + v: a lane's float4 of a key at b + 4·(g / 2) + 16·(g % 2) gives the
-  // four n-tiles' b-slot, and its accumulators c0 / c1 (columns 2t, 2t + 1) hold dims b + 4t + v and
-  // b + 16 + 4t + v: one float4 store a lane, the four lanes of a head row 64 contiguous bytes.
-  using Split = Pass2Split<D>;
-  constexpr int MW = Split::MW, SW = Split::SW;
-  if (warp < Split::kActive) {
-    const int m0 = (warp / Split::kGroups) * MW, dim0 = (warp % Split::kGroups) * SW * kSlice;
-    const int boff = dim0 + 4 * (g / 2) + 16 * (g % 2);
+  if (active) {
     float acc[MW][SW][4][4] = {};
-    // The keys' loads a ring of four k-steps, three ahead of the tensor cores.
-    constexpr int kRing = 4;
-    float4 kb[kRing][SW][2];
-    auto fetch = [&](float4 (&dst)[SW][2], int j) {
-      const float* k_lo = keys[8 * j + t];
-      const float* k_hi = keys[8 * j + t + 4];
-#pragma unroll
-      for (int sw = 0; sw < SW; ++sw) {
-        dst[sw][0] = load_key(k_lo + boff + sw * kSlice);
-        dst[sw][1] = load_key(k_hi + boff + sw * kSlice);
-      }
-    };
-    const int n_steps = n_pad / 8;  // a multiple of 4 (n_pad: of 32), at least 4
-#pragma unroll
-    for (int r = 0; r < kRing - 1; ++r) fetch(kb[r], r);
 #pragma unroll 1
     for (int j0 = 0; j0 < n_steps; j0 += kRing) {
 #pragma unroll
       for (int r = 0; r < kRing; ++r) {
         const int j = j0 + r;
+        if (j >= n_steps) break;
         if (j + kRing - 1 < n_steps) fetch(kb[(r + kRing - 1) % kRing], j + kRing - 1);
         uint32_t fa[MW][4];
 #pragma unroll
@@ -255,10 +263,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
       }
     }
 
-    // Output: head 16·m + g (+ 8), dims b + 4t … + 3 and b + 16 + 4t … + 3, the inverse RoPE on the
-    // pairs in its range.
-    float* orow = a.o + (static_cast<int64_t>(row) * a.H + h0) * D;
-    const int rope0 = D - 2 * a.half;
+    // Output: head 16·m + g (+ 8), dims b + 4t … + 3 and b + 16 + 4t … + 3.
 #pragma unroll
     for (int mt = 0; mt < MW; ++mt)
 #pragma unroll
@@ -268,17 +273,18 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
 #pragma unroll
         for (int sw = 0; sw < SW; ++sw)
 #pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            const int dim = dim0 + sw * kSlice + 16 * c + 4 * t;
-            float v[4];
-#pragma unroll
-            for (int e = 0; e < 4; ++e) v[e] = acc[mt][sw][e][2 * h8 + c];
-#pragma unroll
-            for (int e = 0; e < 4; e += 2)
-              if (dim + e >= rope0) rope_pair(v + e, a.inv_freq[(dim + e - rope0) / 2], static_cast<int32_t>(pos), -1.0f);
-            *reinterpret_cast<float4*>(orow + static_cast<int64_t>(hh) * D + dim) = make_float4(v[0], v[1], v[2], v[3]);
-          }
+          for (int c = 0; c < 2; ++c)
+            *reinterpret_cast<float4*>(orow + static_cast<int64_t>(hh) * D + dim0 + sw * kSlice + 16 * c + 4 * t) =
+                make_float4(acc[mt][sw][0][2 * h8 + c], acc[mt][sw][1][2 * h8 + c], acc[mt][sw][2][2 * h8 + c],
+                            acc[mt][sw][3][2 * h8 + c]);
       }
+  }
+  // The inverse RoPE of the last 2·half dims, over the block's written rows (one call site: rotated in
+  // the accumulators, cosf / sinf's range reduction inlined at every pair made ~6 k instructions, run 142).
+  __syncthreads();  // the block's outputs are written (global writes are visible to the block after it)
+  for (int i = threadIdx.x; i < nh * a.half; i += kBlock) {
+    const int u = i / a.half, k = i % a.half;
+    rope_pair(orow + static_cast<int64_t>(u) * D + (D - 2 * a.half) + 2 * k, a.inv_freq[k], static_cast<int32_t>(pos), -1.0f);
   }
 }
 
