@@ -48,18 +48,14 @@ __device__ __forceinline__ void copy_row(const float* __restrict__ s, float* __r
   }
 }
 
-__global__ void gather_kernel(const float* src, int64_t src_stride, const int32_t* rows_idx, int out_rows, int width,
-                              float* out, int64_t out_stride, bool vec) {
+// out[out_idx ? out_idx[r] : r] = src[src_idx ? src_idx[r] : r]: a gather, a scatter, or both at
+// once (the batched experts' outputs from their slots straight to their pairs).
+__global__ void move_kernel(const float* src, int64_t src_stride, const int32_t* src_idx, int n, int width, float* out,
+                            int64_t out_stride, const int32_t* out_idx, bool vec) {
   pdl_begin();
-  for (int r = blockIdx.x; r < out_rows; r += gridDim.x)
-    copy_row(src + static_cast<int64_t>(rows_idx[r]) * src_stride, out + static_cast<int64_t>(r) * out_stride, width, vec);
-}
-
-__global__ void scatter_kernel(const float* src, int64_t src_stride, const int32_t* rows_idx, int src_rows, int width,
-                               float* out, int64_t out_stride, bool vec) {
-  pdl_begin();
-  for (int r = blockIdx.x; r < src_rows; r += gridDim.x)
-    copy_row(src + static_cast<int64_t>(r) * src_stride, out + static_cast<int64_t>(rows_idx[r]) * out_stride, width, vec);
+  for (int r = blockIdx.x; r < n; r += gridDim.x)
+    copy_row(src + static_cast<int64_t>(src_idx ? src_idx[r] : r) * src_stride,
+             out + static_cast<int64_t>(out_idx ? out_idx[r] : r) * out_stride, width, vec);
 }
 
 __global__ void fill_kernel(float* p, int64_t n, float value) {
@@ -79,10 +75,11 @@ __device__ __forceinline__ __half from_f32<__half>(float v) {
 }
 
 template <typename T>
-__global__ void convert_kernel(const float* src, int64_t src_stride, int rows, int cols, T* dst, bool vec) {
+__global__ void convert_kernel(const float* src, int64_t src_stride, const int32_t* rows_idx, int rows, int cols, T* dst,
+                               bool vec) {
   pdl_begin();
   for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float* s = src + static_cast<int64_t>(r) * src_stride;
+    const float* s = src + static_cast<int64_t>(rows_idx ? rows_idx[r] : r) * src_stride;
     T* d = dst + static_cast<int64_t>(r) * cols;
     if (vec) {  // 4 values: one 16-byte load, one 8-byte store
       for (int i = threadIdx.x; i < cols / 4; i += kBlock) {
@@ -96,6 +93,26 @@ __global__ void convert_kernel(const float* src, int64_t src_stride, int rows, i
     } else {
       for (int i = threadIdx.x; i < cols; i += kBlock) d[i] = from_f32<T>(s[i]);
     }
+  }
+}
+
+// dst[i] = T(swiglu(g[i], u[i])): the batched experts' hidden rows straight into the bf16 / f16 input
+// of their down GEMM (the f32 h in between was written and read once more, run 145).
+template <typename T>
+__global__ void swiglu_convert_kernel(const float* g, const float* u, T* dst, int64_t n, float limit, bool vec) {
+  pdl_begin();
+  if (vec) {  // 4 values: two 16-byte loads, one 8-byte store
+    for (int64_t i = global_thread(); i < n / 4; i += global_stride()) {
+      const float4 a = reinterpret_cast<const float4*>(g)[i], b = reinterpret_cast<const float4*>(u)[i];
+      struct alignas(8) Four {
+        T x[4];
+      } o;
+      o.x[0] = from_f32<T>(swiglu_f(a.x, b.x, limit)), o.x[1] = from_f32<T>(swiglu_f(a.y, b.y, limit));
+      o.x[2] = from_f32<T>(swiglu_f(a.z, b.z, limit)), o.x[3] = from_f32<T>(swiglu_f(a.w, b.w, limit));
+      reinterpret_cast<Four*>(dst)[i] = o;
+    }
+  } else {
+    for (int64_t i = global_thread(); i < n; i += global_stride()) dst[i] = from_f32<T>(swiglu_f(g[i], u[i], limit));
   }
 }
 
@@ -127,22 +144,24 @@ cudaError_t embed_rows(const void* embed, WType wtype, const int32_t* tokens, in
   return cudaErrorInvalidValue;
 }
 
+cudaError_t move_rows(const float* src, int64_t src_stride, const int32_t* src_idx, int n, int width, float* out,
+                      int64_t out_stride, const int32_t* out_idx, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (!src || !out || n < 0 || width <= 0 || src_stride < width || out_stride < width) return cudaErrorInvalidValue;
+  return launch(move_kernel, grid_rows(n), kBlock, 0, stream, src, src_stride, src_idx, n, width, out, out_stride, out_idx,
+                rows_vec(src, src_stride, out, out_stride, width, 4));
+}
+
 cudaError_t gather_rows(const float* src, int64_t src_stride, const int32_t* rows_idx, int out_rows, int width,
                         float* out, int64_t out_stride, cudaStream_t stream) {
-  if (out_rows == 0) return cudaSuccess;
-  if (!src || !rows_idx || !out || out_rows < 0 || width <= 0 || src_stride < width || out_stride < width)
-    return cudaErrorInvalidValue;
-  return launch(gather_kernel, grid_rows(out_rows), kBlock, 0, stream, src, src_stride, rows_idx, out_rows, width, out, out_stride,
-                rows_vec(src, src_stride, out, out_stride, width, 4));
+  if (!rows_idx && out_rows > 0) return cudaErrorInvalidValue;
+  return move_rows(src, src_stride, rows_idx, out_rows, width, out, out_stride, nullptr, stream);
 }
 
 cudaError_t scatter_rows(const float* src, int64_t src_stride, const int32_t* rows_idx, int src_rows, int width,
                          float* out, int64_t out_stride, cudaStream_t stream) {
-  if (src_rows == 0) return cudaSuccess;
-  if (!src || !rows_idx || !out || src_rows < 0 || width <= 0 || src_stride < width || out_stride < width)
-    return cudaErrorInvalidValue;
-  return launch(scatter_kernel, grid_rows(src_rows), kBlock, 0, stream, src, src_stride, rows_idx, src_rows, width, out,
-                out_stride, rows_vec(src, src_stride, out, out_stride, width, 4));
+  if (!rows_idx && src_rows > 0) return cudaErrorInvalidValue;
+  return move_rows(src, src_stride, nullptr, src_rows, width, out, out_stride, rows_idx, stream);
 }
 
 cudaError_t fill_f32(float* p, int64_t n, float value, cudaStream_t stream) {
@@ -152,17 +171,38 @@ cudaError_t fill_f32(float* p, int64_t n, float value, cudaStream_t stream) {
 }
 
 cudaError_t convert_rows(const float* src, int64_t src_stride, int rows, int cols, void* dst, WType dst_type,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, const int32_t* rows_idx) {
   if (rows == 0) return cudaSuccess;
   if (!src || !dst || rows < 0 || cols <= 0 || src_stride < cols) return cudaErrorInvalidValue;
   const int grid = grid_rows(rows);
   const bool vec = rows_vec(src, src_stride, dst, cols, cols, 2);
   switch (dst_type) {
     case WType::kBF16:
-      return launch(convert_kernel<__nv_bfloat16>, grid, kBlock, 0, stream, src, src_stride, rows, cols,
+      return launch(convert_kernel<__nv_bfloat16>, grid, kBlock, 0, stream, src, src_stride, rows_idx, rows, cols,
                     static_cast<__nv_bfloat16*>(dst), vec);
     case WType::kF16:
-      return launch(convert_kernel<__half>, grid, kBlock, 0, stream, src, src_stride, rows, cols, static_cast<__half*>(dst), vec);
+      return launch(convert_kernel<__half>, grid, kBlock, 0, stream, src, src_stride, rows_idx, rows, cols,
+                    static_cast<__half*>(dst), vec);
+    case WType::kF32:
+    case WType::kFp8Block:
+    case WType::kFp4Block: return cudaErrorInvalidValue;
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t swiglu_convert(const float* g, const float* u, void* dst, WType dst_type, int64_t n, float limit,
+                           cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (!g || !u || !dst || n < 0) return cudaErrorInvalidValue;
+  const bool vec = n % 4 == 0 && reinterpret_cast<uintptr_t>(g) % 16 == 0 && reinterpret_cast<uintptr_t>(u) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(dst) % 8 == 0;
+  const int grid = grid_for(vec ? n / 4 : n);
+  switch (dst_type) {
+    case WType::kBF16:
+      return launch(swiglu_convert_kernel<__nv_bfloat16>, grid, kBlock, 0, stream, g, u, static_cast<__nv_bfloat16*>(dst), n,
+                    limit, vec);
+    case WType::kF16:
+      return launch(swiglu_convert_kernel<__half>, grid, kBlock, 0, stream, g, u, static_cast<__half*>(dst), n, limit, vec);
     case WType::kF32:
     case WType::kFp8Block:
     case WType::kFp4Block: return cudaErrorInvalidValue;

@@ -196,6 +196,9 @@ cudaError_t gather_rows(const float* src, int64_t src_stride, const int32_t* row
 // out[rows_idx[i], :] = src[i, :]
 cudaError_t scatter_rows(const float* src, int64_t src_stride, const int32_t* rows_idx, int src_rows, int width,
                          float* out, int64_t out_stride, cudaStream_t stream);
+// out[out_idx[i], :] = src[src_idx[i], :] for i < n (a null index: i)
+cudaError_t move_rows(const float* src, int64_t src_stride, const int32_t* src_idx, int n, int width, float* out,
+                      int64_t out_stride, const int32_t* out_idx, cudaStream_t stream);
 
 // ---- compressors (compressor.cu) --------------------------------------------------------------
 
@@ -355,8 +358,12 @@ cudaError_t moe_combine(const float* eo, const float* ew, const float* shared, i
 // ---- elementwise helpers (embed_head.cu) ------------------------------------------------------
 
 cudaError_t fill_f32(float* p, int64_t n, float value, cudaStream_t stream);
-// Converts f32 [rows, cols] (row stride src_stride) to bf16/f16 contiguous [rows, cols].
+// Converts f32 [rows, cols] (row stride src_stride) to bf16/f16 contiguous [rows, cols]; with
+// rows_idx, row r from source row rows_idx[r] (a gather on the way).
 cudaError_t convert_rows(const float* src, int64_t src_stride, int rows, int cols, void* dst, WType dst_type,
-                         cudaStream_t stream);
+                         cudaStream_t stream, const int32_t* rows_idx = nullptr);
+// dst[i] = bf16/f16(swiglu(g[i], u[i])): swiglu() and convert_rows() in one pass, the same bits.
+cudaError_t swiglu_convert(const float* g, const float* u, void* dst, WType dst_type, int64_t n, float limit,
+                           cudaStream_t stream);
 
 }  // namespace memra::cuda

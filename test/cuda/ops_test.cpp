@@ -1701,8 +1701,9 @@ void check_fast_moe(Rng& rng, Report& rep, const SiteModel& sm, int l, const std
               std::to_string(T));
 }
 
-// Row moves and the f32 → bf16/f16 conversion in front of cuBLAS (embed_head.cu): exact against
-// the host, on the 16-byte vector path (width and strides multiples of 4) and the scalar one.
+// Row moves (gather, scatter, both at once) and the f32 → bf16/f16 conversion in front of cuBLAS,
+// plain and gathered (embed_head.cu): exact against the host, on the 16-byte vector path (width and
+// strides multiples of 4) and the scalar one; swiglu_convert against its two-pass form by bits.
 void test_row_moves(Rng& rng, Report& rep) {
   for (int width : {64, 62}) {
     for (int pad : {0, 3}) {
@@ -1731,28 +1732,59 @@ void test_row_moves(Rng& rng, Report& rep) {
         std::memcpy(&b, &g[i], 4);
         if (static_cast<int>(i % os) >= width) stray += b != 0xffffffffu;
       }
-      for (WType t : {WType::kBF16, WType::kF16}) {
-        DevVec<uint16_t> dc(static_cast<size_t>(rows) * width);
-        check(convert_rows(dsrc.get(), ss, rows, width, dc.get(), t, nullptr), "convert_rows");
-        const std::vector<uint16_t> c = dc.download();
-        for (int r = 0; r < rows; ++r)
-          for (int i = 0; i < width; ++i) {
-            const float v = src[r * ss + i];
-            float got;
-            if (t == WType::kBF16) {
-              const uint32_t bits = static_cast<uint32_t>(c[r * width + i]) << 16;
-              std::memcpy(&got, &bits, 4);
-              const float want = round_bf16(v);
-              ok = ok && std::memcmp(&got, &want, 4) == 0;
-            } else {
-              __half h;
-              std::memcpy(&h, &c[r * width + i], 2);
-              ok = ok && __half2float(h) == __half2float(__float2half_rn(v));
+      // Both indices at once: out[perm[r]] = src[idx[r]] (the batched experts' slots to their pairs).
+      DevVec<float> dmv(static_cast<size_t>(n_src) * os);
+      dmv.poison();
+      check(move_rows(dsrc.get(), ss, didx.get(), rows, width, dmv.get(), os, dperm.get(), nullptr), "move_rows");
+      const std::vector<float> mv = dmv.download();
+      for (int r = 0; r < rows; ++r)
+        for (int i = 0; i < width; ++i) ok = ok && std::memcmp(&mv[perm[r] * os + i], &src[idx[r] * ss + i], 4) == 0;
+      for (WType t : {WType::kBF16, WType::kF16})
+        for (bool gathered : {false, true}) {
+          DevVec<uint16_t> dc(static_cast<size_t>(rows) * width);
+          check(convert_rows(dsrc.get(), ss, rows, width, dc.get(), t, nullptr, gathered ? didx.get() : nullptr), "convert_rows");
+          const std::vector<uint16_t> c = dc.download();
+          for (int r = 0; r < rows; ++r)
+            for (int i = 0; i < width; ++i) {
+              const float v = src[(gathered ? idx[r] : r) * ss + i];
+              float got;
+              if (t == WType::kBF16) {
+                const uint32_t bits = static_cast<uint32_t>(c[r * width + i]) << 16;
+                std::memcpy(&got, &bits, 4);
+                const float want = round_bf16(v);
+                ok = ok && std::memcmp(&got, &want, 4) == 0;
+              } else {
+                __half h;
+                std::memcpy(&h, &c[r * width + i], 2);
+                ok = ok && __half2float(h) == __half2float(__float2half_rn(v));
+              }
             }
-          }
-      }
-      rep.add("row moves (gather, scatter, convert bf16/f16) width " + std::to_string(width) + (pad ? " unaligned" : " aligned"),
+        }
+      rep.add("row moves (gather, scatter, move, convert bf16/f16 plain and gathered) width " + std::to_string(width) +
+                  (pad ? " unaligned" : " aligned"),
               ok && stray == 0, std::string(ok ? "exact" : "DIFFER") + ", padding written " + std::to_string(stray));
+    }
+  }
+  // swiglu_convert against swiglu() then convert_rows(), by bits: gate and up wide enough for the
+  // clamp (limit 7) to bite, on the vector path (n % 4 == 0, aligned) and the scalar one (n odd, and
+  // the inputs one float off 16 bytes), bf16 and f16.
+  for (const int64_t n : {int64_t{4096}, int64_t{4093}}) {
+    for (const int shift : {0, 1}) {
+      const std::vector<float> g = rng.normals(static_cast<size_t>(n) + 1, 4.0f), u = rng.normals(static_cast<size_t>(n) + 1, 4.0f);
+      DevVec<float> dg(g), du(u), dh(static_cast<size_t>(n));
+      bool same = true;
+      for (const float limit : {7.0f, 0.0f})
+        for (WType t : {WType::kBF16, WType::kF16}) {
+          DevVec<uint16_t> two(static_cast<size_t>(n)), one(static_cast<size_t>(n) + 1);
+          one.poison();
+          check(swiglu(dg.get() + shift, du.get() + shift, dh.get(), n, limit, nullptr), "swiglu");
+          check(convert_rows(dh.get(), n, 1, static_cast<int>(n), two.get(), t, nullptr), "convert_rows");
+          check(swiglu_convert(dg.get() + shift, du.get() + shift, one.get(), t, n, limit, nullptr), "swiglu_convert");
+          const std::vector<uint16_t> a = two.download(), b = one.download();
+          same = same && std::memcmp(a.data(), b.data(), static_cast<size_t>(n) * 2) == 0 && b[n] == 0xffffu;
+        }
+      rep.add("swiglu_convert == swiglu + convert_rows bits, n " + std::to_string(n) + (shift ? " inputs off 16 bytes" : " aligned"),
+              same, same ? "bit-equal, nothing past n written" : "DIFFER");
     }
   }
 }
