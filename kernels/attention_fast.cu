@@ -5,20 +5,28 @@
 // products: S = Q·Kᵀ [32 × keys] and O = P·K [32 × d].
 //
 //   pass 1  each warp takes 32-key tiles (tile = warp, warp + 8, …): its 32 heads × 32 keys over
-//           all d dims, Q from shared memory (staged once, TF32-rounded), the keys straight from
-//           global memory (each key row read by one warp of the block), S into shared memory
-//   softmax one warp per head row: mx = max(sink, logits), p = exp(l − mx) / (exp(sink − mx) + Σ p)
-//   pass 2  each warp takes a slice of the output dims for all keys (each key's slice read by one
-//           warp), P from shared memory, the keys from global memory, two 16-key steps in flight
-//   output  from the accumulators to global memory (heads ≥ H not written), the inverse RoPE of
-//           the last 2·half dims applied on the way
-// The reduction index of either product may be visited in any order as long as both operands agree:
-// a lane's float4 of four consecutive dims (pass 1) or keys 2c, 2c+1 (pass 2) fill its fragment
-// slots, and pass 2's output columns map to dims so that a lane's float4 of a key row gives four
-// n-tiles' b-slots and its accumulators four consecutive dims (comments below).
+//           all d dims, q's fragments by ldmatrix from shared memory (staged once, TF32-rounded,
+//           in k-step order), the keys straight from global memory into the b-slots (each key row
+//           read by one warp of the block; a ring of four 16-dim groups, three ahead), S into
+//           shared memory
+//   softmax a warp's four head rows side by side: mx = max(sink, logits),
+//           p = exp(l − mx) / (exp(sink − mx) + Σ p), TF32-rounded, 0 past the keys
+//   pass 2  each warp takes 32-dim output slices for all keys (each key's slice read by one warp),
+//           p's fragments by ldmatrix, the keys from global memory through a ring of six 8-key
+//           steps whose first five are asked for before the softmax
+//   output  from the accumulators to global memory (heads ≥ H not written), then the inverse RoPE
+//           of the last 2·half dims over the block's rows
+// The reduction index of either product may be visited in any order as long as both operands agree,
+// and pass 2's output columns may map to dims in any order the stores follow: a lane's float4 of a
+// key row fills its b-slots of two k-steps (pass 1) or of four n-tiles (pass 2) (comments below).
+//
+// Measured (runs 140-143, a 2048-token V4-Flash prefill): CSA 3.45 → 1.47 ms, HCA 1.59 → 0.80 ms
+// against the WMMA kernel this replaced (16 × 16 tiles a warp with every key staged through shared
+// memory: bound by shared-memory reads). What holds it now: one block of 8 warps an SM (207
+// registers, 156 KB of shared memory), latency more than bandwidth (L2 at 40%).
 //
 // Not exact: TF32 rounds q, k and p to 10 mantissa bits (round to nearest, |δ| ≤ 2⁻¹¹), the sums are
-// f32 in the tensor cores' order. The ops test derives the band from that (test_attention_fast).
+// f32 in the tensor cores' order. The ops test derives the band from that (check_attention_fast).
 // The exact kernels keep the rows this one does not take (attention_fast_ok).
 //
 //   grid (rows, ceil(H / 32))   block 256   dynamic smem: S, Q (fast_smem) + the key table
@@ -177,11 +185,12 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   }
   __syncthreads();
 
-  // Pass 2. k-step j covers keys 8j … 8j + 7 in order (slots t, t + 4: keys 8j + t, 8j + t + 4; p's
-  // fragment by ldmatrix). Within a 32-dim slice at b, n-tile v's column c is dim
-  // b + 4·(c / 2) + 16·(c % 2) + v: a lane's float4 of a key at b + 4·(g / 2) + 16·(g % 2) gives the
-  // four n-tiles' b-slot, and its accumulators c0 / c1 (columns 2t, 2t + 1) hold dims b + 4t + v and
-  // b + 16 + 4t + v: one float4 store a lane, the four lanes of a head row 64 contiguous bytes.
+  // Pass 2, set up here (its first loads go out before the softmax). k-step j covers keys 8j … 8j + 7
+  // in order (slots t, t + 4: keys 8j + t, 8j + t + 4; p's fragment by ldmatrix). Within a 32-dim
+  // slice at b, n-tile v's column c is dim b + 4·(c / 2) + 16·(c % 2) + v: a lane's float4 of a key
+  // at b + 4·(g / 2) + 16·(g % 2) gives the four n-tiles' b-slot, and its accumulators c0 / c1
+  // (columns 2t, 2t + 1) hold dims b + 4t + v and b + 16 + 4t + v: one float4 store a lane, the four
+  // lanes of a head row 64 contiguous bytes.
   using Split = Pass2Split<D>;
   constexpr int MW = Split::MW, SW = Split::SW;
   float* orow = a.o + (static_cast<int64_t>(row) * a.H + h0) * D;
