@@ -9,12 +9,14 @@
 //           in k-step order), the keys straight from global memory into the b-slots (each key row
 //           read by one warp of the block; a ring of four 16-dim groups, three ahead), S into
 //           shared memory
-//   softmax a warp's four head rows side by side: mx = max(sink, logits),
-//           p = exp(l − mx) / (exp(sink − mx) + Σ p), TF32-rounded, 0 past the keys
+//   softmax one pass over S (a warp's four head rows side by side): mx = max(sink, pass 1's row
+//           maxima), p = exp(l − mx) TF32-rounded (0 past the keys), 1 / (exp(sink − mx) + Σ p)
+//           kept for the outputs
 //   pass 2  each warp takes 32-dim output slices for all keys (each key's slice read by one warp),
 //           p's fragments by ldmatrix, the keys from global memory through a ring of six 8-key
 //           steps whose first five are asked for before the softmax
-//   output  from the accumulators to global memory (heads ≥ H not written), then the inverse RoPE
+//   output  the accumulators times the row's 1 / denominator to global memory (heads ≥ H not
+//           written), then the inverse RoPE
 //           of the last 2·half dims over the block's rows
 // The reduction index of either product may be visited in any order as long as both operands agree,
 // and pass 2's output columns may map to dims in any order the stores follow: a lane's float4 of a
@@ -114,6 +116,8 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   float* Qs = S + kHeads * s_ld;              // [kHeads][QS]: TF32-rounded q (heads past H: 0)
   const float** keys = reinterpret_cast<const float**>(Qs + kHeads * QS);  // [round_up(keys, 32)]
   __shared__ int s_ncmp;
+  __shared__ float s_rowmax[kWarps][kHeads];  // pass 1: each warp's largest logit a head row (−inf: none)
+  __shared__ float s_inv[kHeads];             // softmax: 1 / its denominator, applied to the outputs
 
   const int row = blockIdx.x, h0 = blockIdx.y * kHeads;
   const int nh = min(kHeads, a.H - h0);
@@ -140,6 +144,9 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   // 2u and 2u + 1 (Q's columns above); the keys' loads a ring of four 16-dim groups, three ahead.
   {
     constexpr int G = D / 16, kRing = 4;
+    float rmax[2][2];  // rows g, g + 8 of each m-tile, over this lane's keys below n_keys
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) rmax[mt][0] = rmax[mt][1] = -INFINITY;
     for (int tile = warp; tile * kKeyTile < n_keys; tile += kWarps) {
       const int k0 = tile * kKeyTile;
       const float* kp[4];
@@ -177,11 +184,26 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
         for (int n = 0; n < 4; ++n) {
-          float* s0 = S + (16 * mt + g) * s_ld + k0 + 8 * n + 2 * t;
+          const int key = k0 + 8 * n + 2 * t;
+          float* s0 = S + (16 * mt + g) * s_ld + key;
           *reinterpret_cast<float2*>(s0) = make_float2(acc[mt][n][0], acc[mt][n][1]);
           *reinterpret_cast<float2*>(s0 + 8 * s_ld) = make_float2(acc[mt][n][2], acc[mt][n][3]);
+#pragma unroll
+          for (int c = 0; c < 2; ++c)
+            if (key + c < n_keys)
+              rmax[mt][0] = fmaxf(rmax[mt][0], acc[mt][n][c]), rmax[mt][1] = fmaxf(rmax[mt][1], acc[mt][n][2 + c]);
         }
     }
+    // The warp's row maxima over its four lanes of a row, for the softmax's one pass.
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int h8 = 0; h8 < 2; ++h8) {
+        float v = rmax[mt][h8];
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+        if (t == 0) s_rowmax[warp][16 * mt + 8 * h8 + g] = v;
+      }
   }
   __syncthreads();
 
@@ -216,8 +238,11 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
     for (int r = 0; r < kRing - 1; ++r)
       if (r < n_steps) fetch(kb[r], r);
 
-  // Softmax with the sink, a warp's four head rows side by side (four independent chains a loop);
-  // keys past n_keys (to n_pad) get p = 0.
+  // Softmax with the sink in one pass over S, a warp's four head rows side by side: mx from pass 1's
+  // row maxima (max(l)·scale = max(l·scale): scale > 0 and rounding is monotone), p = exp(l·scale −
+  // mx) stored TF32-rounded without the 1 / (exp(sink − mx) + Σ p), which pass 2 applies to its
+  // outputs instead (two of the three passes over S gone: the softmax was 21% of the stall samples,
+  // run 143); keys past n_keys (to n_pad) get p = 0.
   {
     constexpr int kRows = kHeads / kWarps;
     float* lg[kRows];
@@ -227,25 +252,23 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
       const int hh = warp + kWarps * i;
       lg[i] = S + hh * s_ld;
       sink[i] = hh < nh ? a.sink[h0 + hh] : 0.0f;
-      mx[i] = sink[i], sum[i] = 0.0f;
+      float m = -INFINITY;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, s_rowmax[w][hh]);
+      mx[i] = fmaxf(sink[i], m * a.scale), sum[i] = 0.0f;
     }
-    for (int j = lane; j < n_keys; j += kWarp)
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) mx[i] = fmaxf(mx[i], lg[i][j] * a.scale);
-#pragma unroll
-    for (int i = 0; i < kRows; ++i) mx[i] = warp_max(mx[i]);
-    for (int j = lane; j < n_keys; j += kWarp)
+    for (int j = lane; j < n_pad; j += kWarp)
 #pragma unroll
       for (int i = 0; i < kRows; ++i) {
-        const float p = expf(lg[i][j] * a.scale - mx[i]);
-        lg[i][j] = p;
+        const float p = j < n_keys ? expf(lg[i][j] * a.scale - mx[i]) : 0.0f;
+        lg[i][j] = tf32f(p);
         sum[i] += p;
       }
 #pragma unroll
-    for (int i = 0; i < kRows; ++i) sum[i] = 1.0f / (expf(sink[i] - mx[i]) + warp_sum(sum[i]));
-    for (int j = lane; j < n_pad; j += kWarp)
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) lg[i][j] = j < n_keys ? tf32f(lg[i][j] * sum[i]) : 0.0f;
+    for (int i = 0; i < kRows; ++i) {
+      const float inv = 1.0f / (expf(sink[i] - mx[i]) + warp_sum(sum[i]));
+      if (lane == 0) s_inv[warp + kWarps * i] = inv;
+    }
   }
   __syncthreads();
 
@@ -279,13 +302,14 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
       for (int h8 = 0; h8 < 2; ++h8) {
         const int hh = 16 * (m0 + mt) + 8 * h8 + g;
         if (hh >= nh) continue;
+        const float inv = s_inv[hh];
 #pragma unroll
         for (int sw = 0; sw < SW; ++sw)
 #pragma unroll
           for (int c = 0; c < 2; ++c)
             *reinterpret_cast<float4*>(orow + static_cast<int64_t>(hh) * D + dim0 + sw * kSlice + 16 * c + 4 * t) =
-                make_float4(acc[mt][sw][0][2 * h8 + c], acc[mt][sw][1][2 * h8 + c], acc[mt][sw][2][2 * h8 + c],
-                            acc[mt][sw][3][2 * h8 + c]);
+                make_float4(acc[mt][sw][0][2 * h8 + c] * inv, acc[mt][sw][1][2 * h8 + c] * inv,
+                            acc[mt][sw][2][2 * h8 + c] * inv, acc[mt][sw][3][2 * h8 + c] * inv);
       }
   }
   // The inverse RoPE of the last 2·half dims, over the block's written rows (one call site: rotated in
@@ -303,7 +327,9 @@ bool attention_fast_ok(const AttentionArgs& a) {
   if (!(a.d == 64 || a.d == 128 || a.d == 256 || a.d == 512)) return false;
   DeviceCaps caps;
   if (current_device_caps(caps) != cudaSuccess) return false;
-  return fast_smem(a.max_keys, a.d) + 1024 <= static_cast<size_t>(caps.smem_optin);
+  // 2 KB beside the dynamic part: the kernel's static shared memory (the key count, the softmax's
+  // row maxima and 1 / denominators: 1.3 KB).
+  return fast_smem(a.max_keys, a.d) + 2048 <= static_cast<size_t>(caps.smem_optin);
 }
 
 cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream) {
