@@ -125,6 +125,19 @@ bool rows_vec(const void* a, int64_t sa, const void* b, int64_t sb, int width, i
 
 int grid_rows(int rows) { return rows < 65535 * 8 ? (rows > 0 ? rows : 1) : 65535 * 8; }
 
+// launch_t(T{}) with T the bf16 or f16 element type of dst_type; any other type is not a GEMM input.
+template <typename F>
+cudaError_t by_half_type(WType dst_type, F&& launch_t) {
+  switch (dst_type) {
+    case WType::kBF16: return launch_t(__nv_bfloat16{});
+    case WType::kF16: return launch_t(__half{});
+    case WType::kF32:
+    case WType::kFp8Block:
+    case WType::kFp4Block: return cudaErrorInvalidValue;
+  }
+  return cudaErrorInvalidValue;
+}
+
 }  // namespace
 
 cudaError_t embed_rows(const void* embed, WType wtype, const int32_t* tokens, int rows, int n, int D, float* X,
@@ -176,18 +189,10 @@ cudaError_t convert_rows(const float* src, int64_t src_stride, int rows, int col
   if (!src || !dst || rows < 0 || cols <= 0 || src_stride < cols) return cudaErrorInvalidValue;
   const int grid = grid_rows(rows);
   const bool vec = rows_vec(src, src_stride, dst, cols, cols, 2);
-  switch (dst_type) {
-    case WType::kBF16:
-      return launch(convert_kernel<__nv_bfloat16>, grid, kBlock, 0, stream, src, src_stride, rows_idx, rows, cols,
-                    static_cast<__nv_bfloat16*>(dst), vec);
-    case WType::kF16:
-      return launch(convert_kernel<__half>, grid, kBlock, 0, stream, src, src_stride, rows_idx, rows, cols,
-                    static_cast<__half*>(dst), vec);
-    case WType::kF32:
-    case WType::kFp8Block:
-    case WType::kFp4Block: return cudaErrorInvalidValue;
-  }
-  return cudaErrorInvalidValue;
+  return by_half_type(dst_type, [&](auto t) {
+    using T = decltype(t);
+    return launch(convert_kernel<T>, grid, kBlock, 0, stream, src, src_stride, rows_idx, rows, cols, static_cast<T*>(dst), vec);
+  });
 }
 
 cudaError_t swiglu_convert(const float* g, const float* u, void* dst, WType dst_type, int64_t n, float limit,
@@ -197,17 +202,10 @@ cudaError_t swiglu_convert(const float* g, const float* u, void* dst, WType dst_
   const bool vec = n % 4 == 0 && reinterpret_cast<uintptr_t>(g) % 16 == 0 && reinterpret_cast<uintptr_t>(u) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(dst) % 8 == 0;
   const int grid = grid_for(vec ? n / 4 : n);
-  switch (dst_type) {
-    case WType::kBF16:
-      return launch(swiglu_convert_kernel<__nv_bfloat16>, grid, kBlock, 0, stream, g, u, static_cast<__nv_bfloat16*>(dst), n,
-                    limit, vec);
-    case WType::kF16:
-      return launch(swiglu_convert_kernel<__half>, grid, kBlock, 0, stream, g, u, static_cast<__half*>(dst), n, limit, vec);
-    case WType::kF32:
-    case WType::kFp8Block:
-    case WType::kFp4Block: return cudaErrorInvalidValue;
-  }
-  return cudaErrorInvalidValue;
+  return by_half_type(dst_type, [&](auto t) {
+    using T = decltype(t);
+    return launch(swiglu_convert_kernel<T>, grid, kBlock, 0, stream, g, u, static_cast<T*>(dst), n, limit, vec);
+  });
 }
 
 }  // namespace memra::cuda

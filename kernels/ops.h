@@ -196,7 +196,7 @@ cudaError_t gather_rows(const float* src, int64_t src_stride, const int32_t* row
 // out[rows_idx[i], :] = src[i, :]
 cudaError_t scatter_rows(const float* src, int64_t src_stride, const int32_t* rows_idx, int src_rows, int width,
                          float* out, int64_t out_stride, cudaStream_t stream);
-// out[out_idx[i], :] = src[src_idx[i], :] for i < n (a null index: i)
+// out[out_idx[i], :] = src[src_idx[i], :] for i < n (a null index: i; out_idx's entries distinct)
 cudaError_t move_rows(const float* src, int64_t src_stride, const int32_t* src_idx, int n, int width, float* out,
                       int64_t out_stride, const int32_t* out_idx, cudaStream_t stream);
 
