@@ -31,7 +31,7 @@
 // f32 in the tensor cores' order. The ops test derives the band from that (check_attention_fast).
 // The exact kernels keep the rows this one does not take (attention_fast_ok).
 //
-//   grid (rows, ceil(H / 32))   block 256   dynamic smem: S, Q (fast_smem) + the key table
+//   grid (rows, ceil(H / 32))   block 256   dynamic smem (fast_smem): S, Q, the softmax's row tables, the key table
 #include "attention_keys.cuh"
 #include "common.cuh"
 #include "device_caps.h"
@@ -53,8 +53,11 @@ constexpr int kSlice = 32;    // pass 2: output dims per n-tile group (four 8-co
 __host__ __device__ constexpr int q_stride(int d) { return d + 4; }
 int round_up(int v, int m) { return (v + m - 1) / m * m; }
 int s_stride(int max_keys) { return round_up(max_keys, kKeyTile) + 4; }
+// The softmax's small tables: each warp's row maxima from pass 1, then 1 / denominator a row.
+constexpr int kRowTables = kWarps * kHeads + kHeads;
 size_t fast_smem(int max_keys, int d) {
-  return (static_cast<size_t>(kHeads) * s_stride(max_keys) + static_cast<size_t>(kHeads) * q_stride(d)) * sizeof(float) +
+  return (static_cast<size_t>(kHeads) * s_stride(max_keys) + static_cast<size_t>(kHeads) * q_stride(d) + kRowTables) *
+             sizeof(float) +
          static_cast<size_t>(round_up(max_keys, kKeyTile)) * sizeof(float*);
 }
 
@@ -114,10 +117,10 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   extern __shared__ __align__(128) unsigned char smem[];
   float* S = reinterpret_cast<float*>(smem);  // [kHeads][s_ld]: logits, then p (TF32-rounded, 0 past the keys)
   float* Qs = S + kHeads * s_ld;              // [kHeads][QS]: TF32-rounded q (heads past H: 0)
-  const float** keys = reinterpret_cast<const float**>(Qs + kHeads * QS);  // [round_up(keys, 32)]
+  float* rowmax = Qs + kHeads * QS;           // [kWarps][kHeads]: pass 1's largest logit a warp and head row (−inf: none)
+  float* inv_den = rowmax + kWarps * kHeads;  // [kHeads]: the softmax's 1 / denominator, applied to the outputs
+  const float** keys = reinterpret_cast<const float**>(inv_den + kHeads);  // [round_up(keys, 32)]
   __shared__ int s_ncmp;
-  __shared__ float s_rowmax[kWarps][kHeads];  // pass 1: each warp's largest logit a head row (−inf: none)
-  __shared__ float s_inv[kHeads];             // softmax: 1 / its denominator, applied to the outputs
 
   const int row = blockIdx.x, h0 = blockIdx.y * kHeads;
   const int nh = min(kHeads, a.H - h0);
@@ -202,7 +205,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
         float v = rmax[mt][h8];
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-        if (t == 0) s_rowmax[warp][16 * mt + 8 * h8 + g] = v;
+        if (t == 0) rowmax[warp * kHeads + 16 * mt + 8 * h8 + g] = v;
       }
   }
   __syncthreads();
@@ -254,7 +257,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
       sink[i] = hh < nh ? a.sink[h0 + hh] : 0.0f;
       float m = -INFINITY;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, s_rowmax[w][hh]);
+      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, rowmax[w * kHeads + hh]);
       mx[i] = fmaxf(sink[i], m * a.scale), sum[i] = 0.0f;
     }
     for (int j = lane; j < n_pad; j += kWarp)
@@ -267,7 +270,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
       const float inv = 1.0f / (expf(sink[i] - mx[i]) + warp_sum(sum[i]));
-      if (lane == 0) s_inv[warp + kWarps * i] = inv;
+      if (lane == 0) inv_den[warp + kWarps * i] = inv;
     }
   }
   __syncthreads();
@@ -302,7 +305,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
       for (int h8 = 0; h8 < 2; ++h8) {
         const int hh = 16 * (m0 + mt) + 8 * h8 + g;
         if (hh >= nh) continue;
-        const float inv = s_inv[hh];
+        const float inv = inv_den[hh];
 #pragma unroll
         for (int sw = 0; sw < SW; ++sw)
 #pragma unroll
@@ -327,9 +330,8 @@ bool attention_fast_ok(const AttentionArgs& a) {
   if (!(a.d == 64 || a.d == 128 || a.d == 256 || a.d == 512)) return false;
   DeviceCaps caps;
   if (current_device_caps(caps) != cudaSuccess) return false;
-  // 2 KB beside the dynamic part: the kernel's static shared memory (the key count, the softmax's
-  // row maxima and 1 / denominators: 1.3 KB).
-  return fast_smem(a.max_keys, a.d) + 2048 <= static_cast<size_t>(caps.smem_optin);
+  // fast_smem holds every table but the key count (s_ncmp: the kernel's only static shared memory).
+  return fast_smem(a.max_keys, a.d) + 1024 <= static_cast<size_t>(caps.smem_optin);
 }
 
 cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream) {

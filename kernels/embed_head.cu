@@ -74,6 +74,16 @@ __device__ __forceinline__ __half from_f32<__half>(float v) {
   return __float2half_rn(v);
 }
 
+// dst[i·4 … i·4 + 3] = T(a), T(b), T(c), T(d) as one 8-byte store.
+template <typename T>
+__device__ __forceinline__ void store_four(T* dst, int64_t i, float a, float b, float c, float d) {
+  struct alignas(8) Four {
+    T x[4];
+  } o;
+  o.x[0] = from_f32<T>(a), o.x[1] = from_f32<T>(b), o.x[2] = from_f32<T>(c), o.x[3] = from_f32<T>(d);
+  reinterpret_cast<Four*>(dst)[i] = o;
+}
+
 template <typename T>
 __global__ void convert_kernel(const float* src, int64_t src_stride, const int32_t* rows_idx, int rows, int cols, T* dst,
                                bool vec) {
@@ -84,11 +94,7 @@ __global__ void convert_kernel(const float* src, int64_t src_stride, const int32
     if (vec) {  // 4 values: one 16-byte load, one 8-byte store
       for (int i = threadIdx.x; i < cols / 4; i += kBlock) {
         const float4 v = reinterpret_cast<const float4*>(s)[i];
-        struct alignas(8) Four {
-          T x[4];
-        } o;
-        o.x[0] = from_f32<T>(v.x), o.x[1] = from_f32<T>(v.y), o.x[2] = from_f32<T>(v.z), o.x[3] = from_f32<T>(v.w);
-        reinterpret_cast<Four*>(d)[i] = o;
+        store_four(d, i, v.x, v.y, v.z, v.w);
       }
     } else {
       for (int i = threadIdx.x; i < cols; i += kBlock) d[i] = from_f32<T>(s[i]);
@@ -104,12 +110,8 @@ __global__ void swiglu_convert_kernel(const float* g, const float* u, T* dst, in
   if (vec) {  // 4 values: two 16-byte loads, one 8-byte store
     for (int64_t i = global_thread(); i < n / 4; i += global_stride()) {
       const float4 a = reinterpret_cast<const float4*>(g)[i], b = reinterpret_cast<const float4*>(u)[i];
-      struct alignas(8) Four {
-        T x[4];
-      } o;
-      o.x[0] = from_f32<T>(swiglu_f(a.x, b.x, limit)), o.x[1] = from_f32<T>(swiglu_f(a.y, b.y, limit));
-      o.x[2] = from_f32<T>(swiglu_f(a.z, b.z, limit)), o.x[3] = from_f32<T>(swiglu_f(a.w, b.w, limit));
-      reinterpret_cast<Four*>(dst)[i] = o;
+      store_four(dst, i, swiglu_f(a.x, b.x, limit), swiglu_f(a.y, b.y, limit), swiglu_f(a.z, b.z, limit),
+                 swiglu_f(a.w, b.w, limit));
     }
   } else {
     for (int64_t i = global_thread(); i < n; i += global_stride()) dst[i] = from_f32<T>(swiglu_f(g[i], u[i], limit));
