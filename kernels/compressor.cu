@@ -11,8 +11,12 @@
 //   once per block; per channel (thread-strided): max over the rows, p_j = exp(s_j − max), sum (j
 //   ascending), entry = Σ_j fma(kv_j, p_j / sum) (j ascending), a CSA window's 8 rows held in
 //   registers across the three passes; then RMSNorm over w (block_sum<256>) and RoPE of the last
-//   2·half dims at the window's start position e·m. (Form 1, the kernel before run 117, found each
-//   row's source per channel and pass: a 64-bit modulo and a pointer chase each time.)
+//   2·half dims at the window's start position e·m
+//   (form 3; form 1, the kernel before run 117, found each row's source per channel and pass)
+// compressor_pool    grid (n_closings, w / 32)   block 256   dynamic smem c·m row sources + 2·c·m·32 floats
+//   windows of more than 8 rows (HCA, m = 128): a block's threads stage c·m rows of 32 channels,
+//   warp 0 runs the same passes over them (form 2, the library's there); then
+// compressor_finish  grid n_closings   block 256   the RMSNorm and RoPE above, in place in the entry
 // compressor_update  grid n_seqs       block 256
 //   PREV ← Ca half of the last window closed in the round (CSA); barrier; PEND ← the round's rows of
 //   the open window. The barrier orders PREV's reads of old PEND rows before PEND is overwritten.
@@ -219,6 +223,72 @@ __global__ void __launch_bounds__(kBlock) compressor_close_rows_kernel(Compresso
   finish_entry(a, st, e, entry, scratch);
 }
 
+// A window of many pooled rows (HCA: m = 128) split by channels: block (closing, y) stages rows × 32
+// channels of kv and score (and ape) in shared memory with its 256 threads' loads in flight at once,
+// then warp 0 runs pool_passes over them (lane = channel: the same function and order, the same
+// bits) and stores the pooled values into the entry; compressor_finish_kernel normalises and ropes
+// them. The one-block form ran a closing's 512 channels on 256 threads, each channel 48 dependent
+// round trips of 8 rows, on 17 blocks for a 2048-row prefill (run 121: 251 us).
+constexpr int kSplitCh = kWarp;  // channels a block: warp 0's lanes
+constexpr int kStageLoads = 8;   // staged values a thread loads before it stores any
+
+__host__ __device__ inline size_t split_smem_bytes(int rows) {
+  return close_src_bytes(rows) + 2 * sizeof(float) * static_cast<size_t>(rows) * kSplitCh;
+}
+
+__global__ void __launch_bounds__(kBlock) compressor_pool_kernel(CompressorArgs a, const Closing* closings) {
+  pdl_begin();
+  extern __shared__ __align__(16) unsigned char split_smem[];
+  const int rows = a.c * a.m;
+  PoolSrc* src = reinterpret_cast<PoolSrc*>(split_smem);                  // [rows]
+  float* kvs = reinterpret_cast<float*>(split_smem + close_src_bytes(rows));  // [rows][kSplitCh]
+  float* scs = kvs + static_cast<size_t>(rows) * kSplitCh;                   // [rows][kSplitCh]
+  const Closing cl = closings[blockIdx.x];
+  if (cl.seq < 0) return;  // padding (Shard::upload_plan): the whole block leaves together
+  const SeqDesc& s = a.seqs[cl.seq];
+  const CompressorDev& st = state_of(a, s);
+  const int64_t e = cl.entry;
+  const int c0 = blockIdx.y * kSplitCh;
+  for (int j = threadIdx.x; j < rows; j += kBlock) src[j] = pool_src(a, s, st, e, j);
+  __syncthreads();
+  const int n = rows * kSplitCh;
+  for (int id0 = threadIdx.x; id0 < n; id0 += kStageLoads * kBlock) {
+    float kv[kStageLoads], sc[kStageLoads];
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      const int id = id0 + u * kBlock, ch = c0 + id % kSplitCh;
+      kv[u] = 0.0f, sc[u] = -INFINITY;  // channels past w: never stored below
+      if (id < n && ch < a.w) pool_value(src[id / kSplitCh], ch, kv[u], sc[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kStageLoads; ++u) {
+      const int id = id0 + u * kBlock;
+      if (id < n) kvs[id] = kv[u], scs[id] = sc[u];
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x >= kWarp) return;
+  const int lane = threadIdx.x, ch = c0 + lane;
+  const float v = pool_passes(rows, [&](int j, float& kv, float& sc) {
+    kv = kvs[j * kSplitCh + lane];
+    sc = scs[j * kSplitCh + lane];
+  });
+  if (ch < a.w) st.entries[e * a.w + ch] = v;
+}
+
+// The pooled values compressor_pool_kernel left in entry e: finish_entry in place.
+__global__ void __launch_bounds__(kBlock) compressor_finish_kernel(CompressorArgs a, const Closing* closings) {
+  pdl_begin();
+  extern __shared__ float entry[];  // [w]
+  __shared__ float scratch[kBlock / kWarp];
+  const Closing cl = closings[blockIdx.x];
+  if (cl.seq < 0) return;
+  const CompressorDev& st = state_of(a, a.seqs[cl.seq]);
+  const int64_t e = cl.entry;
+  for (int ch = threadIdx.x; ch < a.w; ch += kBlock) entry[ch] = st.entries[e * a.w + ch];
+  finish_entry(a, st, e, entry, scratch);
+}
+
 __global__ void __launch_bounds__(kBlock) compressor_update_kernel(CompressorArgs a) {
   pdl_begin();
   const SeqDesc& s = a.seqs[blockIdx.x];
@@ -257,9 +327,12 @@ bool valid(const CompressorArgs& a) {
          static_cast<int64_t>(a.m) * a.c * a.w < (int64_t{1} << 31);  // compressor_update's 32-bit indices
 }
 
-// MEMRA_CUDA_CLOSE_FORM=1 (A/B timing; the same bits): form 1 where the caller leaves the form open.
+// MEMRA_CUDA_CLOSE_FORM=1 / 3 (A/B timing; the same bits): that form where the caller leaves it open.
 int close_form_setting() {
-  static const int form = switch_count("MEMRA_CUDA_CLOSE_FORM", 0) == 1 ? 1 : 0;
+  static const int form = [] {
+    const int f = switch_count("MEMRA_CUDA_CLOSE_FORM", 0);
+    return f == 1 || f == 3 ? f : 0;
+  }();
   return form;
 }
 
@@ -268,13 +341,21 @@ int close_form_setting() {
 cudaError_t compressor_close(const CompressorArgs& a, const Closing* closings, int n_closings, cudaStream_t stream,
                              int form) {
   if (n_closings == 0) return cudaSuccess;
-  if (!valid(a) || !a.norm || !closings || n_closings < 0) return cudaErrorInvalidValue;
+  if (!valid(a) || !a.norm || !closings || n_closings < 0 || form < 0 || form > 3) return cudaErrorInvalidValue;
   const size_t smem = sizeof(float) * static_cast<size_t>(a.w);
   if (smem > 48 * 1024) return cudaErrorInvalidValue;
-  const size_t rows_smem = close_src_bytes(a.c * a.m) + smem;
+  const int rows = a.c * a.m;
+  const size_t rows_smem = close_src_bytes(rows) + smem, split_smem = split_smem_bytes(rows);
   if (form == 0) form = close_form_setting();
-  if (form == 1 || rows_smem > 48 * 1024) return launch(compressor_close_kernel, n_closings, kBlock, smem, stream, a, closings);
-  return launch(compressor_close_rows_kernel, n_closings, kBlock, rows_smem, stream, a, closings);
+  if (form == 0) form = rows > kRegRows && split_smem <= 48 * 1024 ? 2 : 3;
+  if (form == 2 && split_smem > 48 * 1024) form = 3;
+  if (form == 3 && rows_smem > 48 * 1024) form = 1;
+  if (form == 1) return launch(compressor_close_kernel, n_closings, kBlock, smem, stream, a, closings);
+  if (form == 3) return launch(compressor_close_rows_kernel, n_closings, kBlock, rows_smem, stream, a, closings);
+  const dim3 grid(n_closings, (a.w + kSplitCh - 1) / kSplitCh);
+  const cudaError_t err = launch(compressor_pool_kernel, grid, kBlock, split_smem, stream, a, closings);
+  if (err != cudaSuccess) return err;
+  return launch(compressor_finish_kernel, n_closings, kBlock, smem, stream, a, closings);
 }
 
 cudaError_t compressor_update(const CompressorArgs& a, int n_seqs, cudaStream_t stream) {

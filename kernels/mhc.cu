@@ -21,7 +21,11 @@
 //   hc_comb      grid rows                    block 256   the Sinkhorn alone (HcPreArgs::comb_apart)
 //   hc_post      grid ceil(rows·D / 256)      block 256
 //   hc_post_moe  grid ceil(rows·D / 256)      block 256   (eo [rows·k, D], ew [rows, k], shared [rows, D])
+//                (rows ≥ 64, n = 4: hc_post_rows, grid (D / 1024, rows), four elements a thread, either)
 //   hc_head      grid out_rows                block 256   (after hc_mix of its M = n values)
+#include <cstdint>
+#include <initializer_list>
+
 #include "ab_switch.h"
 #include "common.cuh"
 #include "launch.cuh"
@@ -472,6 +476,77 @@ __global__ void hc_post_moe_kernel(float* X, const float* eo, const float* ew, c
   }
 }
 
+// hc_post / hc_post_moe for many-row rounds (a prefill) with n = N streams: thread (row blockIdx.y,
+// elements i … i + 3) loads the row's comb and post once for four elements and moves X, y, eo and
+// shared by float4. Each element's chain is hc_post_element's (and moe_routed's, slot-ascending
+// mul-then-add, then + shared): the same bits. The element-wise kernels above reloaded the row's
+// n² + n weights per element and divided a 64-bit index by D (run 121: hc_post 128 us at 70% of
+// the SMs' issue, 45% of DRAM's rate).
+constexpr int kPostRowsN = 4;  // V4-Flash's hc_mult
+constexpr int kPostVec = 4;
+
+__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float lane_of(const float4& v, int e) { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; }
+
+template <bool kMoe>
+__global__ void __launch_bounds__(kBlock) hc_post_rows_kernel(float* X, const float* y, const float* eo, const float* ew,
+                                                              const float* shared, int k, const float* post,
+                                                              const float* comb, int D) {
+  constexpr int N = kPostRowsN;
+  pdl_begin();
+  const int64_t t = blockIdx.y;
+  const int i = (blockIdx.x * kBlock + threadIdx.x) * kPostVec;
+  if (i >= D) return;
+  float C[N * N], P[N];
+#pragma unroll
+  for (int q = 0; q < N * N; ++q) C[q] = comb[t * N * N + q];
+#pragma unroll
+  for (int q = 0; q < N; ++q) P[q] = post[t * N + q];
+  float* Xt = X + t * N * D;
+  float4 xs[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) xs[j] = load4(Xt + static_cast<int64_t>(j) * D + i);
+  float yv[kPostVec];
+  if constexpr (kMoe) {
+    float routed[kPostVec] = {0.0f, 0.0f, 0.0f, 0.0f};
+    constexpr int kSlotBatch = 6;  // V4-Flash's top-6: every slot's loads in flight at once
+    for (int s0 = 0; s0 < k; s0 += kSlotBatch) {
+      float4 ev[kSlotBatch];
+      float wv[kSlotBatch];
+#pragma unroll
+      for (int u = 0; u < kSlotBatch; ++u) {
+        const int sl = s0 + u;
+        ev[u] = sl < k ? load4(eo + (t * k + sl) * D + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        wv[u] = sl < k ? ew[t * k + sl] : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kSlotBatch; ++u)
+        if (s0 + u < k)
+#pragma unroll
+          for (int e = 0; e < kPostVec; ++e) routed[e] = routed[e] + lane_of(ev[u], e) * wv[u];
+    }
+    const float4 sh = load4(shared + t * D + i);
+#pragma unroll
+    for (int e = 0; e < kPostVec; ++e) yv[e] = routed[e] + lane_of(sh, e);
+  } else {
+    const float4 y4 = load4(y + t * D + i);
+#pragma unroll
+    for (int e = 0; e < kPostVec; ++e) yv[e] = lane_of(y4, e);
+  }
+#pragma unroll
+  for (int kk = 0; kk < N; ++kk) {
+    float out[kPostVec];
+#pragma unroll
+    for (int e = 0; e < kPostVec; ++e) {
+      float acc = 0.0f;
+#pragma unroll
+      for (int j = 0; j < N; ++j) acc = __fmaf_rn(C[j * N + kk], lane_of(xs[j], e), acc);
+      out[e] = P[kk] * yv[e] + acc;
+    }
+    *reinterpret_cast<float4*>(Xt + static_cast<int64_t>(kk) * D + i) = make_float4(out[0], out[1], out[2], out[3]);
+  }
+}
+
 __global__ void __launch_bounds__(kBlock) hc_head_kernel(const float* X, const int32_t* rows_idx, int n, int D,
                                                          const float* fn, const float* base, const float* scale,
                                                          float norm_eps, float hc_eps, float* h, const float* partial,
@@ -557,18 +632,47 @@ cudaError_t hc_comb(const HcPreArgs& a, cudaStream_t stream) {
   return launch(hc_comb_kernel, a.rows, kBlock, 0, stream, a, a.partial, slices_of(a.n * a.D));
 }
 
+// Rounds of at least this many rows take hc_post_rows_kernel where it applies (a decode row's 16
+// blocks of 256 elements would become 4 blocks of 1024).
+constexpr int kPostRowsFrom = 64;
+
+// MEMRA_CUDA_HC_POST_ROWS=0 (A/B timing; the same bits): the element-wise kernels at every row count.
+bool post_rows_on() {
+  static const bool on = switch_on("MEMRA_CUDA_HC_POST_ROWS");
+  return on;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Form 0: the library's choice; 1: the element-wise kernel; 2: hc_post_rows_kernel, where it
+// applies (n = 4, D a multiple of 4, 16-byte aligned rows; else form 1).
+bool post_rows_form(int form, int rows, int n, int D, std::initializer_list<const void*> ptrs) {
+  if (form == 1 || (form == 0 && (rows < kPostRowsFrom || !post_rows_on()))) return false;
+  if (n != kPostRowsN || D % kPostVec != 0 || rows > 65535) return false;
+  for (const void* p : ptrs)
+    if (p && !aligned16(p)) return false;
+  return true;
+}
+
+dim3 post_rows_grid(int rows, int D) { return dim3((D / kPostVec + kBlock - 1) / kBlock, rows); }
+
 cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, int form) {
   if (rows == 0) return cudaSuccess;
   if (!X || !y || !post || !comb || rows < 0 || n < 1 || n > kMaxHc || D <= 0) return cudaErrorInvalidValue;
+  if (post_rows_form(form, rows, n, D, {X, y}))
+    return launch(hc_post_rows_kernel<false>, post_rows_grid(rows, D), kBlock, 0, stream, X, y, nullptr, nullptr, nullptr, 0, post,
+                  comb, D);
   return launch(hc_post_kernel, elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream, X, y, post, comb, rows, n, D);
 }
 
 cudaError_t hc_post_moe(float* X, const float* eo, const float* ew, const float* shared, int k, const float* post,
-                        const float* comb, int rows, int n, int D, cudaStream_t stream) {
+                        const float* comb, int rows, int n, int D, cudaStream_t stream, int form) {
   if (rows == 0) return cudaSuccess;
   if (!X || !eo || !ew || !shared || !post || !comb || rows < 0 || k < 1 || n < 1 || n > kMaxHc || D <= 0)
     return cudaErrorInvalidValue;
+  if (post_rows_form(form, rows, n, D, {X, eo, shared}))
+    return launch(hc_post_rows_kernel<true>, post_rows_grid(rows, D), kBlock, 0, stream, X, nullptr, eo, ew, shared, k, post, comb, D);
   return launch(hc_post_moe_kernel, elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream, X, eo, ew, shared, k, post,
                                                                                                 comb, rows, n, D);
 }

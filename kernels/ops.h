@@ -174,12 +174,14 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream);
 // comb of hc_pre's rows alone, from a's mix partials (after hc_pre's launch) or its X.
 cudaError_t hc_comb(const HcPreArgs& a, cudaStream_t stream);
 // X[t,k,:] = post[t,k]·y[t,:] + Σ_j comb[t,j,k]·X[t,j,:]  in place.
+// form 0: the library's choice; 1: one thread an element; 2: four elements a thread with the row's
+// comb and post loaded once (n = 4, D % 4 = 0, 16-byte aligned; else form 1): the same bits.
 cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,
-                    cudaStream_t stream);
+                    cudaStream_t stream, int form = 0);
 // hc_post with y = moe_combine(eo, ew, shared) (moe.cu) computed in place, never stored: the bits of
 // moe_combine then hc_post, one launch instead of two.
 cudaError_t hc_post_moe(float* X, const float* eo, const float* ew, const float* shared, int k, const float* post,
-                        const float* comb, int rows, int n, int D, cudaStream_t stream);
+                        const float* comb, int rows, int n, int D, cudaStream_t stream, int form = 0);
 // hc head for the rows listed in `rows_idx` [out_rows]: h [out_rows, D] = Σ_j pre_j X[row, j, :].
 cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n, int D, const float* fn,
                     const float* base, const float* scale, float norm_eps, float hc_eps, float* h, float* partial,
@@ -216,7 +218,8 @@ struct CompressorArgs {
   float eps = 1e-6f;
 };
 // Forms every entry the round closes (one block per closing) and writes it to the state's entries.
-// form 0: the library's kernel; 1: the per-row-fetch kernel it replaced (the same bits; tests).
+// form 0: the library's choice; 1: the per-row-fetch kernel; 2: channels split over blocks, then a
+// finishing launch (windows of more than 8 rows); 3: one block per closing (the same bits; tests).
 cudaError_t compressor_close(const CompressorArgs& a, const Closing* closings, int n_closings, cudaStream_t stream,
                              int form = 0);
 // Then moves the round's rows into the state: PREV (CSA) from the last closed window, PEND from

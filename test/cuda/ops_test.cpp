@@ -505,6 +505,43 @@ void test_hc_post_moe(Rng& rng, Report& rep) {
   }
 }
 
+// hc_post and hc_post_moe's many-row form (four elements a thread, form 2) against the element-wise
+// kernel (form 1) by bits, on rounds of 70 rows (the library's choice from 64 is form 2 there), and
+// the shapes form 2 hands back to form 1 (n = 3; D not a multiple of 4).
+void test_hc_post_rows(Rng& rng, Report& rep) {
+  const int T = 70;
+  for (const auto& [n, D] : {std::pair{4, 1000}, std::pair{4, 4096}, std::pair{3, 1000}, std::pair{4, 77}}) {
+    for (int k : {6, 9}) {
+      const std::vector<float> X = rng.normals(static_cast<size_t>(T) * n * D);
+      const std::vector<float> y = rng.normals(static_cast<size_t>(T) * D);
+      const std::vector<float> eo = rng.normals(static_cast<size_t>(T) * k * D);
+      const std::vector<float> shared = rng.normals(static_cast<size_t>(T) * D, 0.5f);
+      std::vector<float> ew(static_cast<size_t>(T) * k), post(static_cast<size_t>(T) * n), comb(static_cast<size_t>(T) * n * n);
+      for (auto& v : ew) v = rng.uniform(0.05f, 2.5f);
+      for (auto& v : post) v = rng.uniform(0.0f, 2.0f);
+      for (auto& v : comb) v = rng.uniform(0.0f, 1.0f);
+      DevVec<float> dy(y), deo(eo), dew(ew), dshared(shared), dpost(post), dcomb(comb);
+      std::vector<std::vector<float>> plain, moe;  // by form 1, 2, 0
+      for (int form : {1, 2, 0}) {
+        DevVec<float> dXa(X), dXb(X);
+        check(hc_post(dXa.get(), dy.get(), dpost.get(), dcomb.get(), T, n, D, nullptr, form), "hc_post (form)");
+        check(hc_post_moe(dXb.get(), deo.get(), dew.get(), dshared.get(), k, dpost.get(), dcomb.get(), T, n, D, nullptr, form),
+              "hc_post_moe (form)");
+        plain.push_back(dXa.download());
+        moe.push_back(dXb.download());
+      }
+      // X is updated in place: an element a form skipped keeps its input, which form 1 replaced.
+      size_t kept = 0;
+      for (size_t i = 0; i < X.size(); ++i) kept += std::memcmp(&plain[0][i], &X[i], 4) == 0;
+      const bool same = bits_equal(plain[1], plain[0]) && bits_equal(plain[2], plain[0]) && bits_equal(moe[1], moe[0]) &&
+                        bits_equal(moe[2], moe[0]);
+      const std::string tag = " n=" + std::to_string(n) + " D=" + std::to_string(D) + " k=" + std::to_string(k);
+      rep.add("hc_post / hc_post_moe forms 2 and 0 == form 1 (bits), 70 rows" + tag, same && kept < X.size() / 100,
+              std::string(same ? "bit-equal" : "DIFFER") + ", " + std::to_string(kept) + " elements unchanged by form 1");
+    }
+  }
+}
+
 // The exact linear's hc_post epilogue (LinearArgs::hc: the decode path's wo_b) against the linear
 // storing y and then hc_post, by bits, through every kernel form: the one-row kernel, the tiled one
 // (1, 2, 4 outputs per warp), the register-tiled one (8, 16, 32-row blocks), the one-row kernel
@@ -1060,12 +1097,27 @@ void test_compressor(Rng& rng, Report& rep) {
       for (size_t s = 0; s < seqs.size(); ++s) r.push_back(gpu_states[s]->export_classes(seqs[s].pos0 + seqs[s].T));
       return r;
     };
+    // Forms 2 (channels split over blocks) and 3 (a block a closing) each over the last, then the
+    // library's choice (2 for the 16-row windows, 3 for 8): every form's entries bit-equal form 1's.
+    // Each form writes into entries poisoned with NaN first: one that left an entry unwritten FAILs.
+    const auto poison_closed = [&] {
+      for (const Closing& k : cl) {
+        if (k.seq < 0) continue;  // padding
+        LayerDev ld;
+        check(cudaMemcpy(&ld, tables[k.seq] + l, sizeof ld, cudaMemcpyDeviceToHost), "layer table");
+        check(cudaMemset(ld.cmp.entries + static_cast<int64_t>(k.entry) * w, 0xff, sizeof(float) * w), "poison");
+      }
+    };
+    poison_closed();
     check(compressor_close(a, dcl.get(), static_cast<int>(cl.size()), nullptr, 1), "compressor_close (form 1)");
     const auto by_form1 = exported();
-    check(compressor_close(a, dcl.get(), static_cast<int>(cl.size()), nullptr), "compressor_close");
-    const auto by_form0 = exported();
     int forms_equal = 0;
-    for (size_t s = 0; s < seqs.size(); ++s) forms_equal += classes_bit_equal(by_form1[s], by_form0[s]);
+    for (int form : {2, 3, 0}) {
+      poison_closed();
+      check(compressor_close(a, dcl.get(), static_cast<int>(cl.size()), nullptr, form), "compressor_close (form)");
+      const auto by_form = exported();
+      for (size_t s = 0; s < seqs.size(); ++s) forms_equal += classes_bit_equal(by_form1[s], by_form[s]);
+    }
     check(compressor_update(a, static_cast<int>(sd.size()), nullptr), "compressor_update");
     check(cudaDeviceSynchronize(), "compressor");
     double worst = 0;
@@ -1115,10 +1167,10 @@ void test_compressor(Rng& rng, Report& rep) {
     }
     const int n_seqs = static_cast<int>(seqs.size());
     rep.add(std::string("compressor ") + (csa ? "CSA (c=2, m=4)" : "HCA (c=1, m=" + std::to_string(m) + ")") + " 3 sequences",
-            worst < 1e-5 && bad == 0 && chunk_equal == 2 && forms_equal == n_seqs,
+            worst < 1e-5 && bad == 0 && chunk_equal == 2 && forms_equal == 3 * n_seqs,
             "state rel " + fmt("%.2e", worst) + " bad classes " + std::to_string(bad) + " chunks 1/7/64 bits " +
-                (chunk_equal == 2 ? "equal" : "DIFFER") + ", close forms 0/1 bits equal " + std::to_string(forms_equal) +
-                "/" + std::to_string(n_seqs));
+                (chunk_equal == 2 ? "equal" : "DIFFER") + ", close forms 2/3/0 bits equal form 1's " +
+                std::to_string(forms_equal) + "/" + std::to_string(3 * n_seqs));
   }
 }
 
@@ -2515,6 +2567,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
     test_mhc(rng, rep);
     test_hc_pre_norm(rng, rep);
     test_hc_post_moe(rng, rep);
+    test_hc_post_rows(rng, rep);
   });
   group("topk", [&] {
     test_topk(rng, rep);
