@@ -9,6 +9,8 @@
 //
 //   grid (rows, ceil(max_visible / (8·EPW)))   block 256 (8 warps, EPW = 1 or 4 entries each);
 //   rounds of 128+ rows: grid y a quarter of that, each block 4 chunks of 8·EPW entries in turn
+//   (where di is 64 or 128: indexer_scores_tiled, grid (rows / 32, max_visible / 64), each value's
+//   dot one thread's, in the warp order)
 #include "ab_switch.h"
 #include "common.cuh"
 #include "device_caps.h"
@@ -195,6 +197,224 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs
     for (int64_t cy = blockIdx.y + gridDim.y; chunk_entries(a, cy, w); cy += gridDim.y) wide_scores(a, w);
 }
 
+// ---- the tiled form (rounds of kTiledFrom+ rows: a prefill) ------------------------------------
+// A block takes kTiledRows rows × kTiledEntries entries; thread (warp w, lane l) the 4 rows 4w … 4w+3
+// and the entries l and l + 32. Each (row, entry, head) value is the warp kernels' arithmetic done
+// by one thread: lane j's partial of the dot (fma chain over i = j, j + 32, …, from +0) for all 32 j,
+// added in warp_sum's butterfly tree (lane_tree: strides 16, 8, 4, 2, 1), then relu, the scale and
+// the h-ascending fma into the score. So the bits are the warp kernels' (ops indexer compares them),
+// without their per-value shuffles: the warp kernels spent ~4 instructions on loads, addresses and
+// butterflies per FMA (run 150's ncu: 614 M warp instructions for 143 M FFMA, 840 us a prefill).
+// Keys and queries sit in shared memory as each lane's partial inputs side by side (a row of
+// kPer·32 floats + 4: lanes' entries 16 bytes apart in the banks); the rows' queries go kTiledHeads
+// heads at a time, the next heads' loaded into registers while the current ones are used.
+constexpr int kTiledRows = 32;
+constexpr int kTiledEntries = 64;
+constexpr int kTiledHeads = 2;
+constexpr int kTiledFrom = 128;
+
+template <int kPer>
+struct TiledVec;
+template <>
+struct TiledVec<2> {
+  using T = float2;
+};
+template <>
+struct TiledVec<4> {
+  using T = float4;
+};
+
+template <int kPer>
+__host__ __device__ constexpr int tiled_stride() {
+  return kPer * kWarp + 4;
+}
+
+template <int kPer>
+size_t tiled_smem_bytes(int Hi) {
+  return sizeof(float) * (static_cast<size_t>(kTiledEntries + kTiledHeads * kTiledRows) * tiled_stride<kPer>() +
+                          static_cast<size_t>(kTiledRows) * Hi);
+}
+
+__device__ __forceinline__ float comp(const float2& v, int m) { return m == 0 ? v.x : v.y; }
+__device__ __forceinline__ float comp(const float4& v, int m) { return m == 0 ? v.x : m == 1 ? v.y : m == 2 ? v.z : v.w; }
+
+struct Octet {
+  float v[8];  // (row i, entry e) at 2i + e
+};
+
+// The butterfly's value for lane j's subtree at stride S: V(S, j) = V(2S, j) + V(2S, j + S), and
+// V(32, j) = lane j's partial (warp_sum adds xor 16 first, then 8, 4, 2, 1: every lane ends with
+// V(1, 0), the additions commuting). q: the warp's 4 query rows (stride tiled_stride), k0 / k1:
+// the thread's two keys; j0 is J's part not known at compile time.
+template <int kPer, int S, int J>
+__device__ __forceinline__ Octet lane_tree(const float* q, const float* k0, const float* k1, int j0) {
+  using V = typename TiledVec<kPer>::T;
+  Octet r;
+  if constexpr (S == kWarp) {
+    const int j = j0 + J;
+    V qv[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) qv[i] = *reinterpret_cast<const V*>(q + i * tiled_stride<kPer>() + kPer * j);
+    const V kv[2] = {*reinterpret_cast<const V*>(k0 + kPer * j), *reinterpret_cast<const V*>(k1 + kPer * j)};
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float d = 0.0f;
+#pragma unroll
+        for (int m = 0; m < kPer; ++m) d = __fmaf_rn(comp(qv[i], m), comp(kv[e], m), d);
+        r.v[2 * i + e] = d;
+      }
+  } else {
+    const Octet x = lane_tree<kPer, 2 * S, J>(q, k0, k1, j0), y = lane_tree<kPer, 2 * S, J + S>(q, k0, k1, j0);
+#pragma unroll
+    for (int p = 0; p < 8; ++p) r.v[p] = x.v[p] + y.v[p];
+  }
+  return r;
+}
+
+__device__ __forceinline__ void add_octet(Octet& x, const Octet& y) {
+#pragma unroll
+  for (int p = 0; p < 8; ++p) x.v[p] = x.v[p] + y.v[p];
+}
+
+// V(1, 0) of the thread's 8 values: the 8 subtrees V(8, b) (4 partials each, lane_tree), b the
+// 3-bit reversal of c = 0 … 7 (0, 4, 2, 6, 1, 5, 3, 7), merged as a binary counter: c odd closes a
+// V(4, ·), c ≡ 3 mod 4 a V(2, ·), c = 7 the whole. A loop, not unrolled: 4 partials' operands
+// live at a time (unrolled whole, ptxas kept all 32 partials' loads in flight and spilled).
+template <int kPer>
+__device__ __forceinline__ Octet warp_order_dots(const float* q, const float* k0, const float* k1) {
+  Octet s4, s2, total;
+#pragma unroll 1
+  for (int c = 0; c < 8; ++c) {
+    const int b = __brev(static_cast<unsigned>(c)) >> 29;
+    const Octet v = lane_tree<kPer, 8, 0>(q, k0, k1, b);
+    if (!(c & 1)) {
+      s4 = v;
+      continue;
+    }
+    add_octet(s4, v);  // V(4, ·) = V(8, b − 4) + V(8, b)
+    if (!(c & 2)) {
+      s2 = s4;
+      continue;
+    }
+    add_octet(s2, s4);  // V(2, ·)
+    if (!(c & 4)) {
+      total = s2;
+      continue;
+    }
+    add_octet(total, s2);  // V(1, 0)
+  }
+  return total;
+}
+
+template <int kPer>
+__global__ void __launch_bounds__(kBlock) indexer_scores_tiled_kernel(IndexerArgs a) {
+  using V = typename TiledVec<kPer>::T;
+  constexpr int kS = tiled_stride<kPer>();
+  constexpr int kQLoads = kTiledHeads * kTiledRows * kWarp / kBlock;  // a thread's vectors of a head stage
+  constexpr int kKLoads = kTiledEntries * kWarp / kBlock;
+  pdl_begin();
+  extern __shared__ float4 tiled4[];
+  float* ks = reinterpret_cast<float*>(tiled4);  // [kTiledEntries][kS]: ks[e][kPer·j + m] = key[e0 + e][j + 32m]
+  float* qs = ks + kTiledEntries * kS;           // [kTiledHeads][kTiledRows][kS], the same for q
+  float* ws = qs + kTiledHeads * kTiledRows * kS;  // [kTiledRows][Hi]: wi · weight_scale
+  __shared__ int rseq[kTiledRows];
+  __shared__ int64_t rvis[kTiledRows], seqvis[kTiledRows];  // seqvis[r]: the most any row of r's sequence sees; -1: not its first row
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int r0 = blockIdx.x * kTiledRows, nr = min(kTiledRows, a.rows - r0), Hi = a.Hi;
+  const int64_t e0 = static_cast<int64_t>(blockIdx.y) * kTiledEntries;
+  if (threadIdx.x < kTiledRows) {
+    const int r = threadIdx.x;
+    rseq[r] = r < nr ? a.row_seq[r0 + r] : -1;
+    rvis[r] = r < nr ? (static_cast<int64_t>(a.row_pos[r0 + r]) + 1) / a.m : 0;
+  }
+  __syncthreads();
+  if (threadIdx.x < nr) {
+    const int r = threadIdx.x, seq = rseq[r];
+    int64_t vis = 0;
+    bool first = true;
+    for (int o = 0; o < nr; ++o) {
+      first = first && !(o < r && rseq[o] == seq);
+      if (rseq[o] == seq) vis = max(vis, rvis[o]);
+    }
+    seqvis[r] = first ? vis : -1;
+  }
+  __syncthreads();
+  // The block's rows by sequence (a round's rows of one sequence are usually all of them): keys are
+  // staged for one sequence at a time; a thread's values for rows of another are not stored.
+  for (int first = 0; first < nr; ++first) {
+    const int seq = rseq[first];
+    const int64_t vis = seqvis[first];  // entries the sequence's rows here see, at most
+    if (vis < 0 || e0 >= vis) continue;  // block-uniform
+    __syncthreads();  // the previous sequence's reads of ks, qs and ws are done
+    const float* entries = a.seqs[seq].layers[a.layer].idx.entries;
+    {
+      V kv[kKLoads];
+#pragma unroll
+      for (int u = 0; u < kKLoads; ++u) {
+        const int id = threadIdx.x + u * kBlock, e = id / kWarp, j = id % kWarp;
+        float c[kPer];
+#pragma unroll
+        for (int m = 0; m < kPer; ++m) c[m] = e0 + e < vis ? entries[(e0 + e) * (kPer * kWarp) + j + kWarp * m] : 0.0f;
+        if constexpr (kPer == 2) kv[u] = make_float2(c[0], c[1]);
+        else kv[u] = make_float4(c[0], c[1], c[2], c[3]);
+      }
+#pragma unroll
+      for (int u = 0; u < kKLoads; ++u) {
+        const int id = threadIdx.x + u * kBlock, e = id / kWarp, j = id % kWarp;
+        *reinterpret_cast<V*>(ks + e * kS + kPer * j) = kv[u];
+      }
+    }
+    for (int id = threadIdx.x; id < kTiledRows * Hi; id += kBlock) {
+      const int r = id / Hi, h = id - r * Hi;
+      ws[id] = rseq[r] == seq ? a.wi[static_cast<int64_t>(r0 + r) * Hi + h] * a.weight_scale : 0.0f;
+    }
+    V qv[kQLoads];
+    const auto load_q = [&](int h0) {
+#pragma unroll
+      for (int u = 0; u < kQLoads; ++u) {
+        const int id = threadIdx.x + u * kBlock, hh = id / (kTiledRows * kWarp), r = id / kWarp % kTiledRows, j = id % kWarp;
+        const float* q = a.qi + (static_cast<int64_t>(r0 + r) * Hi + h0 + hh) * (kPer * kWarp) + j;
+        float c[kPer];
+#pragma unroll
+        for (int m = 0; m < kPer; ++m) c[m] = rseq[r] == seq ? q[kWarp * m] : 0.0f;
+        if constexpr (kPer == 2) qv[u] = make_float2(c[0], c[1]);
+        else qv[u] = make_float4(c[0], c[1], c[2], c[3]);
+      }
+    };
+    load_q(0);
+    float acc[8];
+#pragma unroll
+    for (int p = 0; p < 8; ++p) acc[p] = 0.0f;
+    const float* k0 = ks + lane * kS;
+    const float* k1 = ks + (lane + kWarp) * kS;
+    for (int h0 = 0; h0 < Hi; h0 += kTiledHeads) {
+      __syncthreads();  // the last stage's reads of qs are done
+#pragma unroll
+      for (int u = 0; u < kQLoads; ++u) {
+        const int id = threadIdx.x + u * kBlock, hh = id / (kTiledRows * kWarp), r = id / kWarp % kTiledRows, j = id % kWarp;
+        *reinterpret_cast<V*>(qs + (hh * kTiledRows + r) * kS + kPer * j) = qv[u];
+      }
+      __syncthreads();
+      if (h0 + kTiledHeads < Hi) load_q(h0 + kTiledHeads);  // in flight while these heads are used
+#pragma unroll
+      for (int hh = 0; hh < kTiledHeads; ++hh) {
+        const Octet d = warp_order_dots<kPer>(qs + (hh * kTiledRows + 4 * warp) * kS, k0, k1);
+#pragma unroll
+        for (int p = 0; p < 8; ++p)
+          acc[p] = __fmaf_rn(fmaxf(d.v[p], 0.0f) * a.softmax_scale, ws[(4 * warp + p / 2) * Hi + h0 + hh], acc[p]);
+      }
+    }
+#pragma unroll
+    for (int p = 0; p < 8; ++p) {
+      const int r = 4 * warp + p / 2;
+      const int64_t e = e0 + lane + kWarp * (p % 2);
+      if (rseq[r] == seq && e < rvis[r]) a.scores[static_cast<int64_t>(r0 + r) * a.score_stride + e] = acc[p];
+    }
+  }
+}
+
 constexpr int kChunkRows = 128;
 constexpr int kChunksPerBlock = 4;
 
@@ -204,13 +424,43 @@ bool chunks_per_block_on() {
   return on;
 }
 
+// MEMRA_CUDA_INDEXER_TILED=0 (A/B timing; the same bits): the warp kernels whatever the rows.
+bool tiled_on() {
+  static const bool on = switch_on("MEMRA_CUDA_INDEXER_TILED");
+  return on;
+}
+
+// The tiled kernel for this round, or null where it does not apply (di other than 64 or 128, an odd
+// head count, its shared memory past the opt-in).
+using TiledKernel = void (*)(IndexerArgs);
+TiledKernel tiled_kernel(const IndexerArgs& a, int smem_optin, size_t& smem) {
+  if (a.Hi % kTiledHeads != 0) return nullptr;
+  if (a.di == 4 * kWarp) smem = tiled_smem_bytes<4>(a.Hi);
+  else if (a.di == 2 * kWarp) smem = tiled_smem_bytes<2>(a.Hi);
+  else return nullptr;
+  if (smem > static_cast<size_t>(smem_optin)) return nullptr;
+  return a.di == 4 * kWarp ? indexer_scores_tiled_kernel<4> : indexer_scores_tiled_kernel<2>;
+}
+
 }  // namespace
 
-cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream, bool allow_stage) {
+cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream, bool allow_stage, int form) {
   if (a.rows == 0 || a.max_visible == 0) return cudaSuccess;
   if (!a.seqs || !a.row_seq || !a.row_pos || !a.qi || !a.wi || !a.scores || a.rows < 0 || a.Hi <= 0 || a.di <= 0 ||
-      a.m <= 0 || a.max_visible < 0 || a.score_stride < a.max_visible)
+      a.m <= 0 || a.max_visible < 0 || a.score_stride < a.max_visible || form < 0 || form > 2)
     return cudaErrorInvalidValue;
+  if (form == 2 || (form == 0 && a.rows >= kTiledFrom && tiled_on())) {
+    DeviceCaps caps;
+    cudaError_t err = current_device_caps(caps);
+    if (err != cudaSuccess) return err;
+    size_t smem = 0;
+    if (const TiledKernel kernel = tiled_kernel(a, caps.smem_optin, smem)) {
+      const int64_t gy = (static_cast<int64_t>(a.max_visible) + kTiledEntries - 1) / kTiledEntries;
+      if (gy > 65535) return cudaErrorInvalidValue;
+      if ((err = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem)) != cudaSuccess) return err;
+      return launch(kernel, dim3((a.rows + kTiledRows - 1) / kTiledRows, static_cast<unsigned>(gy)), kBlock, smem, stream, a);
+    }
+  }
   // Few rows with few entries (a decode step at short context) keep one entry per warp: as many
   // warps as entries. Past kManyEntries (16k tokens of context for m = 4) a decode row's warps are
   // bound by re-reading its query (32 KB per entry: 256 MB at 32k), as a prefill's are: 4 per warp.

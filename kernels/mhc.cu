@@ -15,10 +15,13 @@
 //    the same way in the exact linear's epilogue (LinearArgs::hc, mhc_post.cuh).
 //
 //   hc_mix       grid (rows, slices)          block 256   partials [rows, M, slices]
-//                (rows ≥ 64: hc_rms once per row, then grid (rows / 16, slices), 16 rows a block)
+//                (rows ≥ 64: hc_rms once per row, then grid (rows / 16, slices), 16 rows a block;
+//                M = 8 or 24: hc_mix_rows4, 4 rows × M / 8 chains a lane side by side)
 //   hc_pre       grid rows                    block 256   (n ≤ kMaxHc), then the sublayer's norm of x
 //                (comb_apart with the norm, n ≤ 4: hc_pre_norm_kernel, the collapse's loads beside the mix's)
+//                (rows ≥ 64 with the norm, n ≤ 4: hc_pre_norm_kernel, then hc_comb's rows form)
 //   hc_comb      grid rows                    block 256   the Sinkhorn alone (HcPreArgs::comb_apart)
+//                (rows ≥ 64, n·n ≤ 32: grid rows / 8, a warp a row)
 //   hc_post      grid ceil(rows·D / 256)      block 256
 //   hc_post_moe  grid ceil(rows·D / 256)      block 256   (eo [rows·k, D], ew [rows, k], shared [rows, D])
 //                (rows ≥ 64, n = 4: hc_post_rows, grid (D / 1024, rows), four elements a thread, either)
@@ -213,6 +216,74 @@ __global__ void __launch_bounds__(kBlock, 2) hc_mix_rows_kernel(const float* X, 
   }
 }
 
+// hc_mix_rows_kernel's operations for M = 8·VPW values (each warp VPW of them) in another order:
+// a lane's chains for 4 rows × VPW values go side by side, element by element, one 16-byte shared
+// load giving the 4 rows' x·r at an element: 4·VPW independent chains where the per-row loop ran
+// VPW of them (run 150's ncu: 47% of its compute phase's samples waiting on the previous FMA, 57 M
+// instructions for 25 M FMAs). Each (row, value, slice) chain is still lane-strided, e ascending,
+// from +0, then warp_sum_many's butterfly: the same bits.
+constexpr int kMixGroups = kMixRows / 4;
+
+template <int VPW>
+__global__ void __launch_bounds__(kBlock, 2) hc_mix_rows4_kernel(const float* X, int rows, int nD, const float* fn, int M,
+                                                                 float* partial, const float* rms) {
+  constexpr int kPer = kSlice / kWarp;
+  constexpr int kLane = kPer + 1;  // float4s a lane holds, padded: the lanes' rows 16 bytes apart in the banks
+  constexpr int kStage = kMixRows * kSlice / kBlock;
+  constexpr int kSums = VPW == 1 ? 4 : 16;  // 4·VPW chains, a power of two for warp_sum_many
+  static_assert(4 * VPW <= kSums && kSlice == 2 * kBlock, "the sums' slots; staging: elements t and t + 256");
+  const int s = blockIdx.y, S = gridDim.y;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int e0 = s * kSlice, e1 = min(nD, e0 + kSlice), n_e = e1 - e0;
+  float fv[VPW][kPer];  // a weight: loaded before pdl_begin
+#pragma unroll
+  for (int b = 0; b < VPW; ++b) {
+    const float* f = fn + static_cast<int64_t>(warp + b * kWarps) * nD;
+#pragma unroll
+    for (int t = 0; t < kPer; ++t) {
+      const int e = e0 + lane + t * kWarp;
+      fv[b][t] = e < e1 ? f[e] : 0.0f;
+    }
+  }
+  pdl_begin();
+  __shared__ float4 xs4[kMixGroups][kWarp][kLane];  // rows 4g … 4g+3 of element lane + 32t at [g][lane][t]
+  const int r0 = blockIdx.x * kMixRows, nr = min(kMixRows, rows - r0);
+  {
+    float v[kStage], rv[kMixRows];
+#pragma unroll
+    for (int rr = 0; rr < kMixRows; ++rr) rv[rr] = rr < nr ? rms[r0 + rr] : 0.0f;
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int rr = u / 2, e = threadIdx.x + (u % 2) * kBlock;
+      v[u] = rr < nr && e < n_e ? X[static_cast<int64_t>(r0 + rr) * nD + e0 + e] : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int rr = u / 2, e = threadIdx.x + (u % 2) * kBlock;
+      reinterpret_cast<float*>(&xs4[rr / 4][e % kWarp][e / kWarp])[rr % 4] = rr < nr && e < n_e ? v[u] * rv[rr] : 0.0f;
+    }
+  }
+  __syncthreads();
+  for (int g = 0; g < kMixGroups && 4 * g < nr; ++g) {
+    float acc[kSums];  // (row 4g + q, value warp + b·8) at q·VPW + b
+#pragma unroll
+    for (int j = 0; j < kSums; ++j) acc[j] = 0.0f;
+#pragma unroll
+    for (int t = 0; t < kPer; ++t) {
+      const float4 x = xs4[g][lane][t];
+      const float xq[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int b = 0; b < VPW; ++b) acc[q * VPW + b] = __fmaf_rn(xq[q], fv[b][t], acc[q * VPW + b]);
+    }
+    const float sum = warp_sum_many<kSums>(acc);  // slot j on lanes j·32/kSums …
+    const int j = lane / (kWarp / kSums), q = j / VPW, b = j % VPW, row = 4 * g + q;
+    if (lane % (kWarp / kSums) == 0 && j < 4 * VPW && row < nr)
+      partial[(static_cast<int64_t>(r0 + row) * M + warp + b * kWarps) * S + s] = sum;
+  }
+}
+
 // rms[t] = stream_rms of row t, once per row: many-row rounds (a prefill) then spare each of the
 // row's slice blocks re-reading its n·D values (same function, same bits).
 __global__ void __launch_bounds__(kBlock) hc_rms_kernel(const float* X, int nD, float eps, float* rms) {
@@ -222,10 +293,11 @@ __global__ void __launch_bounds__(kBlock) hc_rms_kernel(const float* X, int nD, 
   if (threadIdx.x == 0) rms[blockIdx.x] = r;
 }
 
-// mix[i] from the slices' partials, s ascending (one thread per value).
-__device__ void gather_mix(const float* partial, int row, int M, int S, float* mix) {
+// mix[i] from the slices' partials, s ascending (one thread per value: i = first, first + stride, …).
+__device__ void gather_mix(const float* partial, int row, int M, int S, float* mix, int first = threadIdx.x,
+                           int stride = kBlock) {
   constexpr int kBatch = 32;  // loads in flight per thread (a decode row's 32 slices: one round trip); s-ascending
-  for (int i = threadIdx.x; i < M; i += kBlock) {
+  for (int i = first; i < M; i += stride) {
     const float* p = partial + (static_cast<int64_t>(row) * M + i) * S;
     float acc = 0.0f;
     int s = 0;
@@ -277,13 +349,14 @@ __device__ void row_mix(const HcPreArgs& a, const float* partial, int S, int t, 
   }
 }
 
-// The Sinkhorn of row t's mixing logits mix[2n … 2n + n²) into comb[t]: on warp 0 (n·n ≤ 32; the
-// caller's other warps do not call it) or on the whole block (n > 5: shared memory, barriers).
+// The Sinkhorn of row t's mixing logits mix[2n … 2n + n²) into comb[t]: on one warp (n·n ≤ 32, me =
+// the lane; the caller's other warps do not call it or run other rows) or on the whole block
+// (n > 5: shared memory, barriers; me = threadIdx.x).
 // Every row or column sum is taken by each of its elements' threads in the CPU's order (k or j
 // ascending, from +0), so each element sees the same operations in the same order as the one
 // thread that once ran the whole chain; that thread's dependent divisions took ~60 µs per call on
 // an H200 (timeline of a decode step, bench/results/h200-20261201-11).
-__device__ void sinkhorn_row(const HcPreArgs& a, const float* mix, int t) {
+__device__ void sinkhorn_row(const HcPreArgs& a, const float* mix, int t, int me = threadIdx.x) {
   __shared__ float mat[kMaxHc * kMaxHc];
   const int n = a.n;
   const float eps = a.hc_eps;
@@ -291,8 +364,8 @@ __device__ void sinkhorn_row(const HcPreArgs& a, const float* mix, int t) {
   // matrix as it stood before the pass (a warp's lanes through shuffles for n ≤ 5, else shared
   // memory between two block barriers).
   const bool in_warp = n * n <= kWarp;
-  const bool mine = threadIdx.x < n * n;
-  const int j = mine ? threadIdx.x / n : 0, k = mine ? threadIdx.x % n : 0;
+  const bool mine = me < n * n;
+  const int j = mine ? me / n : 0, k = mine ? me % n : 0;
   float v = 0.0f;
   auto element = [&](int jj, int kk) {
     return in_warp ? __shfl_sync(0xffffffffu, v, (jj * n + kk) % kWarp) : mat[jj * n + kk];
@@ -300,7 +373,7 @@ __device__ void sinkhorn_row(const HcPreArgs& a, const float* mix, int t) {
   auto publish = [&] {  // the shared-memory form: every thread's v visible to the block
     if (in_warp) return;
     __syncthreads();
-    if (mine) mat[threadIdx.x] = v;
+    if (mine) mat[me] = v;
     __syncthreads();
   };
   // A row's (or column's) kMaxHc elements read all at once (matrix indices stay below kMaxHc²
@@ -344,7 +417,7 @@ __device__ void sinkhorn_row(const HcPreArgs& a, const float* mix, int t) {
     const float s = col_sum();
     v /= s + eps;
   }
-  if (mine) a.comb[static_cast<int64_t>(t) * n * n + threadIdx.x] = v;
+  if (mine) a.comb[static_cast<int64_t>(t) * n * n + me] = v;
 }
 
 // Row t's pre weights into pre[] and its post weights into a.post (the Sinkhorn's comb:
@@ -451,6 +524,20 @@ __global__ void __launch_bounds__(kBlock) hc_comb_kernel(HcPreArgs a, const floa
   __syncthreads();
   if (a.n * a.n <= kWarp && threadIdx.x >= kWarp) return;  // the warp form: warp 0
   sinkhorn_row(a, mix, blockIdx.x);
+}
+
+// hc_comb_kernel for many-row rounds (n·n ≤ 32): a warp per row (lanes gather the mix's values from
+// the partials, then run the Sinkhorn's elements), 8 rows a block where one block a row left 7
+// warps idle behind the 40 dependent passes. The same functions: the same bits.
+__global__ void __launch_bounds__(kBlock) hc_comb_rows_kernel(HcPreArgs a, const float* partial, int S) {
+  pdl_begin();
+  __shared__ float mix[kWarps][kMaxMix];
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int t = blockIdx.x * kWarps + warp;
+  if (t >= a.rows) return;  // the whole warp; no block barrier follows
+  gather_mix(partial, t, (2 + a.n) * a.n, S, mix[warp], lane, kWarp);
+  __syncwarp();
+  sinkhorn_row(a, mix[warp], t, lane);
 }
 
 __global__ void hc_post_kernel(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D) {
@@ -591,6 +678,13 @@ bool mix_rows_on() {
   return on;
 }
 
+// MEMRA_CUDA_HC_MIX_ROWS4=0 (A/B timing; the same bits): hc_mix_rows_kernel where hc_mix_rows4_kernel
+// would run (M = 8 or 24).
+bool mix_rows4_on() {
+  static const bool on = switch_on("MEMRA_CUDA_HC_MIX_ROWS4");
+  return on;
+}
+
 // MEMRA_CUDA_HC_PRE_FUSED=0 (A/B timing; the same bits): hc_pre_kernel where hc_pre_norm_kernel would run.
 bool pre_norm_fused_on() {
   static const bool on = switch_on("MEMRA_CUDA_HC_PRE_FUSED");
@@ -601,6 +695,18 @@ bool pre_norm_fused_on() {
 bool hc_args_ok(const HcPreArgs& a) {
   return a.X && a.fn && a.base && a.scale && a.comb && a.rows >= 0 && a.n >= 1 && a.n <= kMaxHc && a.D > 0 &&
          a.iters >= 1 && a.rows <= 65535 * 1024;
+}
+
+// MEMRA_CUDA_HC_PRE_ROWS=0 (A/B timing; the same bits): many-row hc_pre with the Sinkhorn inside
+// hc_pre_kernel (one block a row) and hc_comb one block a row, as before run 151.
+bool pre_rows_on() {
+  static const bool on = switch_on("MEMRA_CUDA_HC_PRE_ROWS");
+  return on;
+}
+
+// Many-row rounds whose Sinkhorn goes a warp a row (hc_comb_rows_kernel): partials made, n·n ≤ 32.
+bool comb_rows(const HcPreArgs& a) {
+  return a.rows >= kRmsOnceRows && a.partial && a.n * a.n <= kWarp && pre_rows_on();
 }
 
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
@@ -614,22 +720,37 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
       const cudaError_t err = launch(hc_rms_kernel, a.rows, kBlock, 0, stream, a.X, nD, a.norm_eps, rms);
       if (err != cudaSuccess) return err;
     }
+    const dim3 rows_grid((a.rows + kMixRows - 1) / kMixRows, S);
+    void (*rows4)(const float*, int, int, const float*, int, float*, const float*) =
+        !mix_rows4_on()            ? nullptr
+        : M == kWarps              ? hc_mix_rows4_kernel<1>
+        : M == 3 * kWarps          ? hc_mix_rows4_kernel<3>
+                                   : nullptr;
     const cudaError_t err =
         rms && mix_rows_on()
-            ? launch(hc_mix_rows_kernel, dim3((a.rows + kMixRows - 1) / kMixRows, S), kBlock, 0, stream, a.X, a.rows, nD, a.fn, M,
-                     a.partial, rms)
+            ? launch(rows4 ? rows4 : hc_mix_rows_kernel, rows_grid, kBlock, 0, stream, a.X, a.rows, nD, a.fn, M, a.partial, rms)
             : launch(hc_mix_kernel, dim3(a.rows, S), kBlock, 0, stream, a.X, nullptr, nD, a.norm_eps, a.fn, M, a.partial, rms);
     if (err != cudaSuccess) return err;
   }
-  if (a.comb_apart && a.norm_weight && a.n <= kFusedHc && a.D <= kNormBlock * kNormCache && pre_norm_fused_on())
-    return launch(hc_pre_norm_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
+  // A many-row round (a prefill) takes the comb_apart form with the Sinkhorn after it, a warp a row:
+  // inside hc_pre_kernel its 40 dependent passes were each block's critical path (run 150: 93 us
+  // for 2048 rows at two blocks an SM).
+  const bool sinkhorn_after = !a.comb_apart && comb_rows(a);
+  if ((a.comb_apart || sinkhorn_after) && a.norm_weight && a.n <= kFusedHc && a.D <= kNormBlock * kNormCache &&
+      pre_norm_fused_on()) {
+    const cudaError_t err = launch(hc_pre_norm_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
+    if (err != cudaSuccess || !sinkhorn_after) return err;
+    return launch(hc_comb_rows_kernel, (a.rows + kWarps - 1) / kWarps, kBlock, 0, stream, a, a.partial, S);
+  }
   return launch(hc_pre_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
 }
 
 cudaError_t hc_comb(const HcPreArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
   if (!hc_args_ok(a)) return cudaErrorInvalidValue;
-  return launch(hc_comb_kernel, a.rows, kBlock, 0, stream, a, a.partial, slices_of(a.n * a.D));
+  const int S = slices_of(a.n * a.D);
+  if (comb_rows(a)) return launch(hc_comb_rows_kernel, (a.rows + kWarps - 1) / kWarps, kBlock, 0, stream, a, a.partial, S);
+  return launch(hc_comb_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
 }
 
 // Rounds of at least this many rows take hc_post_rows_kernel where it applies (a decode row's 16

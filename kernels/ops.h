@@ -244,7 +244,9 @@ struct IndexerArgs {
 };
 // allow_stage = false reads each row's query from global memory instead of staging it in shared
 // memory (the form taken when it does not fit; the tests run it beside the staged one, same bits).
-cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream, bool allow_stage = true);
+// form 0: the library's choice; 1: the warp kernels (a warp per entry or per 4 entries); 2: the
+// tiled kernel (di 64 or 128, an even head count; else form 1): the same bits.
+cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream, bool allow_stage = true, int form = 0);
 
 // Per row: the k largest of scores[row, 0..N) (N = n_fixed, or (row_pos[row]+1)/m when row_pos is
 // given, N ≤ stride), ties to the lower index; out [rows, k] holds the chosen indices ascending, -1 padded.

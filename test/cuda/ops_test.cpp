@@ -348,20 +348,22 @@ void test_mhc(Rng& rng, Report& rep) {
       check(hc_pre(a, nullptr), "hc_pre");
       const std::vector<float> gx = dx.download(), gp = dpost.download(), gc = dcomb.download();
       const Diff dxx = compare(gx, x), dp = compare(gp, post), dc = compare(gc, comb);
-      // rows 0..2 alone give the 70-row launch's bits
+      // Two launches of 35 rows (under 64: each slice block computes its row's rms, one row a block)
+      // give the 70-row launch's bits on every row.
       dx.poison(), dpost.poison(), dcomb.poison();
-      a.rows = 3;
-      check(hc_pre(a, nullptr), "hc_pre (3 rows)");
-      a.rows = T;
-      const std::vector<float> gx3 = dx.download(), gp3 = dpost.download(), gc3 = dcomb.download();
-      const bool rows_bits = std::memcmp(gx3.data(), gx.data(), 3 * D * 4) == 0 && std::memcmp(gp3.data(), gp.data(), 3 * n * 4) == 0 &&
-                             std::memcmp(gc3.data(), gc.data(), 3 * n * n * 4) == 0;
+      for (int r0 : {0, T / 2}) {
+        HcPreArgs b = a;
+        b.rows = T / 2, b.X = dX.get() + static_cast<int64_t>(r0) * nD, b.x = dx.get() + static_cast<int64_t>(r0) * D;
+        b.post = dpost.get() + r0 * n, b.comb = dcomb.get() + r0 * n * n;
+        check(hc_pre(b, nullptr), "hc_pre (35 rows)");
+      }
+      const bool rows_bits = bits_equal(dx.download(), gx) && bits_equal(dpost.download(), gp) && bits_equal(dcomb.download(), gc);
       const std::string tag = " n=" + std::to_string(n) + " D=" + std::to_string(D) + (split ? " split" : " one block");
       rep.add("hc_pre" + tag,
               dxx.unwritten + dp.unwritten + dc.unwritten == 0 && dxx.rel_to_max() < 1e-5 && dp.rel_to_max() < 1e-5 &&
                   dc.rel_to_max() < 1e-5 && rows_bits,
               "x " + fmt("%.2e", dxx.rel_to_max()) + " post " + fmt("%.2e", dp.rel_to_max()) + " comb " +
-                  fmt("%.2e", dc.rel_to_max()) + (rows_bits ? ", 3 rows alone bit-equal" : ", 3 rows alone DIFFER"));
+                  fmt("%.2e", dc.rel_to_max()) + (rows_bits ? ", 35-row launches bit-equal" : ", 35-row launches DIFFER"));
       // hc_post on the CPU's post/comb (isolates the combine)
       const std::vector<float> y = rng.normals(static_cast<size_t>(T) * D);
       std::vector<float> Xc = X;
@@ -1411,8 +1413,11 @@ void test_indexer_scores(Rng& rng, Report& rep) {
   a.Hi = Hi, a.di = di, a.m = m, a.softmax_scale = 1.0f / 8.0f, a.weight_scale = static_cast<float>(1.0 / std::sqrt(12.0));
   a.scores = dscores.get(), a.score_stride = max_visible, a.max_visible = max_visible;
   dscores.poison();
-  check(indexer_scores(a, nullptr), "indexer_scores");
+  check(indexer_scores(a, nullptr, true, 1), "indexer_scores (warp kernels)");
   const std::vector<float> all = dscores.download();
+  dscores.poison();
+  check(indexer_scores(a, nullptr), "indexer_scores (the library's: tiled)");
+  const std::vector<float> tiled = dscores.download();
   dscores.poison();
   a.rows = 3;
   check(indexer_scores(a, nullptr), "indexer_scores (3 rows)");
@@ -1423,7 +1428,7 @@ void test_indexer_scores(Rng& rng, Report& rep) {
   for (int rows : {T, 3}) {
     dscores.poison();
     a.rows = rows;
-    check(indexer_scores(a, nullptr, false), "indexer_scores (query not staged)");
+    check(indexer_scores(a, nullptr, false, 1), "indexer_scores (query not staged)");
     const std::vector<float> un = dscores.download();
     for (int r = 0; r < rows; ++r)
       for (int64_t s2 = 0; s2 < (pos0 + r + 1) / m; ++s2)
@@ -1431,17 +1436,19 @@ void test_indexer_scores(Rng& rng, Report& rep) {
   }
   std::vector<float> got, want;
   int64_t past_limit_written = 0;
-  bool rows_bits = true, order_bits = true;
+  bool rows_bits = true, order_bits = true, tiled_bits = true;
   for (int r = 0; r < T; ++r) {
     const int64_t visible = (pos0 + r + 1) / m;
     for (int64_t s2 = 0; s2 < max_visible; ++s2) {
       const float v = all[r * max_visible + s2];
       if (s2 >= visible) {
-        uint32_t b;
+        uint32_t b, bt;
         std::memcpy(&b, &v, 4);
-        past_limit_written += b != 0xffffffffu;
+        std::memcpy(&bt, &tiled[r * max_visible + s2], 4);
+        past_limit_written += (b != 0xffffffffu) + (bt != 0xffffffffu);
         continue;
       }
+      tiled_bits = tiled_bits && std::memcmp(&tiled[r * max_visible + s2], &v, 4) == 0;
       double acc = 0;
       float ordered = 0.0f;
       for (int h = 0; h < Hi; ++h) {
@@ -1458,13 +1465,85 @@ void test_indexer_scores(Rng& rng, Report& rep) {
   }
   const Diff d = compare(got, want);
   rep.add("indexer scores vs cpu, == the warp order on the host, 140 rows (4 entries per warp, chunks per block) == 3 rows (1 per warp), "
-          "query staged == not staged",
+          "query staged == not staged, == the tiled kernel",
           d.unwritten == 0 && d.nonfinite == 0 && d.rel_to_max() < 1e-5 && past_limit_written == 0 && rows_bits && order_bits &&
-              unstaged_bits,
+              unstaged_bits && tiled_bits,
           "rel " + fmt("%.2e", d.rel_to_max()) + (order_bits ? ", warp order bit-equal" : ", warp order DIFFERS") +
               (rows_bits ? ", rows 0-2 bit-equal" : ", rows 0-2 DIFFER") +
-              (unstaged_bits ? ", unstaged bit-equal" : ", unstaged DIFFER") + " past-limit written " +
-              std::to_string(past_limit_written));
+              (unstaged_bits ? ", unstaged bit-equal" : ", unstaged DIFFER") + (tiled_bits ? ", tiled bit-equal" : ", tiled DIFFERS") +
+              " past-limit written " + std::to_string(past_limit_written));
+}
+
+// The tiled kernel (form 2) on a round of two sequences whose rows share a block (rows 32-63 hold
+// both; each sequence its own keys and positions) at di = 128 and 6 heads (three head stages):
+// bit-equal the warp kernels (form 1) and the warp order on the host, nothing past a row's limit
+// written.
+void test_indexer_tiled(Rng& rng, Report& rep) {
+  const int T = 140, split = 45, Hi = 6, di = 128, m = 4;
+  const int64_t pos0[2] = {100, 7};
+  std::vector<int32_t> row_pos(T), row_seq(T);
+  for (int r = 0; r < T; ++r) {
+    row_seq[r] = r < split ? 0 : 1;
+    row_pos[r] = static_cast<int32_t>(r < split ? pos0[0] + r : pos0[1] + (r - split));
+  }
+  int max_visible = 0;
+  for (int r = 0; r < T; ++r) max_visible = std::max(max_visible, (row_pos[r] + 1) / m);
+  const std::vector<float> qi = rng.normals(static_cast<size_t>(T) * Hi * di), wi = rng.normals(static_cast<size_t>(T) * Hi);
+  std::vector<std::vector<float>> entries;
+  std::vector<DevVec<float>> dent;
+  std::vector<DevVec<LayerDev>> dld;
+  std::vector<SeqDesc> sds;
+  dent.reserve(2), dld.reserve(2);  // their device pointers are taken as they are made
+  for (int q = 0; q < 2; ++q) {
+    entries.push_back(rng.normals(static_cast<size_t>(max_visible) * di));
+    dent.emplace_back(entries.back());
+    LayerDev ld;
+    ld.idx.entries = dent.back().get();
+    dld.emplace_back(std::vector<LayerDev>{ld});
+    SeqDesc sd;
+    sd.pos0 = static_cast<int32_t>(pos0[q]), sd.T = q == 0 ? split : T - split, sd.row0 = q == 0 ? 0 : split;
+    sd.layers = dld.back().get();
+    sds.push_back(sd);
+  }
+  DevVec<SeqDesc> dsd(sds);
+  DevVec<float> dq(qi), dw(wi), dscores(static_cast<size_t>(T) * max_visible);
+  DevVec<int32_t> dpos(row_pos), dseq(row_seq);
+  IndexerArgs a;
+  a.seqs = dsd.get(), a.row_seq = dseq.get(), a.row_pos = dpos.get(), a.rows = T, a.qi = dq.get(), a.wi = dw.get();
+  a.Hi = Hi, a.di = di, a.m = m, a.softmax_scale = 1.0f / 8.0f, a.weight_scale = static_cast<float>(1.0 / std::sqrt(6.0));
+  a.scores = dscores.get(), a.score_stride = max_visible, a.max_visible = max_visible;
+  std::vector<std::vector<float>> by_form;
+  for (int form : {1, 2}) {
+    dscores.poison();
+    check(indexer_scores(a, nullptr, true, form), "indexer_scores (form)");
+    by_form.push_back(dscores.download());
+  }
+  int64_t values = 0, differ = 0, order_differ = 0, past_limit_written = 0;
+  for (int r = 0; r < T; ++r) {
+    const int64_t visible = (row_pos[r] + 1) / m;
+    for (int64_t e = 0; e < max_visible; ++e) {
+      const float v = by_form[1][r * max_visible + e];
+      if (e >= visible) {
+        uint32_t b;
+        std::memcpy(&b, &v, 4);
+        past_limit_written += b != 0xffffffffu;
+        continue;
+      }
+      float ordered = 0.0f;
+      for (int h = 0; h < Hi; ++h) {
+        const float term = std::max(warp_order_dot(&qi[(static_cast<int64_t>(r) * Hi + h) * di], &entries[row_seq[r]][e * di], di), 0.0f) *
+                           a.softmax_scale;
+        ordered = std::fma(term, wi[r * Hi + h] * a.weight_scale, ordered);
+      }
+      ++values;
+      differ += std::memcmp(&v, &by_form[0][r * max_visible + e], 4) != 0;
+      order_differ += std::memcmp(&v, &ordered, 4) != 0;
+    }
+  }
+  rep.add("indexer scores tiled == warp kernels == the warp order on the host (bits), 2 sequences in a block, di 128",
+          values > 0 && differ == 0 && order_differ == 0 && past_limit_written == 0,
+          std::to_string(values) + " values, " + std::to_string(differ) + " differ from the warp kernels', " +
+              std::to_string(order_differ) + " from the host's, past-limit written " + std::to_string(past_limit_written));
 }
 
 // cuda-fast's tensor-core attention (attention_fast.cu) against the exact kernel on the same keys,
@@ -2582,6 +2661,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
     test_attention_fast(rng, rep, quick);
     if (!quick) test_attention_many_keys(rng, rep);
     test_indexer_scores(rng, rep);
+    test_indexer_tiled(rng, rep);
   });
   group("moe", [&] {
     test_row_moves(rng, rep);
