@@ -147,33 +147,40 @@ __global__ void __launch_bounds__(kBlock) hc_mix_kernel(const float* X, const in
 constexpr int kMixRows = 16;
 constexpr int kMixGroup = 4;
 
+// A mix block's kMixRows rows of its slice [e0, e0 + n_e), times their rms (x·r as hc_mix_kernel makes
+// it), every load in flight before the first store: put(row, e, x·r), 0 past the rows or the
+// slice. Thread t takes elements t and t + 256 of every row.
+template <typename Put>
+__device__ __forceinline__ void stage_mix_rows(const float* X, int nD, int e0, int n_e, const float* rms, int r0, int nr, Put put) {
+  constexpr int kStage = kMixRows * kSlice / kBlock;
+  static_assert(kSlice == 2 * kBlock, "staging: thread t takes elements t and t + 256 of every row");
+  float v[kStage], rv[kMixRows];
+#pragma unroll
+  for (int rr = 0; rr < kMixRows; ++rr) rv[rr] = rr < nr ? rms[r0 + rr] : 0.0f;
+#pragma unroll
+  for (int u = 0; u < kStage; ++u) {
+    const int rr = u / 2, e = threadIdx.x + (u % 2) * kBlock;
+    v[u] = rr < nr && e < n_e ? X[static_cast<int64_t>(r0 + rr) * nD + e0 + e] : 0.0f;
+  }
+#pragma unroll
+  for (int u = 0; u < kStage; ++u) {
+    const int rr = u / 2, e = threadIdx.x + (u % 2) * kBlock;
+    put(rr, e, rr < nr && e < n_e ? v[u] * rv[rr] : 0.0f);
+  }
+}
+
 __global__ void __launch_bounds__(kBlock, 2) hc_mix_rows_kernel(const float* X, int rows, int nD, const float* fn, int M,
                                                                 float* partial, const float* rms) {
   constexpr int kPer = kSlice / kWarp;
   constexpr int kValBatch = 4;
-  constexpr int kStage = kMixRows * kSlice / kBlock;  // staged values per thread: rows u / 2
-  static_assert(kSlice == 2 * kBlock && kPer % 4 == 0, "staging: thread t takes elements t and t + 256 of every row");
+  static_assert(kPer % 4 == 0, "a lane's staged values read by float4");
   const int s = blockIdx.y, S = gridDim.y;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int e0 = s * kSlice, e1 = min(nD, e0 + kSlice), n_e = e1 - e0;
   pdl_begin();
   __shared__ __align__(16) float xs[kMixRows][kWarp][kPer + 4];  // x·r of (row, e = lane + 32·t) at [row][lane][t]
   const int r0 = blockIdx.x * kMixRows, nr = min(kMixRows, rows - r0);
-  {
-    float v[kStage], rv[kMixRows];
-#pragma unroll
-    for (int rr = 0; rr < kMixRows; ++rr) rv[rr] = rr < nr ? rms[r0 + rr] : 0.0f;
-#pragma unroll
-    for (int u = 0; u < kStage; ++u) {
-      const int rr = u / 2, e = threadIdx.x + (u % 2) * kBlock;
-      v[u] = rr < nr && e < n_e ? X[static_cast<int64_t>(r0 + rr) * nD + e0 + e] : 0.0f;
-    }
-#pragma unroll
-    for (int u = 0; u < kStage; ++u) {
-      const int rr = u / 2, e = threadIdx.x + (u % 2) * kBlock;
-      xs[rr][e % kWarp][e / kWarp] = rr < nr && e < n_e ? v[u] * rv[rr] : 0.0f;
-    }
-  }
+  stage_mix_rows(X, nD, e0, n_e, rms, r0, nr, [&](int rr, int e, float xr) { xs[rr][e % kWarp][e / kWarp] = xr; });
   __syncthreads();
   for (int i0 = warp; i0 < M; i0 += kWarps * kValBatch) {
     const int nb = min(kValBatch, (M - i0 + kWarps - 1) / kWarps);  // values i0 + b·kWarps < M
@@ -229,9 +236,8 @@ __global__ void __launch_bounds__(kBlock, 2) hc_mix_rows4_kernel(const float* X,
                                                                  float* partial, const float* rms) {
   constexpr int kPer = kSlice / kWarp;
   constexpr int kLane = kPer + 1;  // float4s a lane holds, padded: the lanes' rows 16 bytes apart in the banks
-  constexpr int kStage = kMixRows * kSlice / kBlock;
   constexpr int kSums = VPW == 1 ? 4 : 16;  // 4·VPW chains, a power of two for warp_sum_many
-  static_assert(4 * VPW <= kSums && kSlice == 2 * kBlock, "the sums' slots; staging: elements t and t + 256");
+  static_assert(4 * VPW <= kSums, "the sums' slots");
   const int s = blockIdx.y, S = gridDim.y;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int e0 = s * kSlice, e1 = min(nD, e0 + kSlice), n_e = e1 - e0;
@@ -248,21 +254,8 @@ __global__ void __launch_bounds__(kBlock, 2) hc_mix_rows4_kernel(const float* X,
   pdl_begin();
   __shared__ float4 xs4[kMixGroups][kWarp][kLane];  // rows 4g … 4g+3 of element lane + 32t at [g][lane][t]
   const int r0 = blockIdx.x * kMixRows, nr = min(kMixRows, rows - r0);
-  {
-    float v[kStage], rv[kMixRows];
-#pragma unroll
-    for (int rr = 0; rr < kMixRows; ++rr) rv[rr] = rr < nr ? rms[r0 + rr] : 0.0f;
-#pragma unroll
-    for (int u = 0; u < kStage; ++u) {
-      const int rr = u / 2, e = threadIdx.x + (u % 2) * kBlock;
-      v[u] = rr < nr && e < n_e ? X[static_cast<int64_t>(r0 + rr) * nD + e0 + e] : 0.0f;
-    }
-#pragma unroll
-    for (int u = 0; u < kStage; ++u) {
-      const int rr = u / 2, e = threadIdx.x + (u % 2) * kBlock;
-      reinterpret_cast<float*>(&xs4[rr / 4][e % kWarp][e / kWarp])[rr % 4] = rr < nr && e < n_e ? v[u] * rv[rr] : 0.0f;
-    }
-  }
+  stage_mix_rows(X, nD, e0, n_e, rms, r0, nr,
+                 [&](int rr, int e, float xr) { reinterpret_cast<float*>(&xs4[rr / 4][e % kWarp][e / kWarp])[rr % 4] = xr; });
   __syncthreads();
   for (int g = 0; g < kMixGroups && 4 * g < nr; ++g) {
     float acc[kSums];  // (row 4g + q, value warp + b·8) at q·VPW + b
@@ -780,7 +773,8 @@ dim3 post_rows_grid(int rows, int D) { return dim3((D / kPostVec + kBlock - 1) /
 cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,
                     cudaStream_t stream, int form) {
   if (rows == 0) return cudaSuccess;
-  if (!X || !y || !post || !comb || rows < 0 || n < 1 || n > kMaxHc || D <= 0) return cudaErrorInvalidValue;
+  if (!X || !y || !post || !comb || rows < 0 || n < 1 || n > kMaxHc || D <= 0 || form < 0 || form > 2)
+    return cudaErrorInvalidValue;
   if (post_rows_form(form, rows, n, D, {X, y}))
     return launch(hc_post_rows_kernel<false>, post_rows_grid(rows, D), kBlock, 0, stream, X, y, nullptr, nullptr, nullptr, 0, post,
                   comb, D);
@@ -790,7 +784,8 @@ cudaError_t hc_post(float* X, const float* y, const float* post, const float* co
 cudaError_t hc_post_moe(float* X, const float* eo, const float* ew, const float* shared, int k, const float* post,
                         const float* comb, int rows, int n, int D, cudaStream_t stream, int form) {
   if (rows == 0) return cudaSuccess;
-  if (!X || !eo || !ew || !shared || !post || !comb || rows < 0 || k < 1 || n < 1 || n > kMaxHc || D <= 0)
+  if (!X || !eo || !ew || !shared || !post || !comb || rows < 0 || k < 1 || n < 1 || n > kMaxHc || D <= 0 || form < 0 ||
+      form > 2)
     return cudaErrorInvalidValue;
   if (post_rows_form(form, rows, n, D, {X, eo, shared}))
     return launch(hc_post_rows_kernel<true>, post_rows_grid(rows, D), kBlock, 0, stream, X, nullptr, eo, ew, shared, k, post, comb, D);
