@@ -16,8 +16,9 @@
 //           p's fragments by ldmatrix, the keys from global memory through a ring of six 8-key
 //           steps whose first five are asked for before the softmax
 //   output  the accumulators times the row's 1 / denominator to global memory (heads ≥ H not
-//           written), then the inverse RoPE
-//           of the last 2·half dims over the block's rows
+//           written), then the inverse RoPE of the last 2·half dims over the block's rows; with
+//           o16 the outputs go out rounded to bf16 / f16 (the output projection's GEMM input), the
+//           last 2·half dims through Q's free table so they are rotated in f32 before rounding
 // The reduction index of either product may be visited in any order as long as both operands agree,
 // and pass 2's output columns may map to dims in any order the stores follow: a lane's float4 of a
 // key row fills its b-slots of two k-steps (pass 1) or of four n-tiles (pass 2) (comments below).
@@ -35,6 +36,7 @@
 #include "attention_keys.cuh"
 #include "common.cuh"
 #include "device_caps.h"
+#include "half_store.cuh"
 #include "launch.cuh"
 #include "ops.h"
 #include "rope.cuh"
@@ -218,7 +220,12 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   // lanes of a head row 64 contiguous bytes.
   using Split = Pass2Split<D>;
   constexpr int MW = Split::MW, SW = Split::SW;
-  float* orow = a.o + (static_cast<int64_t>(row) * a.H + h0) * D;
+  const int64_t out0 = (static_cast<int64_t>(row) * a.H + h0) * D;  // the block's first output element
+  float* orow = a.o ? a.o + out0 : nullptr;
+  const bool bf16_out = a.o16_type == WType::kBF16;
+  __nv_bfloat16* o16bf = a.o16 ? static_cast<__nv_bfloat16*>(a.o16) + out0 : nullptr;
+  __half* o16h = a.o16 ? static_cast<__half*>(a.o16) + out0 : nullptr;
+  const int rope0 = D - 2 * a.half;  // the dims the inverse RoPE rotates, to D
   const bool active = warp < Split::kActive;
   const int m0 = (warp / Split::kGroups) * MW, dim0 = (warp % Split::kGroups) * SW * kSlice;
   const int boff = dim0 + 4 * (g / 2) + 16 * (g % 2);
@@ -275,8 +282,8 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   }
   __syncthreads();
 
+  float acc[MW][SW][4][4] = {};
   if (active) {
-    float acc[MW][SW][4][4] = {};
 #pragma unroll 1
     for (int j0 = 0; j0 < n_steps; j0 += kRing) {
 #pragma unroll
@@ -298,7 +305,9 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
       }
     }
 
-    // Output: head 16·m + g (+ 8), dims b + 4t … + 3 and b + 16 + 4t … + 3.
+    // Output: head 16·m + g (+ 8), dims b + 4t … + 3 and b + 16 + 4t … + 3. 16-bit outputs: the RoPE
+    // dims (a float4 lies wholly inside or outside them: rope0 % 4 == 0) into Q's table, which pass 1
+    // left free, the others rounded to global memory.
 #pragma unroll
     for (int mt = 0; mt < MW; ++mt)
 #pragma unroll
@@ -309,10 +318,20 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
 #pragma unroll
         for (int sw = 0; sw < SW; ++sw)
 #pragma unroll
-          for (int c = 0; c < 2; ++c)
-            *reinterpret_cast<float4*>(orow + static_cast<int64_t>(hh) * D + dim0 + sw * kSlice + 16 * c + 4 * t) =
-                make_float4(acc[mt][sw][0][2 * h8 + c] * inv, acc[mt][sw][1][2 * h8 + c] * inv,
-                            acc[mt][sw][2][2 * h8 + c] * inv, acc[mt][sw][3][2 * h8 + c] * inv);
+          for (int c = 0; c < 2; ++c) {
+            const int dim = dim0 + sw * kSlice + 16 * c + 4 * t;
+            const float4 v = make_float4(acc[mt][sw][0][2 * h8 + c] * inv, acc[mt][sw][1][2 * h8 + c] * inv,
+                                         acc[mt][sw][2][2 * h8 + c] * inv, acc[mt][sw][3][2 * h8 + c] * inv);
+            const int64_t at = static_cast<int64_t>(hh) * D + dim;
+            if (!a.o16)
+              *reinterpret_cast<float4*>(orow + at) = v;
+            else if (dim >= rope0)
+              *reinterpret_cast<float4*>(Qs + hh * QS + (dim - rope0)) = v;
+            else if (bf16_out)
+              store_four(o16bf + at, 0, v.x, v.y, v.z, v.w);
+            else
+              store_four(o16h + at, 0, v.x, v.y, v.z, v.w);
+          }
       }
   }
   // The inverse RoPE of the last 2·half dims, over the block's written rows (one call site: rotated in
@@ -320,7 +339,13 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   __syncthreads();  // the block's outputs are written (global writes are visible to the block after it)
   for (int i = threadIdx.x; i < nh * a.half; i += kBlock) {
     const int u = i / a.half, k = i % a.half;
-    rope_pair(orow + static_cast<int64_t>(u) * D + (D - 2 * a.half) + 2 * k, a.inv_freq[k], static_cast<int32_t>(pos), -1.0f);
+    float* pair = a.o16 ? Qs + u * QS + 2 * k : orow + static_cast<int64_t>(u) * D + rope0 + 2 * k;
+    rope_pair(pair, a.inv_freq[k], static_cast<int32_t>(pos), -1.0f);
+    const int64_t at = static_cast<int64_t>(u) * D + rope0 + 2 * k;
+    if (a.o16 && bf16_out)
+      store_two(o16bf + at, pair[0], pair[1]);
+    else if (a.o16)
+      store_two(o16h + at, pair[0], pair[1]);
   }
 }
 
@@ -336,8 +361,11 @@ bool attention_fast_ok(const AttentionArgs& a) {
 
 cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
-  if (!attention_fast_ok(a)) return attention(a, stream);
-  if (!a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o || a.rows < 0 || a.H < 1 ||
+  if (!attention_fast_ok(a)) return attention(a, stream);  // (which refuses o16: no silent f32 fallback)
+  if (a.o16 && (!(a.o16_type == WType::kBF16 || a.o16_type == WType::kF16) || (2 * a.half) % 4 != 0 ||
+                reinterpret_cast<uintptr_t>(a.o16) % 8 != 0))
+    return cudaErrorInvalidValue;
+  if (!a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !(a.o || a.o16) || a.rows < 0 || a.H < 1 ||
       a.H > 65535 * kHeads || a.W < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d ||
       (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
       (a.kind != AttnKind::kSliding && a.m < 1))

@@ -6,6 +6,7 @@
 // All: block 256, grid ≤ 524280 blocks; the embedding, the row moves and the conversion take one
 // block per row (grid-stride over rows), the fill a grid-stride loop over elements.
 #include "common.cuh"
+#include "half_store.cuh"
 #include "launch.cuh"
 #include "ops.h"
 
@@ -61,27 +62,6 @@ __global__ void move_kernel(const float* src, int64_t src_stride, const int32_t*
 __global__ void fill_kernel(float* p, int64_t n, float value) {
   pdl_begin();
   for (int64_t i = global_thread(); i < n; i += global_stride()) p[i] = value;
-}
-
-template <typename T>
-__device__ __forceinline__ T from_f32(float v);
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float v) {
-  return __float2half_rn(v);
-}
-
-// dst[i·4 … i·4 + 3] = T(a), T(b), T(c), T(d) as one 8-byte store.
-template <typename T>
-__device__ __forceinline__ void store_four(T* dst, int64_t i, float a, float b, float c, float d) {
-  struct alignas(8) Four {
-    T x[4];
-  } o;
-  o.x[0] = from_f32<T>(a), o.x[1] = from_f32<T>(b), o.x[2] = from_f32<T>(c), o.x[3] = from_f32<T>(d);
-  reinterpret_cast<Four*>(dst)[i] = o;
 }
 
 template <typename T>

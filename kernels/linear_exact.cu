@@ -896,7 +896,7 @@ bool wscale_valid(WType t, const WScale& s, int in) {
 cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int form) {
   if (a.rows == 0 || a.out == 0) return cudaSuccess;
   const bool hc = a.hc.X != nullptr;  // the hc_post epilogue: no y, one group
-  if (!a.x || !a.w || (!hc && (!a.y || a.y_stride < a.out)) || a.rows < 0 || a.in <= 0 || a.out < 0 || a.groups < 1 ||
+  if (!a.x || a.x16 || !a.w || (!hc && (!a.y || a.y_stride < a.out)) || a.rows < 0 || a.in <= 0 || a.out < 0 || a.groups < 1 ||
       a.groups > 65535 || (a.rows + 7) / 8 > 65535 || a.x_stride < a.in || a.w_gstride % a.in != 0 ||
       !wscale_valid(a.wtype, a.ws, a.in) ||
       (hc && (a.groups != 1 || !a.hc.post || !a.hc.comb || a.hc.n < 1 || a.hc.n > kMaxHc)))

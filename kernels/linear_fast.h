@@ -9,7 +9,7 @@
 
 namespace memra::cuda {
 
-// Bytes of conversion scratch linear_fast needs for `a` (0 for f32 weights).
+// Bytes of conversion scratch linear_fast needs for `a` (0 for f32 weights or 16-bit activations given as x16).
 size_t linear_fast_scratch(const LinearArgs& a);
 // Returns nullptr on success, else the failing step's error text.
 const char* linear_fast(cublasHandle_t handle, const LinearArgs& a, void* scratch, size_t scratch_bytes,

@@ -102,6 +102,9 @@ struct LinearArgs {
   int groups = 1;
   int64_t x_gstride = 0, w_gstride = 0, y_gstride = 0;
   HcPostTo hc;  // the hc_post epilogue (exact kernels only; linear_fast refuses it)
+  // linear_fast only: x already in the weights' 16-bit type, [rows, x_stride] elements (x is not
+  // read and may be null); linear_exact refuses it.
+  const void* x16 = nullptr;
 };
 // Exact: the fixed lane K-order and butterfly of dot_exact.cuh for every (row, output). `form`
 // fixes the kernel for the tests, which run each: 1, 2 or 4 = the tiled kernel with that many
@@ -275,6 +278,11 @@ struct AttentionArgs {
   int half = 0;
   int max_keys = 0;  // bound on window + compressed keys of any row (shared memory size)
   float* o = nullptr;  // [rows, H·d]
+  // cuda-fast only (attention_fast): the outputs as o16_type (bf16 / f16), rounded from the f32 values
+  // `o` would hold, in place of them (the output projection's GEMM input, no f32 round trip through
+  // convert_rows); `o` is then not written and may be null. Needs 2·half a multiple of 4.
+  void* o16 = nullptr;
+  WType o16_type = WType::kBF16;
 };
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream);
 // Decode-sized rounds (attention_cluster.cu): one cluster of 8 blocks per (row, group of `heads`

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "ab_switch.h"
 #include "core/error.h"
 #include "cuda_check.h"
 #include "pdl.h"
@@ -696,9 +697,19 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   aa.o = o_.get();
   // cuda-fast rounds of many rows (a prefill) on tensor cores; decode-sized rounds stay latency-bound
   // either way and keep the exact kernels.
-  if (fast_ && R >= kFastAttentionRows && attention_fast_ok(aa))
+  if (fast_ && R >= kFastAttentionRows && attention_fast_ok(aa)) {
+    // Its outputs straight into wo_a's GEMM input in the weights' 16-bit type (a packed wo_a is
+    // dequantised to bf16): the same bits as writing f32 and converting, without the f32 round trip
+    // (run 157). conv_ is free until wo_a: nothing between here and there converts activations.
+    const WType o_type = wtype_packed(w.wo_a.type) ? WType::kBF16 : w.wo_a.type;
+    static const bool half_out = switch_on("MEMRA_CUDA_ATTN_HALF_OUT");
+    if (half_out && (o_type == WType::kBF16 || o_type == WType::kF16) && (2 * half) % 4 == 0) {
+      aa.o16 = conv_.ensure(device_, static_cast<size_t>(R) * Hd * 2, "bf16 activations");
+      aa.o16_type = o_type;
+      aa.o = nullptr;
+    }
     launched(attention_fast(aa, stream_), "attention (tensor cores)");
-  else
+  } else
     launched(attention(aa, stream_), "attention");
   // What the attention does not read: the round's kv into the window, the compressors' rows into their
   // pending windows (after this round's closings read the old ones). With overlap on they leave the
@@ -732,6 +743,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   la.w_gstride = static_cast<int64_t>(Ro) * gin;
   la.y_gstride = Ro;
   la.ws = w.wo_a.scale;
+  la.x16 = aa.o16;  // the attention's 16-bit outputs, if it wrote them
   run_linear(la, "linear_exact (wo_a, grouped)");
   if (!y) {  // the caller's hc_post in wo_b's epilogue (exact realization: layer())
     LinearArgs lb = matrix_args(w.wo_b, z_.get(), static_cast<int64_t>(G) * Ro, R, nullptr, 0);

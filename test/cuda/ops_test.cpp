@@ -28,6 +28,7 @@
 #include "engine/rope.h"
 #include "format/quant.h"
 #include "harness.h"
+#include "linear_fast.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "model/synthetic.h"
@@ -1690,6 +1691,79 @@ void report_other_launches(Report& rep, const OtherLaunchBits& r, const std::str
           std::string(r.cluster ? "bit-equal" : "DIFFER") + (r.taken ? "" : " (NOT TAKEN: attention_cluster_ok false)"));
 }
 
+// cuda-fast's attention writing bf16 / f16 (o16, the output projection's GEMM input) against its
+// f32 outputs `dfast` rounded by convert_rows, by bits, into poisoned buffers (0xFFFF: a NaN in
+// either type); then a grouped cuBLAS linear (wo_a's shape: 2 groups) on those 16-bit outputs
+// (LinearArgs::x16) against the same linear on the f32 outputs, which converts them itself.
+void check_attention_half_out(Report& rep, const AttentionCase& c, const DevVec<float>& dfast, const std::string& tag) {
+  const int64_t n = static_cast<int64_t>(dfast.size());
+  const int Hd = c.a.H * c.a.d, G = 2, out = 48;
+  static cublasHandle_t handle = [] {
+    cublasHandle_t h = nullptr;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw Error("cublasCreate failed", "is the GPU usable?");
+    return h;
+  }();
+  for (WType t : {WType::kBF16, WType::kF16}) {
+    DevVec<uint16_t> want(n), got(n);
+    want.poison(), got.poison();
+    check(convert_rows(dfast.get(), Hd, c.T, Hd, want.get(), t, nullptr), "convert_rows");
+    AttentionArgs a = c.a;
+    a.o = nullptr;
+    a.o16 = got.get();
+    a.o16_type = t;
+    check(attention_fast(a, nullptr), "attention_fast (16-bit outputs)");
+    const std::vector<uint16_t> w = want.download(), g = got.download();
+    int64_t differ = 0;
+    for (int64_t i = 0; i < n; ++i) differ += w[i] != g[i];
+    // The linear: random weights of type t, [G · out, Hd / G].
+    std::vector<uint16_t> wt(static_cast<size_t>(G) * out * (Hd / G));
+    uint32_t s = 12345u + static_cast<uint32_t>(c.a.d);
+    for (auto& v : wt) {
+      s = s * 1664525u + 1013904223u;
+      const float f = (static_cast<float>(s >> 8) / 16777216.0f - 0.5f) * 0.1f;
+      if (t == WType::kBF16) {
+        const float r = round_bf16(f);
+        uint32_t b;
+        std::memcpy(&b, &r, 4);
+        v = static_cast<uint16_t>(b >> 16);
+      } else {
+        const __half h = __float2half_rn(f);
+        std::memcpy(&v, &h, 2);
+      }
+    }
+    DevVec<uint16_t> dw(wt);
+    DevVec<float> y_conv(static_cast<size_t>(c.T) * G * out), y_x16(static_cast<size_t>(c.T) * G * out);
+    y_conv.poison(), y_x16.poison();
+    LinearArgs la;
+    la.x = dfast.get();
+    la.x_stride = Hd;
+    la.w = dw.get();
+    la.wtype = t;
+    la.y = y_conv.get();
+    la.y_stride = static_cast<int64_t>(G) * out;
+    la.rows = c.T;
+    la.in = Hd / G;
+    la.out = out;
+    la.groups = G;
+    la.x_gstride = Hd / G;
+    la.w_gstride = static_cast<int64_t>(out) * (Hd / G);
+    la.y_gstride = out;
+    DevVec<uint16_t> scratch(linear_fast_scratch(la) / 2);
+    const char* e1 = linear_fast(handle, la, scratch.get(), linear_fast_scratch(la), nullptr);
+    la.y = y_x16.get();
+    la.x16 = got.get();
+    const size_t none = linear_fast_scratch(la);
+    const char* e2 = linear_fast(handle, la, nullptr, 0, nullptr);
+    const std::vector<float> y1 = y_conv.download(), y2 = y_x16.download();
+    const bool same_y = !e1 && !e2 && std::memcmp(y1.data(), y2.data(), y1.size() * 4) == 0;
+    const char* tn = t == WType::kBF16 ? "bf16" : "f16";
+    rep.add(std::string("attention cuda-fast ") + tn + " outputs == f32 outputs rounded " + tag, differ == 0,
+            std::to_string(differ) + " of " + std::to_string(n) + " differ");
+    rep.add(std::string("linear_fast on the ") + tn + " outputs (x16) == on the f32 outputs converted " + tag,
+            same_y && none == 0, same_y ? "bit-equal" : std::string("DIFFER") + (e1 ? std::string(" ") + e1 : "") + (e2 ? std::string(" ") + e2 : ""));
+  }
+}
+
 // cuda-fast's attention on the case's keys against `exact` (the exact kernel's bits on all rows),
 // within the band derived above: the keys each row attends to (key_table's rule) and the exact
 // softmax in double. One report line; `tag` names the case.
@@ -1741,6 +1815,7 @@ void check_attention_fast(Report& rep, const AttentionCase& c, const std::vector
     }
   }
   const Diff df = compare(fast, exact, &bound);
+  check_attention_half_out(rep, c, dfast, tag);
   rep.add("attention cuda-fast (tensor cores) vs exact " + tag, ok && df.unwritten == 0 && df.nonfinite == 0 && df.worst_ratio <= 1.0,
           "err/bound " + fmt("%.3f", df.worst_ratio) + " rel " + fmt("%.2e", df.rel_to_max()) + " unwritten " +
               std::to_string(df.unwritten) + (ok ? "" : " (NOT TAKEN: fell back to the exact kernel)"));
