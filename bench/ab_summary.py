@@ -39,8 +39,10 @@ def lines(arm, doc, pattern):
     p = doc.get("prefill")
     if isinstance(p, dict) and "tokens_per_s" in p:
         exact = p.get("exact_tokens_per_s")
+        h = p.get("last_logits_xxh3")
         yield ("prefill", arm, f"{p['tokens_per_s']:.0f} tok/s (cuda-fast)" +
-               (f", exact {exact:.0f} tok/s" if exact else ""))
+               (f", exact {exact:.0f} tok/s" if exact else "") +
+               (f" hash {h[:12]}" + ("" if p.get("reps_same_bits", True) else " REPS DIFFER") if h else ""))
 
 
 def main():

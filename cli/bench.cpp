@@ -335,12 +335,20 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
     const auto prompt = tokens("prompt", opt.seed, opt.prefill, V);
     std::vector<double> s;
     double lin_ms = 0, lin_flop = 0;
+    // The last row's logits by hash (outside the timing): an A/B that claims the same bits shows
+    // them, and every repetition must give them (cuda-fast is deterministic for one shape).
+    std::string logits_hash;
+    bool reps_same_bits = true;
     for (int64_t r = 0; r <= opt.reps; ++r) {  // first run: warm-up
       auto st = fast->new_state(opt.prefill);
       SequenceStep step{st.get(), prompt, nullptr, nullptr};
       fast->device_report();  // reset the linear timers
       const double t = timed_forward(*fast, std::span<const SequenceStep>(&step, 1));
       const auto rep = fast->device_report();
+      const std::vector<float> last = fast->last_logits(*st);
+      const std::string h = xxh3_128(last.data(), last.size() * sizeof(float)).hex();
+      if (r > 0 && h != logits_hash) reps_same_bits = false;
+      logits_hash = h;
       if (r == 0) continue;
       s.push_back(t);
       lin_ms += rep.count("linear_ms") ? rep.at("linear_ms") : 0;
@@ -367,7 +375,9 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                       {"linear_share_of_bf16_rate", lin_rate / tflops},
                       {"whole_prefill_linear_TFLOPs", lin_flop / t / 1e12},
                       {"exact_seconds", exact_s},
-                      {"exact_tokens_per_s", opt.prefill / exact_s}};
+                      {"exact_tokens_per_s", opt.prefill / exact_s},
+                      {"last_logits_xxh3", logits_hash},
+                      {"reps_same_bits", reps_same_bits}};
     if (opt.timeline) out["prefill"]["timeline"] = timeline;
   }
 

@@ -270,7 +270,7 @@ int attention_max_keys(int d, int device) {
 
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
-  if (!a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o || a.o16 || a.rows < 0 || a.H < 1 ||
+  if (!a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o || a.o16 || a.q_raw || a.rows < 0 || a.H < 1 ||
       a.H > 65535 || a.d <= 0 || a.W < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d ||
       (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
       (a.kind != AttnKind::kSliding && a.m < 1))

@@ -392,7 +392,7 @@ cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int h
   if (a.rows == 0) return cudaSuccess;
   if (heads == 0) heads = cluster_heads(a);
   if (heads == 0 || !fits(a, heads) || !a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o ||
-      a.o16 || a.rows < 0 || a.W < 1 || (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
+      a.o16 || a.q_raw || a.rows < 0 || a.W < 1 || (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
       (a.kind != AttnKind::kSliding && a.m < 1))
     return cudaErrorInvalidValue;
   const ClusterKernel kernel = cluster_kernel(a.d, heads);

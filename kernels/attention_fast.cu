@@ -32,12 +32,15 @@
 // f32 in the tensor cores' order. The ops test derives the band from that (check_attention_fast).
 // The exact kernels keep the rows this one does not take (attention_fast_ok).
 //
+// With q_raw the query heads' norm_rope happens in the staging (above: its bits, one pass over q less).
+//
 //   grid (rows, ceil(H / 32))   block 256   dynamic smem (fast_smem): S, Q, the softmax's row tables, the key table
 #include "attention_keys.cuh"
 #include "common.cuh"
 #include "device_caps.h"
 #include "half_store.cuh"
 #include "launch.cuh"
+#include "norm_row.cuh"
 #include "ops.h"
 #include "rope.cuh"
 
@@ -132,12 +135,48 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   // Q in k-step order: a lane's float4 of keys holds dims 16u + 4t … + 3, which pass 1 feeds to k-steps
   // 2u (slots t, t + 4: dims + 0, + 1) and 2u + 1 (+ 2, + 3), so q's dim 16u + 4t + 2s + w sits at
   // column 16u + 8s + 4w + t, where ldmatrix's natural order finds it.
+  if (!a.q_raw) {
 #pragma unroll  // all of a thread's q loads in flight at once
-  for (int i = threadIdx.x; i < kHeads * D / 4; i += kBlock) {
-    const int hh = i / (D / 4), c = (i % (D / 4)) * 4, u = c / 16, tq = (c % 16) / 4;
-    const float4 v = hh < nh ? *reinterpret_cast<const float4*>(q + static_cast<int64_t>(hh) * D + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float* dst = Qs + hh * QS + 16 * u + tq;
-    dst[0] = tf32f(v.x), dst[4] = tf32f(v.y), dst[8] = tf32f(v.z), dst[12] = tf32f(v.w);
+    for (int i = threadIdx.x; i < kHeads * D / 4; i += kBlock) {
+      const int hh = i / (D / 4), c = (i % (D / 4)) * 4, u = c / 16, tq = (c % 16) / 4;
+      const float4 v = hh < nh ? *reinterpret_cast<const float4*>(q + static_cast<int64_t>(hh) * D + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      float* dst = Qs + hh * QS + 16 * u + tq;
+      dst[0] = tf32f(v.x), dst[4] = tf32f(v.y), dst[8] = tf32f(v.z), dst[12] = tf32f(v.w);
+    }
+  } else {
+    // The query heads' norm_rope here: warp w takes heads w, w + 8, …, a head as norm_rope_warp_kernel
+    // takes a segment (lane l plays norm_row's threads l, l + 32, …: its bits), v·r into Q's columns
+    // (TF32-rounded, except the RoPE dims: rotated in f32 first, as norm_rope does after its norm).
+    constexpr int kPer = D > kNormBlock ? D / kNormBlock : 1;
+    constexpr int kPlayed = kNormBlock / kWarp;
+    const int rope0 = D - 2 * a.half;
+    auto col = [](int i) { return 16 * (i / 16) + (i % 16) / 4 + 4 * (i % 4); };
+#pragma unroll 1  // one rope_pair call site (its cosf / sinf are long)
+    for (int hh = warp; hh < kHeads; hh += kWarps) {
+      float v[kPlayed][kPer];
+#pragma unroll
+      for (int k = 0; k < kPlayed; ++k)
+#pragma unroll
+        for (int u = 0; u < kPer; ++u) {
+          const int i = lane + k * kWarp + u * kNormBlock;
+          v[k][u] = hh < nh && i < D ? q[static_cast<int64_t>(hh) * D + i] : 0.0f;
+        }
+      const float r = hh < nh ? played_rms_inverse(v, D, a.q_eps) : 0.0f;  // (warp-uniform) heads ≥ H: zeros
+      float* qrow = Qs + hh * QS;
+#pragma unroll
+      for (int k = 0; k < kPlayed; ++k)
+#pragma unroll
+        for (int u = 0; u < kPer; ++u) {
+          const int i = lane + k * kWarp + u * kNormBlock;
+          if (i < D) qrow[col(i)] = i < rope0 ? tf32f(v[k][u] * r) : v[k][u] * r;
+        }
+      __syncwarp();  // the rotation reads values other lanes normalised
+      for (int p = lane; p < a.half; p += kWarp) {
+        float pair[2] = {qrow[col(rope0 + 2 * p)], qrow[col(rope0 + 2 * p + 1)]};
+        rope_pair(pair, a.inv_freq[p], static_cast<int32_t>(pos), 1.0f);
+        qrow[col(rope0 + 2 * p)] = tf32f(pair[0]), qrow[col(rope0 + 2 * p + 1)] = tf32f(pair[1]);
+      }
+    }
   }
   const int n_keys = key_table(a, row, keys, &s_ncmp);  // its barriers also publish Qs
   const int n_pad = (n_keys + kKeyTile - 1) / kKeyTile * kKeyTile;
@@ -362,6 +401,7 @@ bool attention_fast_ok(const AttentionArgs& a) {
 cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
   if (!attention_fast_ok(a)) return attention(a, stream);  // (which refuses o16: no silent f32 fallback)
+  if (a.q_raw && (a.half > 0 && !a.inv_freq)) return cudaErrorInvalidValue;
   if (a.o16 && (!(a.o16_type == WType::kBF16 || a.o16_type == WType::kF16) || (2 * a.half) % 4 != 0 ||
                 reinterpret_cast<uintptr_t>(a.o16) % 8 != 0))
     return cudaErrorInvalidValue;

@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kBlock, 3) norm_rope_warp_kernel(NormRopeArgs 
   const int width = a.width;
   if (a.norm) {
     // v[k][u]: element t + 256u of played thread t = lane + 32k (norm_row's register path).
-    float v[kVirtual][kPer], part[kVirtual];
+    float v[kVirtual][kPer];
 #pragma unroll
     for (int k = 0; k < kVirtual; ++k)
 #pragma unroll
@@ -57,19 +57,7 @@ __global__ void __launch_bounds__(kBlock, 3) norm_rope_warp_kernel(NormRopeArgs 
         const int i = lane + k * kWarp + u * kBlock;
         v[k][u] = i < width ? x[i] : 0.0f;
       }
-#pragma unroll
-    for (int k = 0; k < kVirtual; ++k) {
-      float ss = 0.0f;
-#pragma unroll
-      for (int u = 0; u < kPer; ++u)
-        if (lane + k * kWarp + u * kBlock < width) ss = __fmaf_rn(v[k][u], v[k][u], ss);
-      part[k] = ss;
-    }
-    // block_sum<256>: each warp's butterfly (played warp k = value k: warp_sum_many's bits), then
-    // warp 0's over the 8 warp sums on lanes 0-7, zeros above.
-    const float warp_total = warp_sum_many<kVirtual>(part);  // value k on lanes 4k … 4k + 3
-    const float mine = __shfl_sync(kFullMask, warp_total, (lane % kVirtual) * (kWarp / kVirtual));
-    const float r = rms_inverse(warp_sum(lane < kVirtual ? mine : 0.0f), width, a.eps);
+    const float r = played_rms_inverse(v, width, a.eps);
 #pragma unroll
     for (int k = 0; k < kVirtual; ++k)
 #pragma unroll

@@ -27,6 +27,29 @@ __device__ __forceinline__ void norm_cached(const float (&v)[kNormCache], const 
   }
 }
 
+// One warp playing norm_row's 256-thread block over a segment of `width` ≤ 256·PER values: v[k][u]
+// = x[lane + 32k + 256u] (played thread lane + 32k; anything past the width is skipped). Returns
+// r = rsqrt(mean(x²) + eps) on every lane with norm_row's bits: each played thread's fma chain over
+// u ascending, block_sum<256>'s per-warp butterflies (warp_sum_many's bits), then its butterfly over
+// the 8 warp sums on lanes 0-7, zeros above (norm_rope_warp_kernel, attention_fast's raw queries).
+template <int PER>
+__device__ __forceinline__ float played_rms_inverse(const float (&v)[kNormBlock / kWarp][PER], int width, float eps) {
+  constexpr int kPlayed = kNormBlock / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  float part[kPlayed];
+#pragma unroll
+  for (int k = 0; k < kPlayed; ++k) {
+    float ss = 0.0f;
+#pragma unroll
+    for (int u = 0; u < PER; ++u)
+      if (lane + k * kWarp + u * kNormBlock < width) ss = __fmaf_rn(v[k][u], v[k][u], ss);
+    part[k] = ss;
+  }
+  const float warp_total = warp_sum_many<kPlayed>(part);  // value k on lanes 4k … 4k + 3
+  const float mine = __shfl_sync(kFullMask, warp_total, (lane % kPlayed) * (kWarp / kPlayed));
+  return rms_inverse(warp_sum(lane < kPlayed ? mine : 0.0f), width, eps);
+}
+
 // x[i] = weight[i]·(x[i]·r) (weight null: x[i]·r), r = rsqrt(mean(x²) + eps): thread t's f32 fma chain
 // over i = t, t + 256, … then block_sum<256>. Every thread of the block calls it; `scratch` holds
 // kNormBlock / 32 floats. The block's own earlier writes to x must be visible (a barrier before).

@@ -267,7 +267,7 @@ struct AttentionArgs {
   const int32_t* row_pos = nullptr;
   int layer = 0, rows = 0;
   AttnKind kind = AttnKind::kSliding;
-  const float* q = nullptr;     // [rows, H·d] normed, roped
+  const float* q = nullptr;     // [rows, H·d] normed, roped (q_raw: neither)
   const float* kv = nullptr;    // [rows, d]   this round's kv (normed, roped)
   const float* sink = nullptr;  // [H]
   const int32_t* selected = nullptr;  // CSA [rows, K]
@@ -283,6 +283,11 @@ struct AttentionArgs {
   // convert_rows); `o` is then not written and may be null. Needs 2·half a multiple of 4.
   void* o16 = nullptr;
   WType o16_type = WType::kBF16;
+  // cuda-fast only (attention_fast): q as wq_b left it; the kernel applies the query heads' norm_rope
+  // (RMSNorm without weight, eps q_eps, then RoPE of the last 2·half dims) while staging it, with
+  // norm_rope's bits (the 2 × 268 MB of a V4-Flash prefill's separate pass gone).
+  bool q_raw = false;
+  float q_eps = 0.0f;
 };
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream);
 // Decode-sized rounds (attention_cluster.cu): one cluster of 8 blocks per (row, group of `heads`

@@ -544,6 +544,24 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   };
   const bool ov = overlap(trace);
   const bool csa = w.kind == LayerKind::kCSA;
+  // The attention's key bound first (a refusal before any launch), and with it whether cuda-fast's
+  // tensor-core kernel takes this round: rounds of many rows (a prefill); decode-sized rounds stay
+  // latency-bound either way and keep the exact kernels. That kernel applies the query heads'
+  // norm_rope itself while it stages q (AttentionArgs::q_raw: the same bits, one pass over q less).
+  AttentionArgs aa;
+  const int K = static_cast<int>(cfg_.index_topk);
+  aa.d = d;
+  aa.max_keys = W + (w.kind == LayerKind::kCSA ? K : w.kind == LayerKind::kHCA ? plan_.max_visible_hca : 0);
+  if (aa.max_keys <= max_keys_ && w.kind == LayerKind::kHCA) aa.max_keys = std::min(max_keys_, W + hca_bucket_);
+  if (aa.max_keys > max_keys_)
+    throw Error("layer " + std::to_string(l) + " attends to up to " + std::to_string(aa.max_keys) +
+                    " keys per query, more than the " + std::to_string(max_keys_) +
+                    " one CUDA attention block holds in shared memory",
+                "plan a smaller context for this model on the CUDA backend");
+  const bool fast_attn = fast_ && R >= kFastAttentionRows && attention_fast_ok(aa);
+  static const bool q_in_attention = switch_on("MEMRA_CUDA_ATTN_Q_NORM");
+  aa.q_raw = fast_attn && q_in_attention;
+  aa.q_eps = eps;
   // A compressor's projections (wkv on kv_side, wgate on gate_side, side by side), then the windows
   // this round closes (on kv_side once both are done): what the attention reads. Its pending-window
   // update waits until after the attention (below).
@@ -566,7 +584,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     if (!side_chains_) launched(compressor_update(ca, plan_.seq_count(), stream_), "compressor_update");
   };
   // Independent chains from x (with overlap on, on the side streams of shard.h's Side):
-  //   stream_        wq_a, q_norm, wq_b, query norm+RoPE
+  //   stream_        wq_a, q_norm, wq_b, query norm+RoPE (cuda-fast's prefill: inside the attention)
   //   kSideKv        wkv, kv norm+RoPE
   //   kSideCmpKv     the attention compressor (its wgate on kSideCmpGate), its closings
   //   kSideIdxKv     (CSA) the indexer's compressor (its wgate on kSideIdxGate), its closings
@@ -591,10 +609,8 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   norm(qr_.get(), ql, R, 1, ql, w.q_norm, nullptr, "norm_rope (q_norm)");
   if (ov && csa) check(cudaEventRecord(qr_ready_, stream_), "cudaEventRecord (q_lora ready)");
   linear(w.wq_b, qr_.get(), ql, R, q_.get(), Hd, "linear_exact (wq_b)");
-  norm(q_.get(), Hd, R, H, d, nullptr, w.inv_freq, "norm_rope (query heads)");
+  if (!aa.q_raw) norm(q_.get(), Hd, R, H, d, nullptr, w.inv_freq, "norm_rope (query heads)");
 
-  AttentionArgs aa;
-  const int K = static_cast<int>(cfg_.index_topk);
   const int Hi = static_cast<int>(cfg_.index_n_heads), di = static_cast<int>(cfg_.index_head_dim);
   if (csa) {
     compress(w.idx, true, 2, di, ikv_.get(), isc_.get(), kSideIdxKv, kSideIdxGate);
@@ -687,17 +703,8 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   aa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   aa.inv_freq = w.inv_freq;
   aa.half = half;
-  aa.max_keys = W + (w.kind == LayerKind::kCSA ? K : w.kind == LayerKind::kHCA ? plan_.max_visible_hca : 0);
-  if (aa.max_keys <= max_keys_ && w.kind == LayerKind::kHCA) aa.max_keys = std::min(max_keys_, W + hca_bucket_);
-  if (aa.max_keys > max_keys_)
-    throw Error("layer " + std::to_string(l) + " attends to up to " + std::to_string(aa.max_keys) +
-                    " keys per query, more than the " + std::to_string(max_keys_) +
-                    " one CUDA attention block holds in shared memory",
-                "plan a smaller context for this model on the CUDA backend");
   aa.o = o_.get();
-  // cuda-fast rounds of many rows (a prefill) on tensor cores; decode-sized rounds stay latency-bound
-  // either way and keep the exact kernels.
-  if (fast_ && R >= kFastAttentionRows && attention_fast_ok(aa)) {
+  if (fast_attn) {
     // Its outputs straight into wo_a's GEMM input in the weights' 16-bit type (a packed wo_a is
     // dequantised to bf16): the same bits as writing f32 and converting, without the f32 round trip
     // (run 157). conv_ is free until wo_a: nothing between here and there converts activations.

@@ -1764,6 +1764,49 @@ void check_attention_half_out(Report& rep, const AttentionCase& c, const DevVec<
   }
 }
 
+// cuda-fast's attention taking q as wq_b leaves it (q_raw: the query heads' norm_rope in its staging)
+// against norm_rope in both forms (a block / a warp per head) then the attention on its output, by
+// bits, into poisoned buffers (`dfast`: the output's size).
+void check_attention_q_raw(Report& rep, const AttentionCase& c, const DevVec<float>& dfast, const std::string& tag) {
+  const int T = c.T, H = c.a.H, d = c.a.d;
+  const float eps = 1e-6f;
+  std::vector<float> want_o[2];
+  for (int form : {1, 2}) {
+    DevVec<float> qn(c.q);
+    NormRopeArgs na;
+    na.x = qn.get();
+    na.row_stride = static_cast<int64_t>(H) * d;
+    na.rows = T;
+    na.segs = H;
+    na.width = d;
+    na.eps = eps;
+    na.inv_freq = c.a.inv_freq;
+    na.half = c.a.half;
+    na.pos = c.a.row_pos;
+    check(norm_rope(na, nullptr, form), "norm_rope (query heads)");
+    AttentionArgs a = c.a;
+    a.q = qn.get();
+    DevVec<float> o(dfast.size());
+    o.poison();
+    a.o = o.get();
+    check(attention_fast(a, nullptr), "attention_fast (normed q)");
+    want_o[form - 1] = o.download();
+  }
+  AttentionArgs a = c.a;
+  a.q_raw = true;
+  a.q_eps = eps;
+  DevVec<float> o(dfast.size());
+  o.poison();
+  a.o = o.get();
+  check(attention_fast(a, nullptr), "attention_fast (q_raw)");
+  const std::vector<float> got = o.download();
+  int64_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    differ += std::memcmp(&got[i], &want_o[0][i], 4) != 0 || std::memcmp(&got[i], &want_o[1][i], 4) != 0;
+  rep.add("attention cuda-fast on raw q (its own norm_rope) == norm_rope then attention " + tag, differ == 0,
+          std::to_string(differ) + " of " + std::to_string(got.size()) + " differ");
+}
+
 // cuda-fast's attention on the case's keys against `exact` (the exact kernel's bits on all rows),
 // within the band derived above: the keys each row attends to (key_table's rule) and the exact
 // softmax in double. One report line; `tag` names the case.
@@ -1816,6 +1859,7 @@ void check_attention_fast(Report& rep, const AttentionCase& c, const std::vector
   }
   const Diff df = compare(fast, exact, &bound);
   check_attention_half_out(rep, c, dfast, tag);
+  check_attention_q_raw(rep, c, dfast, tag);
   rep.add("attention cuda-fast (tensor cores) vs exact " + tag, ok && df.unwritten == 0 && df.nonfinite == 0 && df.worst_ratio <= 1.0,
           "err/bound " + fmt("%.3f", df.worst_ratio) + " rel " + fmt("%.2e", df.rel_to_max()) + " unwritten " +
               std::to_string(df.unwritten) + (ok ? "" : " (NOT TAKEN: fell back to the exact kernel)"));

@@ -29,6 +29,11 @@ expect 0 '  off            5970 tok/s 1.500x alone-bits True sites    255.0 us' 
 expect 0 '  new            6290 tok/s 1.500x alone-bits True sites    216.0 us' -- python3 "$ab" --sites linear_exact off="$work/off.json" new="$work/new.json"
 expect 0 'hash 383647b2373a' -- python3 "$ab" off="$work/off.json"
 expect 0 '90000 tok/s (cuda-fast), exact 8000 tok/s' -- python3 "$ab" off="$work/off.json"
+# the prefill's logits hash, and a flag when its repetitions disagreed
+echo '{"prefill": {"tokens_per_s": 91000, "last_logits_xxh3": "5a5a5a5a5a5a5a5a", "reps_same_bits": true}}' > "$work/ph.json"
+echo '{"prefill": {"tokens_per_s": 92000, "last_logits_xxh3": "6b6b6b6b6b6b6b6b", "reps_same_bits": false}}' > "$work/pd.json"
+expect 0 '91000 tok/s (cuda-fast) hash 5a5a5a5a5a5a$' -- python3 "$ab" ph="$work/ph.json"
+expect 0 '92000 tok/s (cuda-fast) hash 6b6b6b6b6b6b REPS DIFFER' -- python3 "$ab" pd="$work/pd.json"
 # an arm killed on the device: named on stderr, the others still print
 expect 0 'ab_summary.py: gone: unreadable' -- python3 "$ab" off="$work/off.json" gone="$work/missing.json"
 out=$(python3 "$ab" off="$work/off.json" gone="$work/missing.json" 2>/dev/null)
