@@ -144,37 +144,47 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
       dst[0] = tf32f(v.x), dst[4] = tf32f(v.y), dst[8] = tf32f(v.z), dst[12] = tf32f(v.w);
     }
   } else {
-    // The query heads' norm_rope here: warp w takes heads w, w + 8, …, a head as norm_rope_warp_kernel
-    // takes a segment (lane l plays norm_row's threads l, l + 32, …: its bits), v·r into Q's columns
-    // (TF32-rounded, except the RoPE dims: rotated in f32 first, as norm_rope does after its norm).
+    // The query heads' norm_rope here: warp w takes heads w, w + 8, w + 16, w + 24, a head as
+    // norm_rope_warp_kernel takes a segment (lane l plays norm_row's threads l, l + 32, …: its bits),
+    // v·r into Q's columns (TF32-rounded, except the RoPE dims: rotated in f32 first, as norm_rope
+    // does after its norm). All four heads' loads in flight at once (one round trip, not four), and
+    // one cosf / sinf a dim pair for the four heads.
     constexpr int kPer = D > kNormBlock ? D / kNormBlock : 1;
-    constexpr int kPlayed = kNormBlock / kWarp;
+    constexpr int kPlayed = kNormBlock / kWarp, kMine = kHeads / kWarps;
     const int rope0 = D - 2 * a.half;
     auto col = [](int i) { return 16 * (i / 16) + (i % 16) / 4 + 4 * (i % 4); };
-#pragma unroll 1  // one rope_pair call site (its cosf / sinf are long)
-    for (int hh = warp; hh < kHeads; hh += kWarps) {
-      float v[kPlayed][kPer];
+    float v[kMine][kPlayed][kPer];
+#pragma unroll
+    for (int j = 0; j < kMine; ++j)
+#pragma unroll
+      for (int k = 0; k < kPlayed; ++k)
+#pragma unroll
+        for (int u = 0; u < kPer; ++u) {
+          const int hh = warp + kWarps * j, i = lane + k * kWarp + u * kNormBlock;
+          v[j][k][u] = hh < nh && i < D ? q[static_cast<int64_t>(hh) * D + i] : 0.0f;
+        }
+#pragma unroll
+    for (int j = 0; j < kMine; ++j) {
+      const int hh = warp + kWarps * j;
+      const float r = hh < nh ? played_rms_inverse(v[j], D, a.q_eps) : 0.0f;  // (warp-uniform) heads ≥ H: zeros
 #pragma unroll
       for (int k = 0; k < kPlayed; ++k)
 #pragma unroll
         for (int u = 0; u < kPer; ++u) {
           const int i = lane + k * kWarp + u * kNormBlock;
-          v[k][u] = hh < nh && i < D ? q[static_cast<int64_t>(hh) * D + i] : 0.0f;
+          if (i < D) Qs[hh * QS + col(i)] = i < rope0 ? tf32f(v[j][k][u] * r) : v[j][k][u] * r;
         }
-      const float r = hh < nh ? played_rms_inverse(v, D, a.q_eps) : 0.0f;  // (warp-uniform) heads ≥ H: zeros
-      float* qrow = Qs + hh * QS;
+    }
+    __syncwarp();  // the rotation reads values other lanes normalised
+    for (int p = lane; p < a.half; p += kWarp) {
+      const RopeTurn turn = rope_turn(a.inv_freq[p], static_cast<int32_t>(pos), 1.0f);
+      const int c0 = col(rope0 + 2 * p), c1 = col(rope0 + 2 * p + 1);
 #pragma unroll
-      for (int k = 0; k < kPlayed; ++k)
-#pragma unroll
-        for (int u = 0; u < kPer; ++u) {
-          const int i = lane + k * kWarp + u * kNormBlock;
-          if (i < D) qrow[col(i)] = i < rope0 ? tf32f(v[k][u] * r) : v[k][u] * r;
-        }
-      __syncwarp();  // the rotation reads values other lanes normalised
-      for (int p = lane; p < a.half; p += kWarp) {
-        float pair[2] = {qrow[col(rope0 + 2 * p)], qrow[col(rope0 + 2 * p + 1)]};
-        rope_pair(pair, a.inv_freq[p], static_cast<int32_t>(pos), 1.0f);
-        qrow[col(rope0 + 2 * p)] = tf32f(pair[0]), qrow[col(rope0 + 2 * p + 1)] = tf32f(pair[1]);
+      for (int j = 0; j < kMine; ++j) {
+        float* qrow = Qs + (warp + kWarps * j) * QS;
+        float pair[2] = {qrow[c0], qrow[c1]};
+        rope_apply(pair, turn);
+        qrow[c0] = tf32f(pair[0]), qrow[c1] = tf32f(pair[1]);
       }
     }
   }

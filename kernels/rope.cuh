@@ -6,12 +6,22 @@
 
 namespace memra::cuda {
 
-__device__ __forceinline__ void rope_pair(float* pair, float inv_freq, int32_t position, float sign) {
+// The rotation's cos and sign·sin, apart so that pairs sharing an angle (one dim pair of several
+// heads) take cosf / sinf once; rope_pair is the two together.
+struct RopeTurn {
+  float c, s;
+};
+__device__ __forceinline__ RopeTurn rope_turn(float inv_freq, int32_t position, float sign) {
   const float angle = inv_freq * static_cast<float>(position);
-  const float c = cosf(angle), s = sign * sinf(angle);
+  return {cosf(angle), sign * sinf(angle)};
+}
+__device__ __forceinline__ void rope_apply(float* pair, RopeTurn t) {
   const float x0 = pair[0], x1 = pair[1];
-  pair[0] = x0 * c - x1 * s;
-  pair[1] = x1 * c + x0 * s;
+  pair[0] = x0 * t.c - x1 * t.s;
+  pair[1] = x1 * t.c + x0 * t.s;
+}
+__device__ __forceinline__ void rope_pair(float* pair, float inv_freq, int32_t position, float sign) {
+  rope_apply(pair, rope_turn(inv_freq, position, sign));
 }
 
 }  // namespace memra::cuda
