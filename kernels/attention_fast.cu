@@ -410,7 +410,7 @@ bool attention_fast_ok(const AttentionArgs& a) {
 
 cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
-  if (!attention_fast_ok(a)) return attention(a, stream);  // (which refuses o16: no silent f32 fallback)
+  if (!attention_fast_ok(a)) return attention(a, stream);  // (which refuses o16 and q_raw: no silent fallback)
   if (a.q_raw && (a.half > 0 && !a.inv_freq)) return cudaErrorInvalidValue;
   if (a.o16 && (!(a.o16_type == WType::kBF16 || a.o16_type == WType::kF16) || (2 * a.half) % 4 != 0 ||
                 reinterpret_cast<uintptr_t>(a.o16) % 8 != 0))

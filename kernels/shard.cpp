@@ -32,6 +32,9 @@ constexpr int kFastPerExpertRows = 128;
 constexpr int kFastDenseRows = 64;
 // cuda-fast rounds of at least this many rows run the core attention on tensor cores.
 constexpr int kFastAttentionRows = 64;
+// The tensor-core attention's 16-bit outputs go to wo_a's cuBLAS GEMM (LinearArgs::x16), which the
+// exact kernels refuse: every round it takes must also take cuBLAS for a packed wo_a.
+static_assert(kFastAttentionRows >= kFastDenseRows);
 // Buckets of the visible compressed entries (upload_plan).
 constexpr int kCsaBucket = 1024;
 constexpr int kHcaBucket = 256;
