@@ -105,6 +105,7 @@ struct LinearArgs {
   // linear_fast only: x already in the weights' 16-bit type, [rows, x_stride] elements (x is not
   // read and may be null); linear_exact refuses it.
   const void* x16 = nullptr;
+  WType x16_type = WType::kBF16;  // x16's type: must be the weights' (linear_fast checks)
 };
 // Exact: the fixed lane K-order and butterfly of dot_exact.cuh for every (row, output). `form`
 // fixes the kernel for the tests, which run each: 1, 2 or 4 = the tiled kernel with that many

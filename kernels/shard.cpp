@@ -260,7 +260,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
                                static_cast<uint64_t>(moe_path_ == MoePath::kFused), static_cast<uint64_t>(hc_split_),
                                static_cast<uint64_t>(marks_on_),
                                reinterpret_cast<uint64_t>(plan_dev_.get()), reinterpret_cast<uint64_t>(conv_.get()),
-                               reinterpret_cast<uint64_t>(hc_partial_.get()), reinterpret_cast<uint64_t>(taps_.get())};
+                               reinterpret_cast<uint64_t>(x16_.get()), reinterpret_cast<uint64_t>(hc_partial_.get()), reinterpret_cast<uint64_t>(taps_.get())};
   for (int l : tap_layers_) sig.push_back(static_cast<uint64_t>(l) + (uint64_t{1} << 40));
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
                         &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &hh_, &logits_})
@@ -270,7 +270,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
 }
 
 size_t Shard::scratch_bytes() const {
-  size_t b = plan_dev_.bytes() + conv_.bytes() + hc_partial_.bytes() + dq_.bytes() + xb_.bytes() + gptr_.bytes();
+  size_t b = plan_dev_.bytes() + conv_.bytes() + x16_.bytes() + hc_partial_.bytes() + dq_.bytes() + xb_.bytes() + gptr_.bytes();
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
                         &scores_, &rlogits_, &ew_, &margin_, &rscale_, &h_, &eo_, &sg_, &su_, &sh_, &sy_, &xg_, &eg_, &eu_, &eh_,
                         &eoe_, &hh_, &logits_})
@@ -374,6 +374,7 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   if (fast_) {
     const size_t max_in = std::max({D, ql, H * d, GR, I, static_cast<size_t>(cfg_.index_head_dim) * 2});
     conv_.ensure(dv, R * max_in * 2, "bf16 activations");
+    x16_.ensure(dv, R * D * 2, "site rows (16-bit)");
   }
   if (!tap_layers_.empty()) taps_.ensure(dv, tap_layers_.size() * R * n * D, "tapped hc streams");
   const char* tl = std::getenv("MEMRA_CUDA_TIMELINE");
@@ -404,8 +405,22 @@ LinearArgs Shard::matrix_args(const DevMatrix& w, const float* x, int64_t x_stri
 }
 
 void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
-                   const char* what) {
-  run_linear(matrix_args(w, x, x_stride, rows, y, y_stride), what);
+                   const char* what, HalfRows xh) {
+  LinearArgs a = matrix_args(w, x, x_stride, rows, y, y_stride);
+  a.x16 = xh.p;
+  a.x16_type = xh.type;
+  run_linear(a, what);
+}
+
+HalfRows Shard::site_rows16(const DevMatrix& w, const float* x, int rows) {
+  static const bool on = switch_on("MEMRA_CUDA_SITE_ROWS16");
+  if (!fast_ || !on || rows == 0) return {};
+  const WType t = wtype_packed(w.type) ? (rows >= kFastDenseRows ? WType::kBF16 : WType::kF32) : w.type;
+  if (t != WType::kBF16 && t != WType::kF16) return {};
+  const int D = static_cast<int>(cfg_.hidden_size);
+  void* p = x16_.ensure(device_, static_cast<size_t>(rows) * D * 2, "site rows (16-bit)");
+  launched(convert_rows(x, D, rows, D, p, t, stream_), "convert_rows (site rows)");
+  return {p, t};
 }
 
 void Shard::run_linear(LinearArgs a, const char* what) {
@@ -423,12 +438,14 @@ void Shard::run_linear(LinearArgs a, const char* what) {
       a.wtype = WType::kBF16;
       a.ws = WScale{};
     }
+    if (a.x16 && a.x16_type != a.wtype && a.x) a.x16 = nullptr;  // another GEMM type: convert x as before
     const size_t need = linear_fast_scratch(a);
     void* conv = need ? conv_.ensure(device_, need, "bf16 activations") : nullptr;
     check_text(linear_fast(cublas_, a, conv, need, stream_), what);
     if (sync_each_launch()) check(cudaDeviceSynchronize(), what);
     if (timeline_on_) timeline_->mark(site_prefix_ + what);
   } else {
+    if (a.x) a.x16 = nullptr;  // (the exact kernels read x; without it they refuse the call)
     launched(linear_exact(a, stream_), what);
   }
   if (time_linears_) time_end(2.0 * a.rows * static_cast<double>(a.in) * a.out * a.groups);
@@ -565,6 +582,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   static const bool q_in_attention = switch_on("MEMRA_CUDA_ATTN_Q_NORM");
   aa.q_raw = fast_attn && q_in_attention;
   aa.q_eps = eps;
+  const HalfRows xh = site_rows16(w.wq_a, x, R);
   // A compressor's projections (wkv on kv_side, wgate on gate_side, side by side), then the windows
   // this round closes (on kv_side once both are done): what the attention reads. Its pending-window
   // update waits until after the attention (below).
@@ -572,12 +590,12 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
                       int gate_side) {
     {
       OnStream on(*this, ov ? side_[kv_side] : stream_);
-      linear(cw.wkv, x, D, R, kvbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wkv)");
+      linear(cw.wkv, x, D, R, kvbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wkv)", xh);
     }
     if (!side_chains_) gate_side = kv_side;  // MEMRA_CUDA_SIDE_CHAINS=0: session 28's chains (A/B)
     {
       OnStream on(*this, ov ? side_[gate_side] : stream_);
-      linear(cw.wgate, x, D, R, scbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wgate)");
+      linear(cw.wgate, x, D, R, scbuf, static_cast<int64_t>(c) * width, "linear_exact (compressor wgate)", xh);
     }
     if (ov && gate_side != kv_side) link(gate_side, kv_side);
     OnStream on(*this, ov ? side_[kv_side] : stream_);
@@ -603,12 +621,12 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   }
   {
     OnStream on(*this, ov ? side_[kSideKv] : stream_);
-    linear(w.wkv, x, D, R, kv_.get(), d, "linear_exact (wkv)");
+    linear(w.wkv, x, D, R, kv_.get(), d, "linear_exact (wkv)", xh);
     norm(kv_.get(), d, R, 1, d, w.kv_norm, w.inv_freq, "norm_rope (kv)");
   }
   if (compressed)
     compress(w.cmp, false, csa ? 2 : 1, d, ckv_.get(), csc_.get(), side_chains_ ? kSideCmpKv : kSideKv, kSideCmpGate);
-  linear(w.wq_a, x, D, R, qr_.get(), ql, "linear_exact (wq_a)");
+  linear(w.wq_a, x, D, R, qr_.get(), ql, "linear_exact (wq_a)", xh);
   norm(qr_.get(), ql, R, 1, ql, w.q_norm, nullptr, "norm_rope (q_norm)");
   if (ov && csa) check(cudaEventRecord(qr_ready_, stream_), "cudaEventRecord (q_lora ready)");
   linear(w.wq_b, qr_.get(), ql, R, q_.get(), Hd, "linear_exact (wq_b)");
@@ -627,7 +645,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     // attention started 3.6 us later than without the priority (run 97's marks).
     std::optional<LaunchPriority> ahead;
     if (ov && indexer_priority_ != 0 && csa_bucket_ <= kIndexerPriorityEntries) ahead.emplace(indexer_priority_);
-    linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)");
+    linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)", xh);
     if (ov) check(cudaStreamWaitEvent(stream_, qr_ready_, 0), "cudaStreamWaitEvent (q_lora ready)");
     linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)");
     NormRopeArgs ra;
@@ -753,7 +771,11 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   la.w_gstride = static_cast<int64_t>(Ro) * gin;
   la.y_gstride = Ro;
   la.ws = w.wo_a.scale;
-  la.x16 = aa.o16;  // the attention's 16-bit outputs, if it wrote them
+  if (aa.o16) {  // the attention's 16-bit outputs (o_ not written: no f32 rows to fall back on)
+    la.x = nullptr;
+    la.x16 = aa.o16;
+    la.x16_type = aa.o16_type;
+  }
   run_linear(la, "linear_exact (wo_a, grouped)");
   if (!y) {  // the caller's hc_post in wo_b's epilogue (exact realization: layer())
     LinearArgs lb = matrix_args(w.wo_b, z_.get(), static_cast<int64_t>(G) * Ro, R, nullptr, 0);
@@ -923,15 +945,16 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
   // The shared expert (kSideKv with overlap on) beside the router and the routed experts; the join
   // below also joins the attention site's state updates, queued on kSideKv before it.
   const bool ov = overlap(trace);
+  const HalfRows xh = site_rows16(w.shared_w1, x, R);  // (the exact realization: none)
   if (ov) fork_to(kSideKv);
   {
     OnStream on(*this, ov ? side_[kSideKv] : stream_);
-    linear(w.shared_w1, x, D, R, sg_.get(), I, "linear_exact (shared w1)");
-    linear(w.shared_w3, x, D, R, su_.get(), I, "linear_exact (shared w3)");
+    linear(w.shared_w1, x, D, R, sg_.get(), I, "linear_exact (shared w1)", xh);
+    linear(w.shared_w3, x, D, R, su_.get(), I, "linear_exact (shared w3)", xh);
     launched(swiglu(sg_.get(), su_.get(), sh_.get(), static_cast<int64_t>(R) * I, limit, stream_), "swiglu (shared)");
     linear(w.shared_w2, sh_.get(), I, R, sy_.get(), D, "linear_exact (shared w2)");
   }
-  linear(w.gate, x, D, R, rlogits_.get(), E, "linear_exact (router)");
+  linear(w.gate, x, D, R, rlogits_.get(), E, "linear_exact (router)", xh);
   RouteArgs ra;
   ra.logits = rlogits_.get();
   ra.rows = R;

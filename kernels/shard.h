@@ -51,6 +51,12 @@ struct LayerTrace {
   std::vector<float> indexer_boundary;  // [rows] CSA: the k-th largest score, where a tie sits (NaN: ≤ K visible)
 };
 
+// A linear's input rows already in a 16-bit GEMM type (cuda-fast): Shard::site_rows16.
+struct HalfRows {
+  const void* p = nullptr;
+  WType type = WType::kBF16;
+};
+
 class Shard {
  public:
   Shard(const ModelConfig& config, int device, bool fast);
@@ -83,7 +89,12 @@ class Shard {
   void attention_site(const DevLayer& w, int layer, const float* x, float* y, LayerTrace* trace);
   void moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* trace);
   void linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
-              const char* what);
+              const char* what, HalfRows xh = {});
+  // cuda-fast: a site's input rows x [rows, D] converted once into x16_, in the GEMM type of w (the
+  // site's first linear), for every linear of the site that reads them (each converted them again
+  // before, run 160); {} on the exact realization or where w's GEMM is not 16-bit. run_linear
+  // converts as before for a linear whose weights want another type.
+  HalfRows site_rows16(const DevMatrix& w, const float* x, int rows);
   // y [rows, out] = x [rows, in] · wᵀ as LinearArgs (one group), for callers that add to them.
   static LinearArgs matrix_args(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y,
                                 int64_t y_stride);
@@ -202,6 +213,7 @@ class Shard {
   Scratch<float> rlogits_, ew_, margin_, rscale_, h_, eo_, sg_, su_, sh_, sy_, xg_, eg_, eu_, eh_, eoe_, hh_, logits_;
   Scratch<uint8_t> conv_, dq_;  // bf16 activations; one dequantised matrix (cuda-fast, packed weights)
   Scratch<uint8_t> xb_;         // batched experts: the slot rows, then the hidden rows, in bf16/f16
+  Scratch<uint8_t> x16_;        // cuda-fast: a site's input rows in bf16/f16 (site_rows16)
   Scratch<float> taps_;         // [tap layers, rows, n, D]
   std::vector<int> tap_layers_;
   Scratch<uint64_t> gptr_;      // batched experts: the GEMMs' device pointer arrays

@@ -1752,15 +1752,19 @@ void check_attention_half_out(Report& rep, const AttentionCase& c, const DevVec<
     const char* e1 = linear_fast(handle, la, scratch.get(), linear_fast_scratch(la), nullptr);
     la.y = y_x16.get();
     la.x16 = got.get();
+    la.x16_type = t;
     const size_t none = linear_fast_scratch(la);
     const char* e2 = linear_fast(handle, la, nullptr, 0, nullptr);
+    LinearArgs wrong = la;  // activations of the other 16-bit type: refused, not misread
+    wrong.x16_type = t == WType::kBF16 ? WType::kF16 : WType::kBF16;
+    const bool refused = linear_fast(handle, wrong, nullptr, 0, nullptr) != nullptr;
     const std::vector<float> y1 = y_conv.download(), y2 = y_x16.download();
     const bool same_y = !e1 && !e2 && std::memcmp(y1.data(), y2.data(), y1.size() * 4) == 0;
     const char* tn = t == WType::kBF16 ? "bf16" : "f16";
     rep.add(std::string("attention cuda-fast ") + tn + " outputs == f32 outputs rounded " + tag, differ == 0,
             std::to_string(differ) + " of " + std::to_string(n) + " differ");
     rep.add(std::string("linear_fast on the ") + tn + " outputs (x16) == on the f32 outputs converted " + tag,
-            same_y && none == 0, same_y ? "bit-equal" : std::string("DIFFER") + (e1 ? std::string(" ") + e1 : "") + (e2 ? std::string(" ") + e2 : ""));
+            same_y && none == 0 && refused, !refused ? std::string("the other type's activations were taken") : same_y ? "bit-equal" : std::string("DIFFER") + (e1 ? std::string(" ") + e1 : "") + (e2 ? std::string(" ") + e2 : ""));
   }
 }
 
