@@ -6,7 +6,8 @@
 //   ceilings   device copy bandwidth (read + write), dense bf16 tensor-core rate, pinned D2H/H2D, the
 //              launch step (what one more dependent kernel adds to a captured chain, PDL on and off)
 //   prefill    cuda-fast, --prefill tokens in one call: tokens/s; the time and FLOPs of its linears
-//              (events around each GEMM) against the tensor-core rate
+//              (events around each GEMM) against the tensor-core rate; the last row's logits hash
+//              (every repetition's the same, else reps_same_bits false), so an A/B shows the bits
 //   decode     cuda (exact), batch 1, at each --contexts (state filled by a cuda-fast prefill of that
 //              many tokens, moved into the exact backend through its classes): ms per layer per token
 //              and the HBM floor of the bytes one step must read (active weights + state + head);
