@@ -6,10 +6,13 @@ set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
 source "$src/test/shell/lib/oracle.sh"
+source "$src/test/shell/lib/oracle_draw.sh"
+drawn=$([[ -n "${MEMRA_GATE_SEED:-}" ]] && echo 0 || echo 1)
 seed="${MEMRA_GATE_SEED:-$(( $(date +%s%N) / 1000 % 1000000007 ))}"
 w="$(mktemp -d "${MEMRA_BUILD:-/tmp}/gates_fresh.XXXXXX")"
 echo "seed $seed (replay: MEMRA_GATE_SEED=$seed)"
-MEMRA_PYTHON="$venv/bin/python" "$src/tools/oracle/fresh_case.sh" "$seed" "$w" 160 > /dev/null || { echo "FAIL: oracle"; exit 1; }
+make_case() { rm -rf "$w/model" "$w/dump"; MEMRA_PYTHON="$venv/bin/python" "$src/tools/oracle/fresh_case.sh" "$seed" "$w" 160 > /dev/null; }
+draw_oracle_case "$drawn" make_case || { echo "FAIL: oracle (seed $seed)"; exit 1; }
 fail=0
 out=$("$bin" -q gate all "$w/model" --dump "$w/dump" --seed "$seed" 2>&1); rc=$?
 echo "$out"

@@ -9,12 +9,15 @@ set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
 source "$src/test/shell/lib/oracle.sh"
+source "$src/test/shell/lib/oracle_draw.sh"
 
+drawn=$([[ -n "${MEMRA_ORACLE_SEED:-}" ]] && echo 0 || echo 1)
 seed="${MEMRA_ORACLE_SEED:-$(( $(date +%s) % 1000000007 ))}"
 work="$(mktemp -d "${MEMRA_BUILD:-${TMPDIR:-/tmp}}/oracle_fresh.XXXXXX")"
 echo "seed $seed (rerun with MEMRA_ORACLE_SEED=$seed), work dir $work"
 
-if ! MEMRA_PYTHON="$py" "$src/tools/oracle/fresh_case.sh" "$seed" "$work" 120; then
+make_case() { rm -rf "$work/model" "$work/dump"; MEMRA_PYTHON="$py" "$src/tools/oracle/fresh_case.sh" "$seed" "$work" 120; }
+if ! draw_oracle_case "$drawn" make_case; then
   echo "FAIL: tools/oracle/fresh_case.sh $seed $work 120 failed (files kept in $work)"
   exit 1
 fi

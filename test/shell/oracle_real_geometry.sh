@@ -12,16 +12,21 @@ set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
 source "$src/test/shell/lib/oracle.sh"
+source "$src/test/shell/lib/oracle_draw.sh"
+drawn=$([[ -n "${MEMRA_ORACLE_SEED:-}" ]] && echo 0 || echo 1)
 seed="${MEMRA_ORACLE_SEED:-$(( $(date +%s) % 1000003 ))}"
 work="$(mktemp -d "${MEMRA_BUILD:-${TMPDIR:-/tmp}}/oracle_real_geometry.XXXXXX")"
 echo "seed $seed (rerun with MEMRA_ORACLE_SEED=$seed), work dir $work"
 export CUDA_VISIBLE_DEVICES=
 start=$(date +%s)
-if ! "$py" "$src/tools/oracle/make_checkpoint.py" --preset flash --config-form upstream --seed "$seed" \
-       --out "$work/model" > "$work/make.log" 2>&1 ||
-   ! "$py" "$src/tools/oracle/dump_reference.py" "$work/model" --out "$work/dump" --tokens 640 --seed "$seed" \
-       >> "$work/make.log" 2>&1; then
-  cat "$work/make.log"; echo "FAIL: the oracle could not make the flash case (files kept in $work)"; exit 1
+make_case() {
+  rm -rf "$work/model" "$work/dump"
+  "$py" "$src/tools/oracle/make_checkpoint.py" --preset flash --config-form upstream --seed "$seed" \
+    --out "$work/model" > "$work/make.log" 2>&1 || return 1
+  "$py" "$src/tools/oracle/dump_reference.py" "$work/model" --out "$work/dump" --tokens 640 --seed "$seed" >> "$work/make.log" 2>&1
+}
+if ! draw_oracle_case "$drawn" make_case; then
+  cat "$work/make.log"; echo "FAIL: the oracle could not make the flash case for seed $seed (files kept in $work)"; exit 1
 fi
 oracle_s=$(( $(date +%s) - start ))
 "$bin" -q parity "$work/model" "$work/dump" --json > "$work/parity.json"

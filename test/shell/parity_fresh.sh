@@ -8,13 +8,16 @@ set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 bin="${MEMRA_BIN:-memra}"
 source "$src/test/shell/lib/oracle.sh"
+source "$src/test/shell/lib/oracle_draw.sh"
+drawn=$([[ -n "${MEMRA_PARITY_SEEDS:-}" ]] && echo 0 || echo 1)
 base=$(( $(date +%s%N) / 1000 % 1000000007 ))
 seeds="${MEMRA_PARITY_SEEDS:-$base $(( base + 7919 )) $(( base + 104729 ))}"
 echo "seeds: $seeds (replay: MEMRA_PARITY_SEEDS=\"$seeds\")"
 work="$(mktemp -d "${MEMRA_BUILD:-/tmp}/parity_fresh.XXXXXX")"
 fail=0
+make_case() { MEMRA_PYTHON="$venv/bin/python" "$src/tools/oracle/fresh_case.sh" "$seed" "$work/$seed" > "$work/$seed.case" 2>&1; }
 for seed in $seeds; do
-  if ! MEMRA_PYTHON="$venv/bin/python" "$src/tools/oracle/fresh_case.sh" "$seed" "$work/$seed" > "$work/$seed.case" 2>&1; then
+  if ! draw_oracle_case "$drawn" make_case; then
     echo "FAIL: seed $seed: oracle failed"; cat "$work/$seed.case"; fail=1; continue
   fi
   for backend in cpu cpu-fast; do
