@@ -35,6 +35,14 @@ constexpr int kFastAttentionRows = 64;
 // The tensor-core attention's 16-bit outputs go to wo_a's cuBLAS GEMM (LinearArgs::x16), which the
 // exact kernels refuse: every round it takes must also take cuBLAS for a packed wo_a.
 static_assert(kFastAttentionRows >= kFastDenseRows);
+
+// The 16-bit type cuda-fast's cuBLAS GEMM takes its activations in, for weights of type t on a round
+// of `rows`: the weights' own bf16 / f16, a packed matrix's bf16 (dequantised from kFastDenseRows rows
+// on; below that the exact kernel reads its codes), none (kF32) for f32 weights (TF32 on f32 rows).
+WType fast_activation_type(WType t, int rows) {
+  if (wtype_packed(t)) return rows >= kFastDenseRows ? WType::kBF16 : WType::kF32;
+  return t == WType::kBF16 || t == WType::kF16 ? t : WType::kF32;
+}
 // Buckets of the visible compressed entries (upload_plan).
 constexpr int kCsaBucket = 1024;
 constexpr int kHcaBucket = 256;
@@ -415,8 +423,8 @@ void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int row
 HalfRows Shard::site_rows16(const DevMatrix& w, const float* x, int rows) {
   static const bool on = switch_on("MEMRA_CUDA_SITE_ROWS16");
   if (!fast_ || !on || rows == 0) return {};
-  const WType t = wtype_packed(w.type) ? (rows >= kFastDenseRows ? WType::kBF16 : WType::kF32) : w.type;
-  if (t != WType::kBF16 && t != WType::kF16) return {};
+  const WType t = fast_activation_type(w.type, rows);
+  if (t == WType::kF32) return {};
   const int D = static_cast<int>(cfg_.hidden_size);
   void* p = x16_.ensure(device_, static_cast<size_t>(rows) * D * 2, "site rows (16-bit)");
   launched(convert_rows(x, D, rows, D, p, t, stream_), "convert_rows (site rows)");
@@ -718,7 +726,6 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   aa.kv = kv_.get();
   aa.sink = w.sink;
   aa.H = H;
-  aa.d = d;
   aa.W = W;
   aa.m = static_cast<int>(w.m);
   aa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
@@ -729,9 +736,9 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     // Its outputs straight into wo_a's GEMM input in the weights' 16-bit type (a packed wo_a is
     // dequantised to bf16): the same bits as writing f32 and converting, without the f32 round trip
     // (run 157). conv_ is free until wo_a: nothing between here and there converts activations.
-    const WType o_type = wtype_packed(w.wo_a.type) ? WType::kBF16 : w.wo_a.type;
+    const WType o_type = fast_activation_type(w.wo_a.type, R);
     static const bool half_out = switch_on("MEMRA_CUDA_ATTN_HALF_OUT");
-    if (half_out && (o_type == WType::kBF16 || o_type == WType::kF16) && (2 * half) % 4 == 0) {
+    if (half_out && o_type != WType::kF32 && (2 * half) % 4 == 0) {
       aa.o16 = conv_.ensure(device_, static_cast<size_t>(R) * Hd * 2, "bf16 activations");
       aa.o16_type = o_type;
       aa.o = nullptr;

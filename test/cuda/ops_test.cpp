@@ -1716,22 +1716,8 @@ void check_attention_half_out(Report& rep, const AttentionCase& c, const DevVec<
     int64_t differ = 0;
     for (int64_t i = 0; i < n; ++i) differ += w[i] != g[i];
     // The linear: random weights of type t, [G · out, Hd / G].
-    std::vector<uint16_t> wt(static_cast<size_t>(G) * out * (Hd / G));
-    uint32_t s = 12345u + static_cast<uint32_t>(c.a.d);
-    for (auto& v : wt) {
-      s = s * 1664525u + 1013904223u;
-      const float f = (static_cast<float>(s >> 8) / 16777216.0f - 0.5f) * 0.1f;
-      if (t == WType::kBF16) {
-        const float r = round_bf16(f);
-        uint32_t b;
-        std::memcpy(&b, &r, 4);
-        v = static_cast<uint16_t>(b >> 16);
-      } else {
-        const __half h = __float2half_rn(f);
-        std::memcpy(&v, &h, 2);
-      }
-    }
-    DevVec<uint16_t> dw(wt);
+    Rng rng(12345u + static_cast<uint64_t>(c.a.d));
+    const DevVec<uint8_t> dw = upload_weights_as(round_weights(rng.normals(static_cast<size_t>(G) * out * (Hd / G), 0.05f), t), t);
     DevVec<float> y_conv(static_cast<size_t>(c.T) * G * out), y_x16(static_cast<size_t>(c.T) * G * out);
     y_conv.poison(), y_x16.poison();
     LinearArgs la;
@@ -1763,15 +1749,19 @@ void check_attention_half_out(Report& rep, const AttentionCase& c, const DevVec<
     const char* tn = t == WType::kBF16 ? "bf16" : "f16";
     rep.add(std::string("attention cuda-fast ") + tn + " outputs == f32 outputs rounded " + tag, differ == 0,
             std::to_string(differ) + " of " + std::to_string(n) + " differ");
+    const std::string why = !refused ? "the other type's activations were taken"
+                            : e1 || e2   ? std::string("error: ") + (e1 ? e1 : e2)
+                            : same_y     ? "bit-equal"
+                                         : "DIFFER";
     rep.add(std::string("linear_fast on the ") + tn + " outputs (x16) == on the f32 outputs converted " + tag,
-            same_y && none == 0 && refused, !refused ? std::string("the other type's activations were taken") : same_y ? "bit-equal" : std::string("DIFFER") + (e1 ? std::string(" ") + e1 : "") + (e2 ? std::string(" ") + e2 : ""));
+            same_y && none == 0 && refused, why);
   }
 }
 
 // cuda-fast's attention taking q as wq_b leaves it (q_raw: the query heads' norm_rope in its staging)
 // against norm_rope in both forms (a block / a warp per head) then the attention on its output, by
-// bits, into poisoned buffers (`dfast`: the output's size).
-void check_attention_q_raw(Report& rep, const AttentionCase& c, const DevVec<float>& dfast, const std::string& tag) {
+// bits, into poisoned buffers of n outputs.
+void check_attention_q_raw(Report& rep, const AttentionCase& c, size_t n, const std::string& tag) {
   const int T = c.T, H = c.a.H, d = c.a.d;
   const float eps = 1e-6f;
   std::vector<float> want_o[2];
@@ -1790,7 +1780,7 @@ void check_attention_q_raw(Report& rep, const AttentionCase& c, const DevVec<flo
     check(norm_rope(na, nullptr, form), "norm_rope (query heads)");
     AttentionArgs a = c.a;
     a.q = qn.get();
-    DevVec<float> o(dfast.size());
+    DevVec<float> o(n);
     o.poison();
     a.o = o.get();
     check(attention_fast(a, nullptr), "attention_fast (normed q)");
@@ -1799,7 +1789,7 @@ void check_attention_q_raw(Report& rep, const AttentionCase& c, const DevVec<flo
   AttentionArgs a = c.a;
   a.q_raw = true;
   a.q_eps = eps;
-  DevVec<float> o(dfast.size());
+  DevVec<float> o(n);
   o.poison();
   a.o = o.get();
   check(attention_fast(a, nullptr), "attention_fast (q_raw)");
@@ -1863,7 +1853,7 @@ void check_attention_fast(Report& rep, const AttentionCase& c, const std::vector
   }
   const Diff df = compare(fast, exact, &bound);
   check_attention_half_out(rep, c, dfast, tag);
-  check_attention_q_raw(rep, c, dfast, tag);
+  check_attention_q_raw(rep, c, dfast.size(), tag);
   rep.add("attention cuda-fast (tensor cores) vs exact " + tag, ok && df.unwritten == 0 && df.nonfinite == 0 && df.worst_ratio <= 1.0,
           "err/bound " + fmt("%.3f", df.worst_ratio) + " rel " + fmt("%.2e", df.rel_to_max()) + " unwritten " +
               std::to_string(df.unwritten) + (ok ? "" : " (NOT TAKEN: fell back to the exact kernel)"));

@@ -218,10 +218,10 @@ def main(argv=None):
             return torch.stack([m(input_ids=tokens[None, t : t + 1], past_key_values=cache, use_cache=True).logits[0, -1]
                                 for t in range(P, T)])  # [T-P, V]
 
-    def parted_at(inc, one_shot):  # (relative difference, first position past the tolerance or None)
-        d = (inc.double() - one_shot.double()).abs().amax(-1) / one_shot.double().abs().max().clamp_min(1e-300)
-        bad = (d > INCREMENTAL_TOLERANCE).nonzero().flatten()
-        return rel_to_max(inc.double(), one_shot.double()), (P + int(bad[0]) if len(bad) else None)
+    def first_parted(inc, one_shot):  # the first position past the tolerance (rel_to_max's scale)
+        d = (inc.double() - one_shot.double()).abs().amax(-1) / one_shot.double().abs().max().clamp(min=1e-30)
+        bad = (~(d <= INCREMENTAL_TOLERANCE)).nonzero().flatten()  # (NaN counts as parted)
+        return P + int(bad[0]) if len(bad) else None
 
     cap = Capture(model)
     with torch.no_grad():
@@ -235,15 +235,16 @@ def main(argv=None):
     t_inc = time.time() - t0
     cap.remove()
 
-    inc_rel, first = parted_at(inc, logits[P:])
+    inc_rel = rel_to_max(inc.double(), logits[P:].double())
     if not inc_rel <= INCREMENTAL_TOLERANCE:
         what = (f"dump_reference: error: {args.model_dir}: incremental logits differ from the one-shot forward by "
-                f"{inc_rel:.3g} relative to max (> {INCREMENTAL_TOLERANCE}) from position {first} on")
+                f"{inc_rel:.3g} relative to max (> {INCREMENTAL_TOLERANCE}) from position "
+                f"{first_parted(inc, logits[P:])} on")
         if compute_dtype != torch.float64:
             m64 = model.to(torch.float64)
             with torch.no_grad():
                 one64 = m64(input_ids=tokens[None], use_cache=False).logits[0]
-            rel64, _ = parted_at(incremental(m64), one64[P:])
+            rel64 = rel_to_max(incremental(m64).double(), one64[P:].double())
             if rel64 <= INCREMENTAL_TOLERANCE:
                 print(what + f"; in float64 they agree ({rel64:.3g}): a near-tie decision parted float32's two "
                       "paths, this case is ambiguous for the oracle itself", file=sys.stderr)
