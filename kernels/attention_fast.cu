@@ -40,6 +40,7 @@
 #include "device_caps.h"
 #include "half_store.cuh"
 #include "launch.cuh"
+#include "mma_tf32.cuh"
 #include "norm_row.cuh"
 #include "ops.h"
 #include "rope.cuh"
@@ -66,17 +67,6 @@ size_t fast_smem(int max_keys, int d) {
          static_cast<size_t>(round_up(max_keys, kKeyTile)) * sizeof(float*);
 }
 
-// TF32 round to nearest, ties away. ptxas emits cvt.rna.tf32.f32 as three instructions (a finite
-// test, half a TF32 ulp added to the bits, a select) and leaves the low 13 bits, which the tensor
-// cores ignore; tf32f clears them for values kept as floats. (A hand-written integer form took four
-// instructions and was slower, run 141.)
-__device__ __forceinline__ uint32_t tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
-__device__ __forceinline__ float tf32f(float x) { return __uint_as_float(tf32(x) & 0xffffe000u); }
-
 // An m16n8k8 A fragment (rows r0 … r0 + 15, cols c0 … c0 + 7 of a row-major f32 array in shared
 // memory, stride ld floats) by one ldmatrix.x4: each 32-bit element is two b16 halves, so the four
 // 8 × 8 b16 matrices (rows 0-7 / 8-15 × cols 0-3 / 4-7) land as a0 … a3 in order, with no register
@@ -87,17 +77,6 @@ __device__ __forceinline__ void load_a(uint32_t (&r)[4], const float* base, int 
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
-}
-
-// D += A·B, m16n8k8, TF32 in, f32 accumulate. a: (row g, col t) (g + 8, t) (g, t + 4) (g + 8, t + 4);
-// b: (row t, col g) (t + 4, g); c: (g, 2t) (g, 2t + 1) (g + 8, 2t) (g + 8, 2t + 1); g = lane / 4,
-// t = lane % 4 (PTX ISA, mma.m16n8k8 fragments).
-__device__ __forceinline__ void mma_tf32(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 __device__ __forceinline__ float comp(const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
@@ -272,8 +251,6 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   const int64_t out0 = (static_cast<int64_t>(row) * a.H + h0) * D;  // the block's first output element
   float* orow = a.o ? a.o + out0 : nullptr;
   const bool bf16_out = a.o16_type == WType::kBF16;
-  __nv_bfloat16* o16bf = a.o16 ? static_cast<__nv_bfloat16*>(a.o16) + out0 : nullptr;
-  __half* o16h = a.o16 ? static_cast<__half*>(a.o16) + out0 : nullptr;
   const int rope0 = D - 2 * a.half;  // the dims the inverse RoPE rotates, to D
   const bool active = warp < Split::kActive;
   const int m0 = (warp / Split::kGroups) * MW, dim0 = (warp % Split::kGroups) * SW * kSlice;
@@ -376,25 +353,24 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
               *reinterpret_cast<float4*>(orow + at) = v;
             else if (dim >= rope0)
               *reinterpret_cast<float4*>(Qs + hh * QS + (dim - rope0)) = v;
-            else if (bf16_out)
-              store_four(o16bf + at, 0, v.x, v.y, v.z, v.w);
             else
-              store_four(o16h + at, 0, v.x, v.y, v.z, v.w);
+              store_four_as(a.o16, bf16_out, out0 + at, v.x, v.y, v.z, v.w);
           }
       }
   }
   // The inverse RoPE of the last 2·half dims, over the block's written rows (one call site: rotated in
   // the accumulators, cosf / sinf's range reduction inlined at every pair made ~6 k instructions, run 142).
+  // A thread keeps one dim pair k for the heads it takes: one cosf / sinf a thread (half ≤ D / 2 ≤ kBlock).
   __syncthreads();  // the block's outputs are written (global writes are visible to the block after it)
-  for (int i = threadIdx.x; i < nh * a.half; i += kBlock) {
-    const int u = i / a.half, k = i % a.half;
-    float* pair = a.o16 ? Qs + u * QS + 2 * k : orow + static_cast<int64_t>(u) * D + rope0 + 2 * k;
-    rope_pair(pair, a.inv_freq[k], static_cast<int32_t>(pos), -1.0f);
-    const int64_t at = static_cast<int64_t>(u) * D + rope0 + 2 * k;
-    if (a.o16 && bf16_out)
-      store_two(o16bf + at, pair[0], pair[1]);
-    else if (a.o16)
-      store_two(o16h + at, pair[0], pair[1]);
+  const int per_pair = a.half > 0 ? kBlock / a.half : 0;  // threads a dim pair
+  if (threadIdx.x < per_pair * a.half) {
+    const int k = threadIdx.x % a.half;
+    const RopeTurn turn = rope_turn(a.inv_freq[k], static_cast<int32_t>(pos), -1.0f);
+    for (int u = threadIdx.x / a.half; u < nh; u += per_pair) {
+      float* pair = a.o16 ? Qs + u * QS + 2 * k : orow + static_cast<int64_t>(u) * D + rope0 + 2 * k;
+      rope_apply(pair, turn);
+      if (a.o16) store_two_as(a.o16, bf16_out, out0 + static_cast<int64_t>(u) * D + rope0 + 2 * k, pair[0], pair[1]);
+    }
   }
 }
 

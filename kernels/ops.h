@@ -251,6 +251,13 @@ struct IndexerArgs {
 // form 0: the library's choice; 1: the warp kernels (a warp per entry or per 4 entries); 2: the
 // tiled kernel (di 64 or 128, an even head count; else form 1): the same bits.
 cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream, bool allow_stage = true, int form = 0);
+// cuda-fast: the same scores on TF32 tensor cores (indexer_fast.cu), for rounds of many rows; not
+// exact (the ops test bounds each score by the rounding). indexer_fast_ok: Hi ≤ 64, di a multiple
+// of 16, qi and each sequence's entries 16-byte aligned (the entries are not checked on the host),
+// the row's query within the shared-memory opt-in; indexer_scores_fast returns cudaErrorInvalidValue
+// where it is false.
+bool indexer_fast_ok(const IndexerArgs& a);
+cudaError_t indexer_scores_fast(const IndexerArgs& a, cudaStream_t stream);
 
 // Per row: the k largest of scores[row, 0..N) (N = n_fixed, or (row_pos[row]+1)/m when row_pos is
 // given, N ≤ stride), ties to the lower index; out [rows, k] holds the chosen indices ascending, -1 padded.
@@ -381,6 +388,10 @@ cudaError_t fill_f32(float* p, int64_t n, float value, cudaStream_t stream);
 // rows_idx, row r from source row rows_idx[r] (a gather on the way).
 cudaError_t convert_rows(const float* src, int64_t src_stride, int rows, int cols, void* dst, WType dst_type,
                          cudaStream_t stream, const int32_t* rows_idx = nullptr);
+// dst [rows, cols] = src rows rows_idx[r] (row stride src_stride), 16-bit values (bf16 / f16) moved as
+// they are: rows convert_rows already made, gathered without reading their f32 source again.
+cudaError_t gather_rows16(const void* src, int64_t src_stride, const int32_t* rows_idx, int rows, int cols, void* dst,
+                          cudaStream_t stream);
 // dst[i] = bf16/f16(swiglu(g[i], u[i])): swiglu() and convert_rows() in one pass, the same bits.
 cudaError_t swiglu_convert(const float* g, const float* u, void* dst, WType dst_type, int64_t n, float limit,
                            cudaStream_t stream);

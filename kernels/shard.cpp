@@ -35,6 +35,8 @@ constexpr int kFastAttentionRows = 64;
 // The tensor-core attention's 16-bit outputs go to wo_a's cuBLAS GEMM (LinearArgs::x16), which the
 // exact kernels refuse: every round it takes must also take cuBLAS for a packed wo_a.
 static_assert(kFastAttentionRows >= kFastDenseRows);
+// cuda-fast rounds of at least this many rows score the indexer on tensor cores (indexer_fast.cu).
+constexpr int kFastIndexerRows = 64;
 
 // The 16-bit type cuda-fast's cuBLAS GEMM takes its activations in, for weights of type t on a round
 // of `rows`: the weights' own bf16 / f16, a packed matrix's bf16 (dequantised from kFastDenseRows rows
@@ -683,7 +685,12 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     ia.scores = scores_.get();
     ia.score_stride = std::max(csa_bucket_, 1);
     ia.max_visible = csa_bucket_;  // the grid; each row stops at its own (pos + 1)/m
-    launched(indexer_scores(ia, stream_), "indexer_scores");
+    // MEMRA_CUDA_INDEXER_FAST=0 (A/B timing): cuda-fast's prefill scores the exact kernels' way.
+    static const bool fast_indexer_on = switch_on("MEMRA_CUDA_INDEXER_FAST");
+    if (fast_ && fast_indexer_on && R >= kFastIndexerRows && indexer_fast_ok(ia))
+      launched(indexer_scores_fast(ia, stream_), "indexer_scores (tensor cores)");
+    else
+      launched(indexer_scores(ia, stream_), "indexer_scores");
     launched(topk_rows(scores_.get(), ia.score_stride, R, 0, d_row_pos_, static_cast<int>(w.m), K, selected_.get(), stream_),
                  "topk_rows (indexer)");
     if (trace) {
@@ -813,7 +820,7 @@ void Shard::expert_order(std::vector<int32_t>& order, std::vector<int32_t>& rows
   for (int32_t p : order) rows_of.push_back(p / k);
 }
 
-bool Shard::batched_experts(const DevLayer& w, const float* x) {
+bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh) {
   const WType wt = w.w1.type;
   if (!fast_ || (wt != WType::kBF16 && wt != WType::kF16) || w.w3.type != wt || w.w2.type != wt) return false;
   const int R = rows(), k = static_cast<int>(cfg_.num_experts_per_tok);
@@ -903,7 +910,13 @@ bool Shard::batched_experts(const DevLayer& w, const float* x) {
   // The slots' rows gathered and converted in one pass, SwiGLU straight into the down GEMM's input,
   // and the pairs' rows from their slots to their pairs in one move (each was two passes through
   // an f32 buffer, ~0.3 ms a layer of a 2048-token prefill: run 145).
-  launched(convert_rows(x, D, static_cast<int>(slots), D, xb, wt, stream_, d_slot_rows), "gather+convert (batched experts)");
+  // The site's rows already in the GEMM type (site_rows16): moved, half the bytes read.
+  // MEMRA_CUDA_EXPERT_ROWS16=0 (A/B timing; the same bits): converted again from x.
+  static const bool rows16_on = switch_on("MEMRA_CUDA_EXPERT_ROWS16");
+  if (xh.p && xh.type == wt && rows16_on)
+    launched(gather_rows16(xh.p, D, d_slot_rows, static_cast<int>(slots), D, xb, stream_), "gather (batched experts, 16-bit rows)");
+  else
+    launched(convert_rows(x, D, static_cast<int>(slots), D, xb, wt, stream_, d_slot_rows), "gather+convert (batched experts)");
   gemm(0, I, D, "batched GEMM (expert w1)");
   gemm(1, I, D, "batched GEMM (expert w3)");
   const float limit = static_cast<float>(cfg_.swiglu_limit);
@@ -1005,7 +1018,7 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
     ea.eo = eo_.get();
     launched(experts_fused(ea, stream_), "experts_fused");
     moe_ran_ = "fused";
-  } else if (batched_experts(w, x)) {
+  } else if (batched_experts(w, x, xh)) {
     moe_ran_ = "batched";
   } else {
     per_expert(w, x);

@@ -130,8 +130,9 @@ class Shard {
   void per_expert(const DevLayer& w, const float* x);
   // cuda-fast, bf16/f16 experts: every touched expert's three GEMMs as one batched cuBLAS call each,
   // on all pairs gathered once into per-expert slots (per_expert's loop launches 7 kernels per
-  // expert). False when the weight type rules it out (per_expert runs instead).
-  bool batched_experts(const DevLayer& w, const float* x);
+  // expert). False when the weight type rules it out (per_expert runs instead). xh: x already in
+  // the GEMM type (site_rows16), or none.
+  bool batched_experts(const DevLayer& w, const float* x, HalfRows xh);
   // The round's (row, expert) pairs by expert, read back from the device (a host wait): order = pair
   // indices grouped by expert (pair order within), rows_of = their rows, first[e] = e's start.
   void expert_order(std::vector<int32_t>& order, std::vector<int32_t>& rows_of, std::vector<int32_t>& first);

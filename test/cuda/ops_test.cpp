@@ -1547,6 +1547,95 @@ void test_indexer_tiled(Rng& rng, Report& rep) {
               std::to_string(order_differ) + " from the host's, past-limit written " + std::to_string(past_limit_written));
 }
 
+// cuda-fast's tensor-core indexer (indexer_fast.cu) against the scores in double, within a band
+// derived from TF32 rounding (|δ| ≤ u_t = 2⁻¹¹ on q and k) and f32 sums:
+//   head h: |Δdot_h| ≤ E_h = (2u_t + u_t² + γ_di) · Σ_i |q_hi k_i|   (relu is 1-Lipschitz)
+//   score:  |Δ| ≤ Σ_h s·|w_h|·(E_h + 4u·|dot_h|) + γ_(Hi+8) · Σ_h s·|w_h·dot_h|   (s = softmax_scale)
+// Two sequences (rows of both in one round), rows seeing up to ~1100 entries (more chunks than
+// blocks a row: each block loops), and shapes for each m-tile count and both q strides: Hi 64 / di
+// 128 (V4-Flash), 40 / 48, 12 / 32, 4 / 16. Entries past a row's limit stay unwritten.
+void test_indexer_fast(Rng& rng, Report& rep) {
+  struct Shape {
+    int Hi, di;
+  };
+  for (const Shape sh : {Shape{64, 128}, Shape{40, 48}, Shape{12, 32}, Shape{4, 16}}) {
+    const int Hi = sh.Hi, di = sh.di, m = 4, T = 40, split = 25;
+    const int64_t pos0[2] = {4350, 3};
+    std::vector<int32_t> row_pos(T), row_seq(T);
+    for (int r = 0; r < T; ++r) {
+      row_seq[r] = r < split ? 0 : 1;
+      row_pos[r] = static_cast<int32_t>(r < split ? pos0[0] + r : pos0[1] + (r - split));
+    }
+    int max_visible = 0;
+    for (int r = 0; r < T; ++r) max_visible = std::max(max_visible, (row_pos[r] + 1) / m);
+    const std::vector<float> qi = rng.normals(static_cast<size_t>(T) * Hi * di), wi = rng.normals(static_cast<size_t>(T) * Hi);
+    std::vector<std::vector<float>> entries;
+    std::vector<DevVec<float>> dent;
+    std::vector<DevVec<LayerDev>> dld;
+    std::vector<SeqDesc> sds;
+    dent.reserve(2), dld.reserve(2);  // their device pointers are taken as they are made
+    for (int q = 0; q < 2; ++q) {
+      entries.push_back(rng.normals(static_cast<size_t>(max_visible) * di));
+      dent.emplace_back(entries.back());
+      LayerDev ld;
+      ld.idx.entries = dent.back().get();
+      dld.emplace_back(std::vector<LayerDev>{ld});
+      SeqDesc sd;
+      sd.pos0 = static_cast<int32_t>(pos0[q]), sd.T = q == 0 ? split : T - split, sd.row0 = q == 0 ? 0 : split;
+      sd.layers = dld.back().get();
+      sds.push_back(sd);
+    }
+    DevVec<SeqDesc> dsd(sds);
+    DevVec<float> dq(qi), dw(wi), dscores(static_cast<size_t>(T) * max_visible);
+    DevVec<int32_t> dpos(row_pos), dseq(row_seq);
+    IndexerArgs a;
+    a.seqs = dsd.get(), a.row_seq = dseq.get(), a.row_pos = dpos.get(), a.rows = T, a.qi = dq.get(), a.wi = dw.get();
+    a.Hi = Hi, a.di = di, a.m = m, a.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(di)));
+    a.weight_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Hi)));
+    a.scores = dscores.get(), a.score_stride = max_visible, a.max_visible = max_visible;
+    dscores.poison();
+    const bool ok = indexer_fast_ok(a);
+    check(indexer_scores_fast(a, nullptr), "indexer_scores_fast");
+    const std::vector<float> got_all = dscores.download();
+    const double ut = std::ldexp(1.0, -11), s = a.softmax_scale;
+    std::vector<float> got, want;
+    std::vector<double> bound;
+    int64_t past_limit_written = 0;
+    for (int r = 0; r < T; ++r) {
+      const int64_t visible = (row_pos[r] + 1) / m;
+      for (int64_t e = 0; e < max_visible; ++e) {
+        const float v = got_all[r * max_visible + e];
+        if (e >= visible) {
+          uint32_t b;
+          std::memcpy(&b, &v, 4);
+          past_limit_written += b != 0xffffffffu;
+          continue;
+        }
+        const float* k = &entries[row_seq[r]][e * di];
+        double ref = 0, err = 0, mag = 0;
+        for (int h = 0; h < Hi; ++h) {
+          const float* qh = &qi[(static_cast<int64_t>(r) * Hi + h) * di];
+          double dot = 0, sabs = 0;
+          for (int i = 0; i < di; ++i) dot += static_cast<double>(qh[i]) * k[i], sabs += std::fabs(static_cast<double>(qh[i]) * k[i]);
+          const double w = static_cast<double>(wi[r * Hi + h]) * a.weight_scale;
+          ref += std::max(dot, 0.0) * s * w;
+          err += s * std::fabs(w) * ((2 * ut + ut * ut + gamma_n(di)) * sabs + 4 * kU * std::fabs(dot));
+          mag += s * std::fabs(w * dot);
+        }
+        got.push_back(v), want.push_back(static_cast<float>(ref));
+        bound.push_back(err + gamma_n(Hi + 8) * mag + kU * std::fabs(ref) + 1e-30);
+      }
+    }
+    const Diff d = compare(got, want, &bound);
+    rep.add("indexer scores cuda-fast (tensor cores) vs double, Hi " + std::to_string(Hi) + " di " + std::to_string(di) +
+                ", 2 sequences, up to " + std::to_string(max_visible) + " entries",
+            ok && d.unwritten == 0 && d.nonfinite == 0 && d.worst_ratio <= 1.0 && past_limit_written == 0 && !got.empty(),
+            "err/bound " + fmt("%.3f", d.worst_ratio) + " rel " + fmt("%.2e", d.rel_to_max()) + " unwritten " +
+                std::to_string(d.unwritten) + " past-limit written " + std::to_string(past_limit_written) +
+                (ok ? "" : " (indexer_fast_ok false)"));
+  }
+}
+
 // cuda-fast's tensor-core attention (attention_fast.cu) against the exact kernel on the same keys,
 // within a band derived from TF32 rounding (|δ| ≤ u_t = 2⁻¹¹ on q, k and p; f32 sums):
 //   logit j: |Δl_j| ≤ E_j = scale · (2u_t + u_t² + γ_d) · Σ_i |q_i k_ji|,   E = max_j E_j
@@ -2003,8 +2092,15 @@ void test_row_moves(Rng& rng, Report& rep) {
                 ok = ok && __half2float(h) == __half2float(__float2half_rn(v));
               }
             }
+          // gather_rows16 of the converted source rows == the gathered conversion, by bits.
+          if (gathered) {
+            DevVec<uint16_t> dall(static_cast<size_t>(n_src) * width), dg(static_cast<size_t>(rows) * width);
+            check(convert_rows(dsrc.get(), ss, n_src, width, dall.get(), t, nullptr), "convert_rows (all)");
+            check(gather_rows16(dall.get(), width, didx.get(), rows, width, dg.get(), nullptr), "gather_rows16");
+            ok = ok && dg.download() == c;
+          }
         }
-      rep.add("row moves (gather, scatter, move, convert bf16/f16 plain and gathered) width " + std::to_string(width) +
+      rep.add("row moves (gather, scatter, move, convert bf16/f16 plain and gathered, 16-bit gather) width " + std::to_string(width) +
                   (pad ? " unaligned" : " aligned"),
               ok && stray == 0, std::string(ok ? "exact" : "DIFFER") + ", padding written " + std::to_string(stray));
     }
@@ -2775,6 +2871,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
     if (!quick) test_attention_many_keys(rng, rep);
     test_indexer_scores(rng, rep);
     test_indexer_tiled(rng, rep);
+    test_indexer_fast(rng, rep);
   });
   group("moe", [&] {
     test_row_moves(rng, rep);
