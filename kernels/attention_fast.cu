@@ -251,6 +251,8 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   const int64_t out0 = (static_cast<int64_t>(row) * a.H + h0) * D;  // the block's first output element
   float* orow = a.o ? a.o + out0 : nullptr;
   const bool bf16_out = a.o16_type == WType::kBF16;
+  __nv_bfloat16* o16bf = a.o16 ? static_cast<__nv_bfloat16*>(a.o16) + out0 : nullptr;
+  __half* o16h = a.o16 ? static_cast<__half*>(a.o16) + out0 : nullptr;
   const int rope0 = D - 2 * a.half;  // the dims the inverse RoPE rotates, to D
   const bool active = warp < Split::kActive;
   const int m0 = (warp / Split::kGroups) * MW, dim0 = (warp % Split::kGroups) * SW * kSlice;
@@ -353,24 +355,25 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
               *reinterpret_cast<float4*>(orow + at) = v;
             else if (dim >= rope0)
               *reinterpret_cast<float4*>(Qs + hh * QS + (dim - rope0)) = v;
+            else if (bf16_out)
+              store_four(o16bf + at, 0, v.x, v.y, v.z, v.w);
             else
-              store_four_as(a.o16, bf16_out, out0 + at, v.x, v.y, v.z, v.w);
+              store_four(o16h + at, 0, v.x, v.y, v.z, v.w);
           }
       }
   }
   // The inverse RoPE of the last 2·half dims, over the block's written rows (one call site: rotated in
   // the accumulators, cosf / sinf's range reduction inlined at every pair made ~6 k instructions, run 142).
-  // A thread keeps one dim pair k for the heads it takes: one cosf / sinf a thread (half ≤ D / 2 ≤ kBlock).
   __syncthreads();  // the block's outputs are written (global writes are visible to the block after it)
-  const int per_pair = a.half > 0 ? kBlock / a.half : 0;  // threads a dim pair
-  if (threadIdx.x < per_pair * a.half) {
-    const int k = threadIdx.x % a.half;
-    const RopeTurn turn = rope_turn(a.inv_freq[k], static_cast<int32_t>(pos), -1.0f);
-    for (int u = threadIdx.x / a.half; u < nh; u += per_pair) {
-      float* pair = a.o16 ? Qs + u * QS + 2 * k : orow + static_cast<int64_t>(u) * D + rope0 + 2 * k;
-      rope_apply(pair, turn);
-      if (a.o16) store_two_as(a.o16, bf16_out, out0 + static_cast<int64_t>(u) * D + rope0 + 2 * k, pair[0], pair[1]);
-    }
+  for (int i = threadIdx.x; i < nh * a.half; i += kBlock) {
+    const int u = i / a.half, k = i % a.half;
+    float* pair = a.o16 ? Qs + u * QS + 2 * k : orow + static_cast<int64_t>(u) * D + rope0 + 2 * k;
+    rope_pair(pair, a.inv_freq[k], static_cast<int32_t>(pos), -1.0f);
+    const int64_t at = static_cast<int64_t>(u) * D + rope0 + 2 * k;
+    if (a.o16 && bf16_out)
+      store_two(o16bf + at, pair[0], pair[1]);
+    else if (a.o16)
+      store_two(o16h + at, pair[0], pair[1]);
   }
 }
 

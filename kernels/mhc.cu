@@ -286,6 +286,14 @@ __global__ void __launch_bounds__(kBlock) hc_rms_kernel(const float* X, int nD, 
   if (threadIdx.x == 0) rms[blockIdx.x] = r;
 }
 
+// hc_mix_finish: row blockIdx.x's M mix values times its stream_rms.
+__global__ void __launch_bounds__(kBlock) hc_mix_finish_kernel(const float* X, int nD, float eps, float* mix, int M) {
+  pdl_begin();
+  __shared__ float scratch[kWarps];
+  const float r = stream_rms(X + static_cast<int64_t>(blockIdx.x) * nD, nD, eps, scratch);
+  for (int i = threadIdx.x; i < M; i += kBlock) mix[static_cast<int64_t>(blockIdx.x) * M + i] *= r;
+}
+
 // mix[i] from the slices' partials, s ascending (one thread per value: i = first, first + stride, …).
 __device__ void gather_mix(const float* partial, int row, int M, int S, float* mix, int first = threadIdx.x,
                            int stride = kBlock) {
@@ -546,13 +554,13 @@ __global__ void hc_post_kernel(float* X, const float* y, const float* post, cons
 // hc_post with y[t, i] = moe_combine's value (moe_combine.cuh, the chain combine_kernel runs),
 // computed in place of its load, then + shared.
 __global__ void hc_post_moe_kernel(float* X, const float* eo, const float* ew, const float* shared, int k,
-                                   const float* post, const float* comb, int rows, int n, int D) {
+                                   const float* post, const float* comb, int rows, int n, int D, const int32_t* eo_rows) {
   pdl_begin();
   const int64_t total = static_cast<int64_t>(rows) * D;
   for (int64_t id = global_thread(); id < total; id += global_stride()) {
     const int64_t t = id / D;
     const int i = static_cast<int>(id % D);
-    hc_post_element(X, moe_routed(eo, ew, k, D, t, i) + shared[id], post, comb, t, i, n, D);
+    hc_post_element(X, moe_routed(eo, ew, k, D, t, i, eo_rows) + shared[id], post, comb, t, i, n, D);
   }
 }
 
@@ -571,7 +579,7 @@ __device__ __forceinline__ float lane_of(const float4& v, int e) { return e == 0
 template <bool kMoe>
 __global__ void __launch_bounds__(kBlock) hc_post_rows_kernel(float* X, const float* y, const float* eo, const float* ew,
                                                               const float* shared, int k, const float* post,
-                                                              const float* comb, int D) {
+                                                              const float* comb, int D, const int32_t* eo_rows) {
   constexpr int N = kPostRowsN;
   pdl_begin();
   const int64_t t = blockIdx.y;
@@ -596,7 +604,8 @@ __global__ void __launch_bounds__(kBlock) hc_post_rows_kernel(float* X, const fl
 #pragma unroll
       for (int u = 0; u < kSlotBatch; ++u) {
         const int sl = s0 + u;
-        ev[u] = sl < k ? load4(eo + (t * k + sl) * D + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const int64_t er = eo_rows && sl < k ? static_cast<int64_t>(eo_rows[t * k + sl]) : t * k + sl;
+        ev[u] = sl < k ? load4(eo + er * D + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         wv[u] = sl < k ? ew[t * k + sl] : 0.0f;
       }
 #pragma unroll
@@ -702,11 +711,17 @@ bool comb_rows(const HcPreArgs& a) {
   return a.rows >= kRmsOnceRows && a.partial && a.n * a.n <= kWarp && pre_rows_on();
 }
 
+cudaError_t hc_mix_finish(const float* X, int rows, int nD, float eps, float* mix, int M, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (!X || !mix || rows < 0 || nD <= 0 || M <= 0 || rows > 65535 * 1024) return cudaErrorInvalidValue;
+  return launch(hc_mix_finish_kernel, rows, kBlock, 0, stream, X, nD, eps, mix, M);
+}
+
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
-  if (!hc_args_ok(a) || !a.x || !a.post) return cudaErrorInvalidValue;
-  const int nD = a.n * a.D, M = (2 + a.n) * a.n, S = slices_of(nD);
-  if (a.partial) {
+  if (!hc_args_ok(a) || !a.x || !a.post || (a.mix_given && !a.partial)) return cudaErrorInvalidValue;
+  const int nD = a.n * a.D, M = (2 + a.n) * a.n, S = a.mix_given ? 1 : slices_of(nD);
+  if (a.partial && !a.mix_given) {
     float* rms = nullptr;
     if (a.rows >= kRmsOnceRows) {
       rms = a.partial + static_cast<int64_t>(a.rows) * M * S;  // hc_mix_scratch's tail
@@ -740,8 +755,8 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
 
 cudaError_t hc_comb(const HcPreArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
-  if (!hc_args_ok(a)) return cudaErrorInvalidValue;
-  const int S = slices_of(a.n * a.D);
+  if (!hc_args_ok(a) || (a.mix_given && !a.partial)) return cudaErrorInvalidValue;
+  const int S = a.mix_given ? 1 : slices_of(a.n * a.D);
   if (comb_rows(a)) return launch(hc_comb_rows_kernel, (a.rows + kWarps - 1) / kWarps, kBlock, 0, stream, a, a.partial, S);
   return launch(hc_comb_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
 }
@@ -777,20 +792,21 @@ cudaError_t hc_post(float* X, const float* y, const float* post, const float* co
     return cudaErrorInvalidValue;
   if (post_rows_form(form, rows, n, D, {X, y}))
     return launch(hc_post_rows_kernel<false>, post_rows_grid(rows, D), kBlock, 0, stream, X, y, nullptr, nullptr, nullptr, 0, post,
-                  comb, D);
+                  comb, D, nullptr);
   return launch(hc_post_kernel, elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream, X, y, post, comb, rows, n, D);
 }
 
 cudaError_t hc_post_moe(float* X, const float* eo, const float* ew, const float* shared, int k, const float* post,
-                        const float* comb, int rows, int n, int D, cudaStream_t stream, int form) {
+                        const float* comb, int rows, int n, int D, cudaStream_t stream, int form, const int32_t* eo_rows) {
   if (rows == 0) return cudaSuccess;
   if (!X || !eo || !ew || !shared || !post || !comb || rows < 0 || k < 1 || n < 1 || n > kMaxHc || D <= 0 || form < 0 ||
       form > 2)
     return cudaErrorInvalidValue;
   if (post_rows_form(form, rows, n, D, {X, eo, shared}))
-    return launch(hc_post_rows_kernel<true>, post_rows_grid(rows, D), kBlock, 0, stream, X, nullptr, eo, ew, shared, k, post, comb, D);
+    return launch(hc_post_rows_kernel<true>, post_rows_grid(rows, D), kBlock, 0, stream, X, nullptr, eo, ew, shared, k, post, comb, D,
+                  eo_rows);
   return launch(hc_post_moe_kernel, elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream, X, eo, ew, shared, k, post,
-                                                                                                comb, rows, n, D);
+                comb, rows, n, D, eo_rows);
 }
 
 cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n, int D, const float* fn,

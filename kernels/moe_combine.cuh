@@ -8,8 +8,10 @@
 
 namespace memra::cuda {
 
-// Σ_{s < k} eo[(t·k + s)·D + i] · ew[t·k + s], s ascending.
-__device__ __forceinline__ float moe_routed(const float* eo, const float* ew, int k, int D, int64_t t, int i) {
+// Σ_{s < k} eo[row(t·k + s)·D + i] · ew[t·k + s], s ascending; row(p) = eo_rows[p], or p without them
+// (eo_rows: the batched experts' outputs read where their GEMMs left them, run 162).
+__device__ __forceinline__ float moe_routed(const float* eo, const float* ew, int k, int D, int64_t t, int i,
+                                            const int32_t* eo_rows = nullptr) {
   constexpr int kSlotBatch = 8;
   float routed = 0.0f;
   for (int s0 = 0; s0 < k; s0 += kSlotBatch) {
@@ -17,7 +19,7 @@ __device__ __forceinline__ float moe_routed(const float* eo, const float* ew, in
 #pragma unroll
     for (int u = 0; u < kSlotBatch; ++u) {
       const int s = s0 + u;
-      e[u] = s < k ? eo[(t * k + s) * D + i] : 0.0f;
+      e[u] = s < k ? eo[(eo_rows ? static_cast<int64_t>(eo_rows[t * k + s]) : t * k + s) * D + i] : 0.0f;
       w[u] = s < k ? ew[t * k + s] : 0.0f;
     }
 #pragma unroll

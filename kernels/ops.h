@@ -172,9 +172,15 @@ struct HcPreArgs {
   // after it: the Sinkhorn's 40 dependent passes (5.6 us of hc_pre's 9 at a decode row, probes of
   // run 101) leave the sublayer's critical path; comb is first read by hc_post.
   bool comb_apart = false;
+  // True: partial already holds each row's (2+n)n mix values [rows, (2+n)n] (cuda-fast: a TF32 GEMM
+  // scaled by hc_mix_finish); hc_pre and hc_comb take them as they are.
+  bool mix_given = false;
 };
 size_t hc_mix_scratch(int rows, int n, int D);
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream);
+// mix [rows, M] *= each row's rsqrt(mean(X²) + eps) over its nD stream values (stream_rms, hc_pre's
+// own): the unnormalised mix X·fnᵀ of a GEMM made hc_pre's mix (HcPreArgs::mix_given).
+cudaError_t hc_mix_finish(const float* X, int rows, int nD, float eps, float* mix, int M, cudaStream_t stream);
 // comb of hc_pre's rows alone, from a's mix partials (after hc_pre's launch) or its X.
 cudaError_t hc_comb(const HcPreArgs& a, cudaStream_t stream);
 // X[t,k,:] = post[t,k]·y[t,:] + Σ_j comb[t,j,k]·X[t,j,:]  in place.
@@ -183,9 +189,11 @@ cudaError_t hc_comb(const HcPreArgs& a, cudaStream_t stream);
 cudaError_t hc_post(float* X, const float* y, const float* post, const float* comb, int rows, int n, int D,
                     cudaStream_t stream, int form = 0);
 // hc_post with y = moe_combine(eo, ew, shared) (moe.cu) computed in place, never stored: the bits of
-// moe_combine then hc_post, one launch instead of two.
+// moe_combine then hc_post, one launch instead of two. eo_rows [rows·k]: pair p's output is eo's row
+// eo_rows[p] (the batched experts' slots) instead of row p, the same bits.
 cudaError_t hc_post_moe(float* X, const float* eo, const float* ew, const float* shared, int k, const float* post,
-                        const float* comb, int rows, int n, int D, cudaStream_t stream, int form = 0);
+                        const float* comb, int rows, int n, int D, cudaStream_t stream, int form = 0,
+                        const int32_t* eo_rows = nullptr);
 // hc head for the rows listed in `rows_idx` [out_rows]: h [out_rows, D] = Σ_j pre_j X[row, j, :].
 cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n, int D, const float* fn,
                     const float* base, const float* scale, float norm_eps, float hc_eps, float* h, float* partial,

@@ -35,8 +35,10 @@ constexpr int kFastAttentionRows = 64;
 // The tensor-core attention's 16-bit outputs go to wo_a's cuBLAS GEMM (LinearArgs::x16), which the
 // exact kernels refuse: every round it takes must also take cuBLAS for a packed wo_a.
 static_assert(kFastAttentionRows >= kFastDenseRows);
-// cuda-fast rounds of at least this many rows score the indexer on tensor cores (indexer_fast.cu).
+// cuda-fast rounds of at least this many rows score the indexer on tensor cores (indexer_fast.cu)
+// and make hc_pre's mix as a TF32 GEMM (Shard::hc_mix_fast).
 constexpr int kFastIndexerRows = 64;
+constexpr int kFastHcMixRows = 64;
 
 // The 16-bit type cuda-fast's cuBLAS GEMM takes its activations in, for weights of type t on a round
 // of `rows`: the weights' own bf16 / f16, a packed matrix's bf16 (dequantised from kFastDenseRows rows
@@ -170,6 +172,24 @@ void Shard::fork_to(int side) {
 }
 
 // hc_comb for the hc_pre just launched, on kSideComb; join_comb() before comb's first reader.
+void Shard::hc_mix_fast(HcPreArgs& hp, const char* what) {
+  // MEMRA_CUDA_HC_MIX_GEMM=0 (A/B timing): hc_pre's own f32 mix kernels at every row count.
+  static const bool on = switch_on("MEMRA_CUDA_HC_MIX_GEMM");
+  hp.mix_given = fast_ && on && hp.partial && hp.rows >= kFastHcMixRows;
+  if (!hp.mix_given) return;
+  const int nD = hp.n * hp.D, M = (2 + hp.n) * hp.n;
+  const float one = 1.0f, zero = 0.0f;
+  // partial [rows, M] = X [rows, nD] · fnᵀ, column-major as in linear_fast: m = M, n = rows, k = nD.
+  cublasStatus_t st = cublasSetStream(cublas_, stream_);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, M, hp.rows, nD, &one, hp.fn, CUDA_R_32F, nD, hp.X, CUDA_R_32F, nD, &zero,
+                      hp.partial, CUDA_R_32F, M, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
+  if (st != CUBLAS_STATUS_SUCCESS) check_text(cublasGetStatusString(st), what);
+  if (sync_each_launch()) check(cudaDeviceSynchronize(), what);
+  if (timeline_on_) timeline_->mark(site_prefix_ + what);
+  launched(hc_mix_finish(hp.X, hp.rows, nD, hp.norm_eps, hp.partial, M, stream_), "hc_mix_finish");
+}
+
 void Shard::launch_comb(const HcPreArgs& hp, const char* what) {
   fork_to(kSideComb);
   {
@@ -508,6 +528,7 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
 
   // The sublayer's norm in hc_pre's launch (HcPreArgs::norm_weight), or as its own (A/B).
   hp.fn = w.hc_attn_fn, hp.base = w.hc_attn_base, hp.scale = w.hc_attn_scale, hp.norm_weight = hc_norm_ ? w.attn_norm : nullptr;
+  hc_mix_fast(hp, "hc mix GEMM (attention)");
   launched(hc_pre(hp, stream_), "hc_pre (attention)");
   if (hp.comb_apart) launch_comb(hp, "hc_comb (attention)");
   if (!hc_norm_) norm(x_.get(), D, R, 1, D, w.attn_norm, nullptr, "norm_rope (attn_norm)");
@@ -522,6 +543,7 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   }
 
   hp.fn = w.hc_ffn_fn, hp.base = w.hc_ffn_base, hp.scale = w.hc_ffn_scale, hp.norm_weight = hc_norm_ ? w.ffn_norm : nullptr;
+  hc_mix_fast(hp, "hc mix GEMM (ffn)");
   launched(hc_pre(hp, stream_), "hc_pre (ffn)");
   if (hp.comb_apart) launch_comb(hp, "hc_comb (ffn)");
   if (!hc_norm_) norm(x_.get(), D, R, 1, D, w.ffn_norm, nullptr, "norm_rope (ffn_norm)");
@@ -529,8 +551,8 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   // not written, nothing after the site reads it.
   moe_site(w, x_.get(), nullptr, trace);
   join_comb();
-  launched(hc_post_moe(X_.get(), eo_.get(), ew_.get(), sy_.get(), static_cast<int>(cfg_.num_experts_per_tok), post_.get(),
-                       comb_.get(), R, n, D, stream_),
+  launched(hc_post_moe(X_.get(), eo_read_, ew_.get(), sy_.get(), static_cast<int>(cfg_.num_experts_per_tok), post_.get(),
+                       comb_.get(), R, n, D, stream_, 0, eo_rows_),
            "hc_post+combine (ffn)");
   const auto tap = std::find(tap_layers_.begin(), tap_layers_.end(), l);
   if (tap != tap_layers_.end()) {
@@ -820,7 +842,7 @@ void Shard::expert_order(std::vector<int32_t>& order, std::vector<int32_t>& rows
   for (int32_t p : order) rows_of.push_back(p / k);
 }
 
-bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh) {
+bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh, bool in_slots) {
   const WType wt = w.w1.type;
   if (!fast_ || (wt != WType::kBF16 && wt != WType::kF16) || w.w3.type != wt || w.w2.type != wt) return false;
   const int R = rows(), k = static_cast<int>(cfg_.num_experts_per_tok);
@@ -847,8 +869,14 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh) {
   for (Touched& t : touched) t.r0 = static_cast<int>(slots), slots += t.slot;
   const int G = static_cast<int>(touched.size()), Pg = static_cast<int>(order.size());
   if (G == 0) return true;
-  // Staging (pinned, one upload): order [P] | slot rows [slots] | slot of each pair [Pg] | pointers.
-  const size_t n_idx = static_cast<size_t>(P) + static_cast<size_t>(slots) + static_cast<size_t>(Pg);
+  // The combine may read each pair's output from its slot (eo_rows_) when every pair has one: no
+  // move to pair order (2 × 201 MB a layer of a 2048-token prefill, run 162).
+  // MEMRA_CUDA_EXPERT_SLOTS_READ=0 (A/B timing; the same bits): moved to pair order (move_rows).
+  static const bool slots_read_on = switch_on("MEMRA_CUDA_EXPERT_SLOTS_READ");
+  const bool read_slots = in_slots && slots_read_on && Pg == P;
+  // Staging (pinned, one upload): order [P] | slot rows [slots] | slot of each pair by order [Pg] |
+  // slot of each pair by pair [P] | pointers.
+  const size_t n_idx = static_cast<size_t>(P) + static_cast<size_t>(slots) + static_cast<size_t>(Pg) + static_cast<size_t>(P);
   const size_t idx_bytes = (n_idx * 4 + 7) / 8 * 8, ptr_bytes = 9 * static_cast<size_t>(G) * 8;
   order_host_.ensure(idx_bytes + ptr_bytes, "batched-expert staging");
   auto* hidx = reinterpret_cast<int32_t*>(order_host_.get());
@@ -860,10 +888,13 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh) {
     for (int r = 0; r < t.slot; ++r) hslot_rows[t.r0 + r] = rows_of[f + (r < ne ? r : 0)];
     for (int r = 0; r < ne; ++r) hpair_slot[f + r] = t.r0 + r;
   }
+  int32_t* hslot_of_pair = hpair_slot + Pg;
+  for (int j = 0; j < Pg; ++j) hslot_of_pair[order[j]] = hpair_slot[j];
   int32_t* d_idx = order_.ensure(device_, idx_bytes / 4, "batched-expert indices");
   const int32_t* d_order = d_idx;
   const int32_t* d_slot_rows = d_idx + P;
   const int32_t* d_pair_slot = d_slot_rows + slots;
+  const int32_t* d_slot_of_pair = d_pair_slot + Pg;
   uint64_t* d_ptr = gptr_.ensure(device_, 9 * static_cast<size_t>(G), "batched-expert pointers");
   const size_t act = static_cast<size_t>(std::max(D, I)) * 2;  // bf16/f16 bytes per slot row
   const size_t S = static_cast<size_t>(slots);
@@ -922,6 +953,10 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh) {
   const float limit = static_cast<float>(cfg_.swiglu_limit);
   launched(swiglu_convert(g, u, xb, wt, static_cast<int64_t>(slots) * I, limit, stream_), "swiglu+convert (batched experts)");
   gemm(2, D, I, "batched GEMM (expert w2)");
+  if (read_slots) {
+    eo_read_ = eo, eo_rows_ = d_slot_of_pair;
+    return true;
+  }
   launched(move_rows(eo, D, d_pair_slot, Pg, D, eo_.get(), D, d_order, stream_), "move_rows (batched experts)");
   return true;
 }
@@ -962,6 +997,7 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
   const int R = rows(), D = static_cast<int>(cfg_.hidden_size), E = static_cast<int>(cfg_.n_routed_experts);
   const int k = static_cast<int>(cfg_.num_experts_per_tok), I = static_cast<int>(cfg_.moe_intermediate_size);
   const float limit = static_cast<float>(cfg_.swiglu_limit);
+  eo_read_ = eo_.get(), eo_rows_ = nullptr;  // the combine's layout unless the batched experts say otherwise
   // The shared expert (kSideKv with overlap on) beside the router and the routed experts; the join
   // below also joins the attention site's state updates, queued on kSideKv before it.
   const bool ov = overlap(trace);
@@ -1018,15 +1054,16 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
     ea.eo = eo_.get();
     launched(experts_fused(ea, stream_), "experts_fused");
     moe_ran_ = "fused";
-  } else if (batched_experts(w, x, xh)) {
+  } else if (batched_experts(w, x, xh, y == nullptr)) {
     moe_ran_ = "batched";
   } else {
     per_expert(w, x);
     moe_ran_ = "per-expert";
   }
   if (ov) join_from(kSideKv);
-  // y == nullptr: the caller combines eo_/ew_/sy_ itself (layer(): hc_post_moe); every path above
-  // leaves the routed outputs in eo_ in the combine's layout.
+  // y == nullptr: the caller combines eo_read_ (rows eo_rows_) / ew_ / sy_ itself (layer():
+  // hc_post_moe); every path above leaves the routed outputs in eo_ in the combine's layout, but the
+  // batched experts may leave them in their slots (eo_read_, eo_rows_).
   if (y) launched(moe_combine(eo_.get(), ew_.get(), sy_.get(), R, k, D, y, stream_), "moe_combine");
   if (trace) {
     trace->experts.resize(static_cast<size_t>(R) * k);

@@ -131,8 +131,9 @@ class Shard {
   // cuda-fast, bf16/f16 experts: every touched expert's three GEMMs as one batched cuBLAS call each,
   // on all pairs gathered once into per-expert slots (per_expert's loop launches 7 kernels per
   // expert). False when the weight type rules it out (per_expert runs instead). xh: x already in
-  // the GEMM type (site_rows16), or none.
-  bool batched_experts(const DevLayer& w, const float* x, HalfRows xh);
+  // the GEMM type (site_rows16), or none; in_slots: the outputs may stay in their slots for the
+  // combine (eo_read_ / eo_rows_) instead of moving to pair order in eo_.
+  bool batched_experts(const DevLayer& w, const float* x, HalfRows xh, bool in_slots);
   // The round's (row, expert) pairs by expert, read back from the device (a host wait): order = pair
   // indices grouped by expert (pair order within), rows_of = their rows, first[e] = e's start.
   void expert_order(std::vector<int32_t>& order, std::vector<int32_t>& rows_of, std::vector<int32_t>& first);
@@ -159,6 +160,9 @@ class Shard {
   static constexpr const char* kSideNames[kSides] = {"kv", "indexer", "idx-kv", "cmp-kv", "cmp-gate", "idx-gate", "comb"};
   void fork_to(int side);            // side stream `side` waits for what stream_ enqueued so far
   void join_from(int side);          // stream_ waits for what side stream `side` enqueued so far
+  // cuda-fast, rounds of kFastHcMixRows+ rows: hp's mix as a cuBLAS TF32 GEMM + hc_mix_finish into
+  // hp.partial (hp.mix_given); otherwise hp.mix_given = false and hc_pre makes it.
+  void hc_mix_fast(HcPreArgs& hp, const char* what);
   void launch_comb(const HcPreArgs& hp, const char* what);  // hc_comb on kSideComb (comb_pending_)
   void join_comb();                  // stream_ waits for a pending hc_comb
   void link(int from, int to);       // side stream `to` waits for what side stream `from` enqueued so far
@@ -214,6 +218,8 @@ class Shard {
   Scratch<float> rlogits_, ew_, margin_, rscale_, h_, eo_, sg_, su_, sh_, sy_, xg_, eg_, eu_, eh_, eoe_, hh_, logits_;
   Scratch<uint8_t> conv_, dq_;  // bf16 activations; one dequantised matrix (cuda-fast, packed weights)
   Scratch<uint8_t> xb_;         // batched experts: the slot rows, then the hidden rows, in bf16/f16
+  const float* eo_read_ = nullptr;     // where the ffn combine reads the routed outputs (moe_site)
+  const int32_t* eo_rows_ = nullptr;   // and each pair's row there (null: row = pair)
   Scratch<uint8_t> x16_;        // cuda-fast: a site's input rows in bf16/f16 (site_rows16)
   Scratch<float> taps_;         // [tap layers, rows, n, D]
   std::vector<int> tap_layers_;

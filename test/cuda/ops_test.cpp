@@ -360,6 +360,28 @@ void test_mhc(Rng& rng, Report& rep) {
       }
       const bool rows_bits = bits_equal(dx.download(), gx) && bits_equal(dpost.download(), gp) && bits_equal(dcomb.download(), gc);
       const std::string tag = " n=" + std::to_string(n) + " D=" + std::to_string(D) + (split ? " split" : " one block");
+      if (split) {
+        // cuda-fast's form: the unnormalised mix X·fnᵀ (here in double, as a GEMM would make it up
+        // to its rounding) scaled by hc_mix_finish, then hc_pre on the given mix: the CPU's values.
+        std::vector<float> raw(static_cast<size_t>(T) * M);
+        for (int t = 0; t < T; ++t)
+          for (int i = 0; i < M; ++i) {
+            double s2 = 0;
+            for (int e = 0; e < nD; ++e) s2 += static_cast<double>(X[static_cast<size_t>(t) * nD + e]) * fn[static_cast<size_t>(i) * nD + e];
+            raw[static_cast<size_t>(t) * M + i] = static_cast<float>(s2);
+          }
+        DevVec<float> dmix(raw);
+        check(hc_mix_finish(dX.get(), T, nD, a.norm_eps, dmix.get(), M, nullptr), "hc_mix_finish");
+        HcPreArgs g = a;
+        g.partial = dmix.get(), g.mix_given = true;
+        dx.poison(), dpost.poison(), dcomb.poison();
+        check(hc_pre(g, nullptr), "hc_pre (mix given)");
+        const Diff fx = compare(dx.download(), x), fp = compare(dpost.download(), post), fc = compare(dcomb.download(), comb);
+        rep.add("hc_mix_finish + hc_pre on a given mix" + tag,
+                fx.unwritten + fp.unwritten + fc.unwritten == 0 && fx.rel_to_max() < 1e-5 && fp.rel_to_max() < 1e-5 &&
+                    fc.rel_to_max() < 1e-5,
+                "x " + fmt("%.2e", fx.rel_to_max()) + " post " + fmt("%.2e", fp.rel_to_max()) + " comb " + fmt("%.2e", fc.rel_to_max()));
+      }
       rep.add("hc_pre" + tag,
               dxx.unwritten + dp.unwritten + dc.unwritten == 0 && dxx.rel_to_max() < 1e-5 && dp.rel_to_max() < 1e-5 &&
                   dc.rel_to_max() < 1e-5 && rows_bits,
@@ -452,6 +474,31 @@ void test_hc_pre_norm(Rng& rng, Report& rep) {
                   apart && untouched,
                   std::string(apart ? "bit-equal to hc_pre then norm_rope" : "DIFFERS from hc_pre then norm_rope") +
                       (untouched ? "" : "; hc_pre wrote comb"));
+          if (!split) continue;
+          // The mix given (HcPreArgs::mix_given, cuda-fast's GEMM form): each row's values as
+          // gather_mix adds the slices' partials (s ascending from +0), handed over as [T, M];
+          // hc_pre + norm (and the many-row Sinkhorn) on them give the split path's bits.
+          const std::vector<float> parts = dpart.download();
+          const int S = static_cast<int>((parts.size() - T) / (static_cast<size_t>(T) * M));
+          std::vector<float> mix(static_cast<size_t>(T) * M);
+          for (size_t i = 0; i < mix.size(); ++i) {
+            float acc = 0.0f;
+            for (int s2 = 0; s2 < S; ++s2) acc = acc + parts[i * S + s2];
+            mix[i] = acc;
+          }
+          DevVec<float> dmix(mix), gx(static_cast<size_t>(T) * D), gp(static_cast<size_t>(T) * n), gc(static_cast<size_t>(T) * n * n);
+          for (auto* v : {&gx, &gp, &gc}) v->poison();
+          HcPreArgs g = a;
+          g.partial = dmix.get(), g.mix_given = true, g.x = gx.get(), g.post = gp.get(), g.comb = gc.get();
+          check(hc_pre(g, nullptr), "hc_pre (mix given)");
+          bool given = bits_equal(gx.download(), rx.download()) && bits_equal(gp.download(), rp.download()) &&
+                       bits_equal(gc.download(), rc.download());
+          gc.poison(), g.comb_apart = true;  // and the Sinkhorn apart
+          check(hc_pre(g, nullptr), "hc_pre (mix given, comb apart)");
+          check(hc_comb(g, nullptr), "hc_comb (mix given)");
+          given = given && bits_equal(gc.download(), rc.download());
+          rep.add("hc_pre + norm on a given mix n=" + std::to_string(n) + " D=" + std::to_string(D) + " rows " + std::to_string(T),
+                  given, given ? "bit-equal to the split path" : "DIFFERS from the split path");
         }
       }
     }
@@ -523,23 +570,38 @@ void test_hc_post_rows(Rng& rng, Report& rep) {
       for (auto& v : ew) v = rng.uniform(0.05f, 2.5f);
       for (auto& v : post) v = rng.uniform(0.0f, 2.0f);
       for (auto& v : comb) v = rng.uniform(0.0f, 1.0f);
-      DevVec<float> dy(y), deo(eo), dew(ew), dshared(shared), dpost(post), dcomb(comb);
-      std::vector<std::vector<float>> plain, moe;  // by form 1, 2, 0
+      // The same outputs scattered to rows perm[p] of a buffer with spare rows (the batched experts'
+      // slots), read through eo_rows.
+      std::vector<int32_t> perm(static_cast<size_t>(T) * k);
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng.gen);
+      for (auto& r : perm) r += r % 3 == 0 ? T * k : 0;
+      std::vector<float> eo_slots(static_cast<size_t>(2 * T) * k * D, std::nanf(""));
+      for (size_t p = 0; p < perm.size(); ++p) std::copy_n(&eo[p * D], D, &eo_slots[static_cast<size_t>(perm[p]) * D]);
+      DevVec<float> dy(y), deo(eo), dew(ew), dshared(shared), dpost(post), dcomb(comb), deo_slots(eo_slots);
+      DevVec<int32_t> dperm(perm);
+      std::vector<std::vector<float>> plain, moe, slots;  // by form 1, 2, 0
       for (int form : {1, 2, 0}) {
-        DevVec<float> dXa(X), dXb(X);
+        DevVec<float> dXa(X), dXb(X), dXc(X);
         check(hc_post(dXa.get(), dy.get(), dpost.get(), dcomb.get(), T, n, D, nullptr, form), "hc_post (form)");
         check(hc_post_moe(dXb.get(), deo.get(), dew.get(), dshared.get(), k, dpost.get(), dcomb.get(), T, n, D, nullptr, form),
               "hc_post_moe (form)");
+        check(hc_post_moe(dXc.get(), deo_slots.get(), dew.get(), dshared.get(), k, dpost.get(), dcomb.get(), T, n, D, nullptr, form,
+                          dperm.get()),
+              "hc_post_moe (form, eo_rows)");
         plain.push_back(dXa.download());
         moe.push_back(dXb.download());
+        slots.push_back(dXc.download());
       }
       // X is updated in place: an element a form skipped keeps its input, which form 1 replaced.
       size_t kept = 0;
       for (size_t i = 0; i < X.size(); ++i) kept += std::memcmp(&plain[0][i], &X[i], 4) == 0;
       const bool same = bits_equal(plain[1], plain[0]) && bits_equal(plain[2], plain[0]) && bits_equal(moe[1], moe[0]) &&
-                        bits_equal(moe[2], moe[0]);
+                        bits_equal(moe[2], moe[0]) && bits_equal(slots[0], moe[0]) && bits_equal(slots[1], moe[0]) &&
+                        bits_equal(slots[2], moe[0]);
       const std::string tag = " n=" + std::to_string(n) + " D=" + std::to_string(D) + " k=" + std::to_string(k);
-      rep.add("hc_post / hc_post_moe forms 2 and 0 == form 1 (bits), 70 rows" + tag, same && kept < X.size() / 100,
+      rep.add("hc_post / hc_post_moe forms 2 and 0 == form 1, outputs read through eo_rows == in pair order (bits), 70 rows" + tag,
+              same && kept < X.size() / 100,
               std::string(same ? "bit-equal" : "DIFFER") + ", " + std::to_string(kept) + " elements unchanged by form 1");
     }
   }
