@@ -478,7 +478,8 @@ constexpr int kFusedHc = 4;  // streams hc_pre_norm_kernel holds in registers (V
 // registers for the norm. Thread t takes elements t + 256·u, norm_row's; each element's chain is
 // collapse_streams' and the norm is norm_row's own (norm_cached): the same bits as hc_pre_kernel
 // (ops mhc compares both with hc_pre then norm_rope).
-__global__ void __launch_bounds__(kBlock) hc_pre_norm_kernel(HcPreArgs a, const float* partial, int S) {
+template <bool kScaleMix>
+__global__ void __launch_bounds__(kBlock) hc_pre_norm_kernel(HcPreArgs a, float* partial, int S) {
   static_assert(kBlock == kNormBlock, "norm_row's thread layout");
   const int t = blockIdx.x, n = a.n, D = a.D;
   float wv[kNormCache];  // a weight: read before pdl_begin
@@ -501,6 +502,18 @@ __global__ void __launch_bounds__(kBlock) hc_pre_norm_kernel(HcPreArgs a, const 
       xv[u][j] = j < n && i < D ? Xt[static_cast<int64_t>(j) * D + i] : 0.0f;
     }
   row_mix(a, partial, S, t, mix, scratch);
+  if constexpr (kScaleMix) {
+    // The row's rms from the stream values already in registers (a thread's fma chain u, j
+    // ascending, block_sum), the given mix times it, written back for the Sinkhorn kernel.
+    float ss = 0.0f;
+#pragma unroll
+    for (int u = 0; u < kNormCache; ++u)
+#pragma unroll
+      for (int j = 0; j < kFusedHc; ++j) ss = __fmaf_rn(xv[u][j], xv[u][j], ss);
+    const float r = rms_inverse(block_sum<kBlock>(ss, scratch), n * D, a.norm_eps);  // its barriers publish mix
+    const int M = (2 + n) * n;
+    if (threadIdx.x < M) partial[static_cast<int64_t>(t) * M + threadIdx.x] = mix[threadIdx.x] = mix[threadIdx.x] * r;
+  }
   __syncthreads();
   pre_post_weights(a, mix, t, pre);
   __syncthreads();
@@ -719,7 +732,8 @@ cudaError_t hc_mix_finish(const float* X, int rows, int nD, float eps, float* mi
 
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
-  if (!hc_args_ok(a) || !a.x || !a.post || (a.mix_given && !a.partial)) return cudaErrorInvalidValue;
+  if (!hc_args_ok(a) || !a.x || !a.post || (a.mix_given && !a.partial) || (a.mix_unscaled && !a.mix_given))
+    return cudaErrorInvalidValue;
   const int nD = a.n * a.D, M = (2 + a.n) * a.n, S = a.mix_given ? 1 : slices_of(nD);
   if (a.partial && !a.mix_given) {
     float* rms = nullptr;
@@ -744,9 +758,15 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
   // inside hc_pre_kernel its 40 dependent passes were each block's critical path (run 150: 93 us
   // for 2048 rows at two blocks an SM).
   const bool sinkhorn_after = !a.comb_apart && comb_rows(a);
-  if ((a.comb_apart || sinkhorn_after) && a.norm_weight && a.n <= kFusedHc && a.D <= kNormBlock * kNormCache &&
-      pre_norm_fused_on()) {
-    const cudaError_t err = launch(hc_pre_norm_kernel, a.rows, kBlock, 0, stream, a, a.partial, S);
+  const bool fused = (a.comb_apart || sinkhorn_after) && a.norm_weight && a.n <= kFusedHc && a.D <= kNormBlock * kNormCache &&
+                     pre_norm_fused_on();
+  if (a.mix_unscaled && !fused) {
+    const cudaError_t err = hc_mix_finish(a.X, a.rows, nD, a.norm_eps, a.partial, M, stream);
+    if (err != cudaSuccess) return err;
+  }
+  if (fused) {
+    const cudaError_t err = a.mix_unscaled ? launch(hc_pre_norm_kernel<true>, a.rows, kBlock, 0, stream, a, a.partial, S)
+                                           : launch(hc_pre_norm_kernel<false>, a.rows, kBlock, 0, stream, a, a.partial, S);
     if (err != cudaSuccess || !sinkhorn_after) return err;
     return launch(hc_comb_rows_kernel, (a.rows + kWarps - 1) / kWarps, kBlock, 0, stream, a, a.partial, S);
   }

@@ -172,9 +172,13 @@ struct HcPreArgs {
   // after it: the Sinkhorn's 40 dependent passes (5.6 us of hc_pre's 9 at a decode row, probes of
   // run 101) leave the sublayer's critical path; comb is first read by hc_post.
   bool comb_apart = false;
-  // True: partial already holds each row's (2+n)n mix values [rows, (2+n)n] (cuda-fast: a TF32 GEMM
-  // scaled by hc_mix_finish); hc_pre and hc_comb take them as they are.
+  // True: partial already holds each row's (2+n)n mix values [rows, (2+n)n] (cuda-fast: a TF32 GEMM);
+  // hc_pre and hc_comb take them as they are. With mix_unscaled they are X·fnᵀ still to be multiplied
+  // by the row's rms: hc_pre does it (inside its fused norm kernel where that runs, which sums the
+  // squares from the stream values it loads anyway; else hc_mix_finish first) and writes them back,
+  // so an hc_comb after it reads the scaled values.
   bool mix_given = false;
+  bool mix_unscaled = false;
 };
 size_t hc_mix_scratch(int rows, int n, int D);
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream);

@@ -175,7 +175,10 @@ void Shard::fork_to(int side) {
 void Shard::hc_mix_fast(HcPreArgs& hp, const char* what) {
   // MEMRA_CUDA_HC_MIX_GEMM=0 (A/B timing): hc_pre's own f32 mix kernels at every row count.
   static const bool on = switch_on("MEMRA_CUDA_HC_MIX_GEMM");
+  // MEMRA_CUDA_HC_MIX_FUSED=0 (A/B timing): the rms scaling by hc_mix_finish here, not inside hc_pre.
+  static const bool fused = switch_on("MEMRA_CUDA_HC_MIX_FUSED");
   hp.mix_given = fast_ && on && hp.partial && hp.rows >= kFastHcMixRows;
+  hp.mix_unscaled = hp.mix_given && fused;
   if (!hp.mix_given) return;
   const int nD = hp.n * hp.D, M = (2 + hp.n) * hp.n;
   const float one = 1.0f, zero = 0.0f;
@@ -187,7 +190,7 @@ void Shard::hc_mix_fast(HcPreArgs& hp, const char* what) {
   if (st != CUBLAS_STATUS_SUCCESS) check_text(cublasGetStatusString(st), what);
   if (sync_each_launch()) check(cudaDeviceSynchronize(), what);
   if (timeline_on_) timeline_->mark(site_prefix_ + what);
-  launched(hc_mix_finish(hp.X, hp.rows, nD, hp.norm_eps, hp.partial, M, stream_), "hc_mix_finish");
+  if (!hp.mix_unscaled) launched(hc_mix_finish(hp.X, hp.rows, nD, hp.norm_eps, hp.partial, M, stream_), "hc_mix_finish");
 }
 
 void Shard::launch_comb(const HcPreArgs& hp, const char* what) {

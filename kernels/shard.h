@@ -160,8 +160,9 @@ class Shard {
   static constexpr const char* kSideNames[kSides] = {"kv", "indexer", "idx-kv", "cmp-kv", "cmp-gate", "idx-gate", "comb"};
   void fork_to(int side);            // side stream `side` waits for what stream_ enqueued so far
   void join_from(int side);          // stream_ waits for what side stream `side` enqueued so far
-  // cuda-fast, rounds of kFastHcMixRows+ rows: hp's mix as a cuBLAS TF32 GEMM + hc_mix_finish into
-  // hp.partial (hp.mix_given); otherwise hp.mix_given = false and hc_pre makes it.
+  // cuda-fast, rounds of kFastHcMixRows+ rows: hp's unscaled mix X·fnᵀ as a cuBLAS TF32 GEMM into
+  // hp.partial (hp.mix_given, hp.mix_unscaled: hc_pre scales it); otherwise hp.mix_given = false and
+  // hc_pre makes it.
   void hc_mix_fast(HcPreArgs& hp, const char* what);
   void launch_comb(const HcPreArgs& hp, const char* what);  // hc_comb on kSideComb (comb_pending_)
   void join_comb();                  // stream_ waits for a pending hc_comb

@@ -370,17 +370,22 @@ void test_mhc(Rng& rng, Report& rep) {
             for (int e = 0; e < nD; ++e) s2 += static_cast<double>(X[static_cast<size_t>(t) * nD + e]) * fn[static_cast<size_t>(i) * nD + e];
             raw[static_cast<size_t>(t) * M + i] = static_cast<float>(s2);
           }
-        DevVec<float> dmix(raw);
-        check(hc_mix_finish(dX.get(), T, nD, a.norm_eps, dmix.get(), M, nullptr), "hc_mix_finish");
-        HcPreArgs g = a;
-        g.partial = dmix.get(), g.mix_given = true;
-        dx.poison(), dpost.poison(), dcomb.poison();
-        check(hc_pre(g, nullptr), "hc_pre (mix given)");
-        const Diff fx = compare(dx.download(), x), fp = compare(dpost.download(), post), fc = compare(dcomb.download(), comb);
-        rep.add("hc_mix_finish + hc_pre on a given mix" + tag,
-                fx.unwritten + fp.unwritten + fc.unwritten == 0 && fx.rel_to_max() < 1e-5 && fp.rel_to_max() < 1e-5 &&
-                    fc.rel_to_max() < 1e-5,
-                "x " + fmt("%.2e", fx.rel_to_max()) + " post " + fmt("%.2e", fp.rel_to_max()) + " comb " + fmt("%.2e", fc.rel_to_max()));
+        // Scaled by the caller (hc_mix_finish) or by hc_pre itself (mix_unscaled: here, without a norm
+        // weight, hc_mix_finish inside hc_pre).
+        for (bool unscaled : {false, true}) {
+          DevVec<float> dmix(raw);
+          if (!unscaled) check(hc_mix_finish(dX.get(), T, nD, a.norm_eps, dmix.get(), M, nullptr), "hc_mix_finish");
+          HcPreArgs g = a;
+          g.partial = dmix.get(), g.mix_given = true, g.mix_unscaled = unscaled;
+          dx.poison(), dpost.poison(), dcomb.poison();
+          check(hc_pre(g, nullptr), "hc_pre (mix given)");
+          const Diff fx = compare(dx.download(), x), fp = compare(dpost.download(), post), fc = compare(dcomb.download(), comb);
+          rep.add(std::string(unscaled ? "hc_pre on a given unscaled mix" : "hc_mix_finish + hc_pre on a given mix") + tag,
+                  fx.unwritten + fp.unwritten + fc.unwritten == 0 && fx.rel_to_max() < 1e-5 && fp.rel_to_max() < 1e-5 &&
+                      fc.rel_to_max() < 1e-5,
+                  "x " + fmt("%.2e", fx.rel_to_max()) + " post " + fmt("%.2e", fp.rel_to_max()) + " comb " +
+                      fmt("%.2e", fc.rel_to_max()));
+        }
       }
       rep.add("hc_pre" + tag,
               dxx.unwritten + dp.unwritten + dc.unwritten == 0 && dxx.rel_to_max() < 1e-5 && dp.rel_to_max() < 1e-5 &&
@@ -499,6 +504,33 @@ void test_hc_pre_norm(Rng& rng, Report& rep) {
           given = given && bits_equal(gc.download(), rc.download());
           rep.add("hc_pre + norm on a given mix n=" + std::to_string(n) + " D=" + std::to_string(D) + " rows " + std::to_string(T),
                   given, given ? "bit-equal to the split path" : "DIFFERS from the split path");
+          // The unscaled mix X·fnᵀ (double on the host), hc_pre scaling it by the row's rms (inside the
+          // fused norm kernel for 70 rows, by hc_mix_finish first for 3), with the Sinkhorn after it or
+          // apart (hc_comb reads the scaled values hc_pre wrote back): the split path's values.
+          std::vector<float> raw(static_cast<size_t>(T) * M);
+          for (int t = 0; t < T; ++t)
+            for (int i = 0; i < M; ++i) {
+              double s2 = 0;
+              for (int e = 0; e < nD; ++e) s2 += static_cast<double>(X[static_cast<size_t>(t) * nD + e]) * fn[static_cast<size_t>(i) * nD + e];
+              raw[static_cast<size_t>(t) * M + i] = static_cast<float>(s2);
+            }
+          double worst = 0;
+          bool written = true;
+          for (bool apart : {false, true}) {
+            DevVec<float> dmixu(raw);
+            for (auto* v : {&gx, &gp, &gc}) v->poison();
+            HcPreArgs u = g;
+            u.partial = dmixu.get(), u.mix_unscaled = true, u.comb_apart = apart;
+            check(hc_pre(u, nullptr), "hc_pre (unscaled mix)");
+            if (apart) check(hc_comb(u, nullptr), "hc_comb (unscaled mix)");
+            const Diff ux = compare(gx.download(), rx.download()), up = compare(gp.download(), rp.download()),
+                       uc = compare(gc.download(), rc.download());
+            written = written && ux.unwritten + up.unwritten + uc.unwritten == 0;
+            worst = std::max({worst, ux.rel_to_max(), up.rel_to_max(), uc.rel_to_max()});
+          }
+          rep.add("hc_pre + norm on a given unscaled mix (Sinkhorn after, apart) n=" + std::to_string(n) + " D=" + std::to_string(D) +
+                      " rows " + std::to_string(T),
+                  written && worst < 1e-5, "worst rel " + fmt("%.2e", worst) + " against the split path");
         }
       }
     }
