@@ -20,6 +20,9 @@
 //   hc_pre       grid rows                    block 256   (n ≤ kMaxHc), then the sublayer's norm of x
 //                (comb_apart with the norm, n ≤ 4: hc_pre_norm_kernel, the collapse's loads beside the mix's)
 //                (rows ≥ 64 with the norm, n ≤ 4: hc_pre_norm_kernel, then hc_comb's rows form)
+//                (cuda-fast, HcPreArgs::mix_given: the mix a cuBLAS TF32 GEMM made, no partials; mix_unscaled:
+//                hc_pre_norm_kernel<true> scales it by the row's rms from the stream values it holds, else
+//                hc_mix_finish first, grid rows)
 //   hc_comb      grid rows                    block 256   the Sinkhorn alone (HcPreArgs::comb_apart)
 //                (rows ≥ 64, n·n ≤ 32: grid rows / 8, a warp a row)
 //   hc_post      grid ceil(rows·D / 256)      block 256

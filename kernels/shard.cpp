@@ -171,7 +171,6 @@ void Shard::fork_to(int side) {
   check(cudaStreamWaitEvent(side_[side], fork_event_, 0), "cudaStreamWaitEvent (fork)");
 }
 
-// hc_comb for the hc_pre just launched, on kSideComb; join_comb() before comb's first reader.
 void Shard::hc_mix_fast(HcPreArgs& hp, const char* what) {
   // MEMRA_CUDA_HC_MIX_GEMM=0 (A/B timing): hc_pre's own f32 mix kernels at every row count.
   static const bool on = switch_on("MEMRA_CUDA_HC_MIX_GEMM");
@@ -193,6 +192,7 @@ void Shard::hc_mix_fast(HcPreArgs& hp, const char* what) {
   if (!hp.mix_unscaled) launched(hc_mix_finish(hp.X, hp.rows, nD, hp.norm_eps, hp.partial, M, stream_), "hc_mix_finish");
 }
 
+// hc_comb for the hc_pre just launched, on kSideComb; join_comb() before comb's first reader.
 void Shard::launch_comb(const HcPreArgs& hp, const char* what) {
   fork_to(kSideComb);
   {

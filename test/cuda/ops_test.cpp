@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <numeric>
 #include <set>
 
@@ -318,6 +319,19 @@ void test_norm_rope(Rng& rng, Report& rep) {
 // ---------------------------------------------------------------------------------------------
 // mHC
 
+// X·fnᵀ [T, M] in double, rounded once: cuda-fast's hc mix before its rms scaling, as a GEMM makes
+// it up to its own rounding (HcPreArgs::mix_given).
+std::vector<float> unscaled_mix(const std::vector<float>& X, const std::vector<float>& fn, int T, int M, int nD) {
+  std::vector<float> raw(static_cast<size_t>(T) * M);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < M; ++i) {
+      double s = 0;
+      for (int e = 0; e < nD; ++e) s += static_cast<double>(X[static_cast<size_t>(t) * nD + e]) * fn[static_cast<size_t>(i) * nD + e];
+      raw[static_cast<size_t>(t) * M + i] = static_cast<float>(s);
+    }
+  return raw;
+}
+
 void test_mhc(Rng& rng, Report& rep) {
   for (int n : {4, 2, 6}) {  // 6: Sinkhorn through shared memory (n·n > 32), the others in one warp
     for (int D : {128, 100, 1000, 4096}) {  // 4096 with n = 4: V4-Flash's streams
@@ -363,13 +377,7 @@ void test_mhc(Rng& rng, Report& rep) {
       if (split) {
         // cuda-fast's form: the unnormalised mix X·fnᵀ (here in double, as a GEMM would make it up
         // to its rounding) scaled by hc_mix_finish, then hc_pre on the given mix: the CPU's values.
-        std::vector<float> raw(static_cast<size_t>(T) * M);
-        for (int t = 0; t < T; ++t)
-          for (int i = 0; i < M; ++i) {
-            double s2 = 0;
-            for (int e = 0; e < nD; ++e) s2 += static_cast<double>(X[static_cast<size_t>(t) * nD + e]) * fn[static_cast<size_t>(i) * nD + e];
-            raw[static_cast<size_t>(t) * M + i] = static_cast<float>(s2);
-          }
+        const std::vector<float> raw = unscaled_mix(X, fn, T, M, nD);
         // Scaled by the caller (hc_mix_finish) or by hc_pre itself (mix_unscaled: here, without a norm
         // weight, hc_mix_finish inside hc_pre).
         for (bool unscaled : {false, true}) {
@@ -507,13 +515,7 @@ void test_hc_pre_norm(Rng& rng, Report& rep) {
           // The unscaled mix X·fnᵀ (double on the host), hc_pre scaling it by the row's rms (inside the
           // fused norm kernel for 70 rows, by hc_mix_finish first for 3), with the Sinkhorn after it or
           // apart (hc_comb reads the scaled values hc_pre wrote back): the split path's values.
-          std::vector<float> raw(static_cast<size_t>(T) * M);
-          for (int t = 0; t < T; ++t)
-            for (int i = 0; i < M; ++i) {
-              double s2 = 0;
-              for (int e = 0; e < nD; ++e) s2 += static_cast<double>(X[static_cast<size_t>(t) * nD + e]) * fn[static_cast<size_t>(i) * nD + e];
-              raw[static_cast<size_t>(t) * M + i] = static_cast<float>(s2);
-            }
+          const std::vector<float> raw = unscaled_mix(X, fn, T, M, nD);
           double worst = 0;
           bool written = true;
           for (bool apart : {false, true}) {
@@ -1569,55 +1571,76 @@ void test_indexer_scores(Rng& rng, Report& rep) {
               " past-limit written " + std::to_string(past_limit_written));
 }
 
+// A round of T rows from two sequences (rows < split: sequence 0 at positions pos0[0]…, the rest
+// sequence 1 from pos0[1]), each sequence its own max_visible compressed entries of di floats, random
+// q [T, Hi·di] and head weights; host copies for the references, device copies behind `a` (scores
+// [T, max_visible] allocated, not poisoned). Heap-held: `a` points into the device buffers.
+struct TwoSeqIndexerCase {
+  int T = 0, Hi = 0, di = 0, m = 0, max_visible = 0;
+  std::vector<int32_t> row_pos, row_seq;
+  std::vector<float> qi, wi;
+  std::vector<std::vector<float>> entries;
+  std::vector<DevVec<float>> dent;
+  std::vector<DevVec<LayerDev>> dld;
+  std::optional<DevVec<SeqDesc>> dsd;
+  std::optional<DevVec<float>> dq, dw, dscores;
+  std::optional<DevVec<int32_t>> dpos, dseq;
+  IndexerArgs a;
+};
+std::unique_ptr<TwoSeqIndexerCase> two_seq_indexer_case(Rng& rng, int T, int split, int Hi, int di, int m, const int64_t (&pos0)[2],
+                                                        float softmax_scale) {
+  auto c = std::make_unique<TwoSeqIndexerCase>();
+  c->T = T, c->Hi = Hi, c->di = di, c->m = m;
+  c->row_pos.resize(T), c->row_seq.resize(T);
+  for (int r = 0; r < T; ++r) {
+    c->row_seq[r] = r < split ? 0 : 1;
+    c->row_pos[r] = static_cast<int32_t>(r < split ? pos0[0] + r : pos0[1] + (r - split));
+  }
+  for (int r = 0; r < T; ++r) c->max_visible = std::max(c->max_visible, (c->row_pos[r] + 1) / m);
+  c->qi = rng.normals(static_cast<size_t>(T) * Hi * di), c->wi = rng.normals(static_cast<size_t>(T) * Hi);
+  std::vector<SeqDesc> sds;
+  c->dent.reserve(2), c->dld.reserve(2);  // their device pointers are taken as they are made
+  for (int q = 0; q < 2; ++q) {
+    c->entries.push_back(rng.normals(static_cast<size_t>(c->max_visible) * di));
+    c->dent.emplace_back(c->entries.back());
+    LayerDev ld;
+    ld.idx.entries = c->dent.back().get();
+    c->dld.emplace_back(std::vector<LayerDev>{ld});
+    SeqDesc sd;
+    sd.pos0 = static_cast<int32_t>(pos0[q]), sd.T = q == 0 ? split : T - split, sd.row0 = q == 0 ? 0 : split;
+    sd.layers = c->dld.back().get();
+    sds.push_back(sd);
+  }
+  c->dsd.emplace(sds);
+  c->dq.emplace(c->qi), c->dw.emplace(c->wi), c->dscores.emplace(static_cast<size_t>(T) * c->max_visible);
+  c->dpos.emplace(c->row_pos), c->dseq.emplace(c->row_seq);
+  IndexerArgs& a = c->a;
+  a.seqs = c->dsd->get(), a.row_seq = c->dseq->get(), a.row_pos = c->dpos->get(), a.rows = T, a.qi = c->dq->get(), a.wi = c->dw->get();
+  a.Hi = Hi, a.di = di, a.m = m, a.softmax_scale = softmax_scale;
+  a.weight_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Hi)));
+  a.scores = c->dscores->get(), a.score_stride = c->max_visible, a.max_visible = c->max_visible;
+  return c;
+}
+
 // The tiled kernel (form 2) on a round of two sequences whose rows share a block (rows 32-63 hold
 // both; each sequence its own keys and positions) at di = 128 and 6 heads (three head stages):
 // bit-equal the warp kernels (form 1) and the warp order on the host, nothing past a row's limit
 // written.
 void test_indexer_tiled(Rng& rng, Report& rep) {
-  const int T = 140, split = 45, Hi = 6, di = 128, m = 4;
-  const int64_t pos0[2] = {100, 7};
-  std::vector<int32_t> row_pos(T), row_seq(T);
-  for (int r = 0; r < T; ++r) {
-    row_seq[r] = r < split ? 0 : 1;
-    row_pos[r] = static_cast<int32_t>(r < split ? pos0[0] + r : pos0[1] + (r - split));
-  }
-  int max_visible = 0;
-  for (int r = 0; r < T; ++r) max_visible = std::max(max_visible, (row_pos[r] + 1) / m);
-  const std::vector<float> qi = rng.normals(static_cast<size_t>(T) * Hi * di), wi = rng.normals(static_cast<size_t>(T) * Hi);
-  std::vector<std::vector<float>> entries;
-  std::vector<DevVec<float>> dent;
-  std::vector<DevVec<LayerDev>> dld;
-  std::vector<SeqDesc> sds;
-  dent.reserve(2), dld.reserve(2);  // their device pointers are taken as they are made
-  for (int q = 0; q < 2; ++q) {
-    entries.push_back(rng.normals(static_cast<size_t>(max_visible) * di));
-    dent.emplace_back(entries.back());
-    LayerDev ld;
-    ld.idx.entries = dent.back().get();
-    dld.emplace_back(std::vector<LayerDev>{ld});
-    SeqDesc sd;
-    sd.pos0 = static_cast<int32_t>(pos0[q]), sd.T = q == 0 ? split : T - split, sd.row0 = q == 0 ? 0 : split;
-    sd.layers = dld.back().get();
-    sds.push_back(sd);
-  }
-  DevVec<SeqDesc> dsd(sds);
-  DevVec<float> dq(qi), dw(wi), dscores(static_cast<size_t>(T) * max_visible);
-  DevVec<int32_t> dpos(row_pos), dseq(row_seq);
-  IndexerArgs a;
-  a.seqs = dsd.get(), a.row_seq = dseq.get(), a.row_pos = dpos.get(), a.rows = T, a.qi = dq.get(), a.wi = dw.get();
-  a.Hi = Hi, a.di = di, a.m = m, a.softmax_scale = 1.0f / 8.0f, a.weight_scale = static_cast<float>(1.0 / std::sqrt(6.0));
-  a.scores = dscores.get(), a.score_stride = max_visible, a.max_visible = max_visible;
+  const int T = 140, Hi = 6, di = 128, m = 4;
+  const auto c = two_seq_indexer_case(rng, T, 45, Hi, di, m, {100, 7}, 1.0f / 8.0f);
+  const IndexerArgs& a = c->a;
   std::vector<std::vector<float>> by_form;
   for (int form : {1, 2}) {
-    dscores.poison();
+    c->dscores->poison();
     check(indexer_scores(a, nullptr, true, form), "indexer_scores (form)");
-    by_form.push_back(dscores.download());
+    by_form.push_back(c->dscores->download());
   }
   int64_t values = 0, differ = 0, order_differ = 0, past_limit_written = 0;
   for (int r = 0; r < T; ++r) {
-    const int64_t visible = (row_pos[r] + 1) / m;
-    for (int64_t e = 0; e < max_visible; ++e) {
-      const float v = by_form[1][r * max_visible + e];
+    const int64_t visible = (c->row_pos[r] + 1) / m;
+    for (int64_t e = 0; e < c->max_visible; ++e) {
+      const float v = by_form[1][r * c->max_visible + e];
       if (e >= visible) {
         uint32_t b;
         std::memcpy(&b, &v, 4);
@@ -1626,12 +1649,12 @@ void test_indexer_tiled(Rng& rng, Report& rep) {
       }
       float ordered = 0.0f;
       for (int h = 0; h < Hi; ++h) {
-        const float term = std::max(warp_order_dot(&qi[(static_cast<int64_t>(r) * Hi + h) * di], &entries[row_seq[r]][e * di], di), 0.0f) *
+        const float term = std::max(warp_order_dot(&c->qi[(static_cast<int64_t>(r) * Hi + h) * di], &c->entries[c->row_seq[r]][e * di], di), 0.0f) *
                            a.softmax_scale;
-        ordered = std::fma(term, wi[r * Hi + h] * a.weight_scale, ordered);
+        ordered = std::fma(term, c->wi[r * Hi + h] * a.weight_scale, ordered);
       }
       ++values;
-      differ += std::memcmp(&v, &by_form[0][r * max_visible + e], 4) != 0;
+      differ += std::memcmp(&v, &by_form[0][r * c->max_visible + e], 4) != 0;
       order_differ += std::memcmp(&v, &ordered, 4) != 0;
     }
   }
@@ -1653,65 +1676,34 @@ void test_indexer_fast(Rng& rng, Report& rep) {
     int Hi, di;
   };
   for (const Shape sh : {Shape{64, 128}, Shape{40, 48}, Shape{12, 32}, Shape{4, 16}}) {
-    const int Hi = sh.Hi, di = sh.di, m = 4, T = 40, split = 25;
-    const int64_t pos0[2] = {4350, 3};
-    std::vector<int32_t> row_pos(T), row_seq(T);
-    for (int r = 0; r < T; ++r) {
-      row_seq[r] = r < split ? 0 : 1;
-      row_pos[r] = static_cast<int32_t>(r < split ? pos0[0] + r : pos0[1] + (r - split));
-    }
-    int max_visible = 0;
-    for (int r = 0; r < T; ++r) max_visible = std::max(max_visible, (row_pos[r] + 1) / m);
-    const std::vector<float> qi = rng.normals(static_cast<size_t>(T) * Hi * di), wi = rng.normals(static_cast<size_t>(T) * Hi);
-    std::vector<std::vector<float>> entries;
-    std::vector<DevVec<float>> dent;
-    std::vector<DevVec<LayerDev>> dld;
-    std::vector<SeqDesc> sds;
-    dent.reserve(2), dld.reserve(2);  // their device pointers are taken as they are made
-    for (int q = 0; q < 2; ++q) {
-      entries.push_back(rng.normals(static_cast<size_t>(max_visible) * di));
-      dent.emplace_back(entries.back());
-      LayerDev ld;
-      ld.idx.entries = dent.back().get();
-      dld.emplace_back(std::vector<LayerDev>{ld});
-      SeqDesc sd;
-      sd.pos0 = static_cast<int32_t>(pos0[q]), sd.T = q == 0 ? split : T - split, sd.row0 = q == 0 ? 0 : split;
-      sd.layers = dld.back().get();
-      sds.push_back(sd);
-    }
-    DevVec<SeqDesc> dsd(sds);
-    DevVec<float> dq(qi), dw(wi), dscores(static_cast<size_t>(T) * max_visible);
-    DevVec<int32_t> dpos(row_pos), dseq(row_seq);
-    IndexerArgs a;
-    a.seqs = dsd.get(), a.row_seq = dseq.get(), a.row_pos = dpos.get(), a.rows = T, a.qi = dq.get(), a.wi = dw.get();
-    a.Hi = Hi, a.di = di, a.m = m, a.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(di)));
-    a.weight_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Hi)));
-    a.scores = dscores.get(), a.score_stride = max_visible, a.max_visible = max_visible;
-    dscores.poison();
+    const int Hi = sh.Hi, di = sh.di, m = 4, T = 40;
+    const auto c = two_seq_indexer_case(rng, T, 25, Hi, di, m, {4350, 3}, static_cast<float>(1.0 / std::sqrt(static_cast<double>(di))));
+    const IndexerArgs& a = c->a;
+    c->dscores->poison();
     const bool ok = indexer_fast_ok(a);
     check(indexer_scores_fast(a, nullptr), "indexer_scores_fast");
-    const std::vector<float> got_all = dscores.download();
+    const std::vector<float> got_all = c->dscores->download();
     const double ut = std::ldexp(1.0, -11), s = a.softmax_scale;
     std::vector<float> got, want;
     std::vector<double> bound;
     int64_t past_limit_written = 0;
     for (int r = 0; r < T; ++r) {
-      const int64_t visible = (row_pos[r] + 1) / m;
-      for (int64_t e = 0; e < max_visible; ++e) {
-        const float v = got_all[r * max_visible + e];
+      const int64_t visible = (c->row_pos[r] + 1) / m;
+      for (int64_t e = 0; e < c->max_visible; ++e) {
+        const float v = got_all[r * c->max_visible + e];
         if (e >= visible) {
           uint32_t b;
           std::memcpy(&b, &v, 4);
           past_limit_written += b != 0xffffffffu;
           continue;
         }
-        const float* k = &entries[row_seq[r]][e * di];
+        const float* k = &c->entries[c->row_seq[r]][e * di];
         double ref = 0, err = 0, mag = 0;
         for (int h = 0; h < Hi; ++h) {
-          const float* qh = &qi[(static_cast<int64_t>(r) * Hi + h) * di];
+          const float* qh = &c->qi[(static_cast<int64_t>(r) * Hi + h) * di];
           double dot = 0, sabs = 0;
           for (int i = 0; i < di; ++i) dot += static_cast<double>(qh[i]) * k[i], sabs += std::fabs(static_cast<double>(qh[i]) * k[i]);
-          const double w = static_cast<double>(wi[r * Hi + h]) * a.weight_scale;
+          const double w = static_cast<double>(c->wi[r * Hi + h]) * a.weight_scale;
           ref += std::max(dot, 0.0) * s * w;
           err += s * std::fabs(w) * ((2 * ut + ut * ut + gamma_n(di)) * sabs + 4 * kU * std::fabs(dot));
           mag += s * std::fabs(w * dot);
@@ -1722,7 +1714,7 @@ void test_indexer_fast(Rng& rng, Report& rep) {
     }
     const Diff d = compare(got, want, &bound);
     rep.add("indexer scores cuda-fast (tensor cores) vs double, Hi " + std::to_string(Hi) + " di " + std::to_string(di) +
-                ", 2 sequences, up to " + std::to_string(max_visible) + " entries",
+                ", 2 sequences, up to " + std::to_string(c->max_visible) + " entries",
             ok && d.unwritten == 0 && d.nonfinite == 0 && d.worst_ratio <= 1.0 && past_limit_written == 0 && !got.empty(),
             "err/bound " + fmt("%.3f", d.worst_ratio) + " rel " + fmt("%.2e", d.rel_to_max()) + " unwritten " +
                 std::to_string(d.unwritten) + " past-limit written " + std::to_string(past_limit_written) +
