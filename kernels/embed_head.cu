@@ -114,6 +114,35 @@ __global__ void swiglu_convert_kernel(const float* g, const float* u, T* dst, in
   }
 }
 
+// swiglu_convert on gate and up already in T (the batched experts' GEMMs writing bf16 / f16): each
+// value widened exactly to f32, then swiglu_convert's arithmetic.
+template <typename T>
+__device__ __forceinline__ float to_f32(T v);
+template <>
+__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+template <>
+__device__ __forceinline__ float to_f32<__half>(__half v) {
+  return __half2float(v);
+}
+template <typename T>
+__global__ void swiglu16_convert_kernel(const T* g, const T* u, T* dst, int64_t n, float limit, bool vec) {
+  pdl_begin();
+  if (vec) {  // 4 values: two 8-byte loads, one 8-byte store
+    struct alignas(8) Four {
+      T x[4];
+    };
+    for (int64_t i = global_thread(); i < n / 4; i += global_stride()) {
+      const Four a = reinterpret_cast<const Four*>(g)[i], b = reinterpret_cast<const Four*>(u)[i];
+      store_four(dst, i, swiglu_f(to_f32(a.x[0]), to_f32(b.x[0]), limit), swiglu_f(to_f32(a.x[1]), to_f32(b.x[1]), limit),
+                 swiglu_f(to_f32(a.x[2]), to_f32(b.x[2]), limit), swiglu_f(to_f32(a.x[3]), to_f32(b.x[3]), limit));
+    }
+  } else {
+    for (int64_t i = global_thread(); i < n; i += global_stride()) dst[i] = from_f32<T>(swiglu_f(to_f32(g[i]), to_f32(u[i]), limit));
+  }
+}
+
 // Whether rows of `width` floats at `a` (stride sa) and `b` (stride sb, elements of `eb` bytes)
 // can move as 16-byte float vectors (and their 4·eb-byte counterparts).
 bool rows_vec(const void* a, int64_t sa, const void* b, int64_t sb, int width, int eb) {
@@ -200,6 +229,20 @@ cudaError_t convert_rows(const float* src, int64_t src_stride, int rows, int col
   return by_half_type(dst_type, [&](auto t) {
     using T = decltype(t);
     return launch(convert_kernel<T>, grid, kBlock, 0, stream, src, src_stride, rows_idx, rows, cols, static_cast<T*>(dst), vec);
+  });
+}
+
+cudaError_t swiglu16_convert(const void* g, const void* u, void* dst, WType type, int64_t n, float limit,
+                             cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (!g || !u || !dst || n < 0) return cudaErrorInvalidValue;
+  const bool vec = n % 4 == 0 && reinterpret_cast<uintptr_t>(g) % 8 == 0 && reinterpret_cast<uintptr_t>(u) % 8 == 0 &&
+                   reinterpret_cast<uintptr_t>(dst) % 8 == 0;
+  const int grid = grid_for(vec ? n / 4 : n);
+  return by_half_type(type, [&](auto t) {
+    using T = decltype(t);
+    return launch(swiglu16_convert_kernel<T>, grid, kBlock, 0, stream, static_cast<const T*>(g), static_cast<const T*>(u),
+                  static_cast<T*>(dst), n, limit, vec);
   });
 }
 

@@ -590,10 +590,22 @@ constexpr int kPostRowsN = 4;  // V4-Flash's hc_mult
 constexpr int kPostVec = 4;
 
 __device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+// Four bf16 / f16 values as one 8-byte load, widened exactly to f32 (the batched experts' 16-bit outputs).
+__device__ __forceinline__ float4 load4(const __nv_bfloat16* p) {
+  const uint2 v = *reinterpret_cast<const uint2*>(p);
+  float4 r;
+  bf16x2_f32(v.x, r.x, r.y), bf16x2_f32(v.y, r.z, r.w);
+  return r;
+}
+__device__ __forceinline__ float4 load4(const __half* p) {
+  const uint2 v = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&v.x)), b = __half22float2(*reinterpret_cast<const __half2*>(&v.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
 __device__ __forceinline__ float lane_of(const float4& v, int e) { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; }
 
-template <bool kMoe>
-__global__ void __launch_bounds__(kBlock) hc_post_rows_kernel(float* X, const float* y, const float* eo, const float* ew,
+template <bool kMoe, typename EoT = float>
+__global__ void __launch_bounds__(kBlock) hc_post_rows_kernel(float* X, const float* y, const EoT* eo, const float* ew,
                                                               const float* shared, int k, const float* post,
                                                               const float* comb, int D, const int32_t* eo_rows) {
   constexpr int N = kPostRowsN;
@@ -830,6 +842,23 @@ cudaError_t hc_post_moe(float* X, const float* eo, const float* ew, const float*
                   eo_rows);
   return launch(hc_post_moe_kernel, elementwise_blocks(static_cast<int64_t>(rows) * D), kBlock, 0, stream, X, eo, ew, shared, k, post,
                 comb, rows, n, D, eo_rows);
+}
+
+bool hc_post_moe16_ok(int n, int D) { return n == kPostRowsN && D % kPostVec == 0; }
+
+cudaError_t hc_post_moe16(float* X, const void* eo, WType eo_type, const float* ew, const float* shared, int k, const float* post,
+                          const float* comb, int rows, int n, int D, cudaStream_t stream, const int32_t* eo_rows) {
+  if (rows == 0) return cudaSuccess;
+  if (!X || !eo || !ew || !shared || !post || !comb || rows < 0 || rows > 65535 || k < 1 || !hc_post_moe16_ok(n, D) ||
+      !aligned16(X) || !aligned16(shared) || reinterpret_cast<uintptr_t>(eo) % 8 != 0)
+    return cudaErrorInvalidValue;
+  if (eo_type == WType::kBF16)
+    return launch(hc_post_rows_kernel<true, __nv_bfloat16>, post_rows_grid(rows, D), kBlock, 0, stream, X, nullptr,
+                  static_cast<const __nv_bfloat16*>(eo), ew, shared, k, post, comb, D, eo_rows);
+  if (eo_type == WType::kF16)
+    return launch(hc_post_rows_kernel<true, __half>, post_rows_grid(rows, D), kBlock, 0, stream, X, nullptr,
+                  static_cast<const __half*>(eo), ew, shared, k, post, comb, D, eo_rows);
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n, int D, const float* fn,

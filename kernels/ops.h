@@ -198,6 +198,13 @@ cudaError_t hc_post(float* X, const float* y, const float* post, const float* co
 cudaError_t hc_post_moe(float* X, const float* eo, const float* ew, const float* shared, int k, const float* post,
                         const float* comb, int rows, int n, int D, cudaStream_t stream, int form = 0,
                         const int32_t* eo_rows = nullptr);
+// hc_post_moe on outputs eo stored as bf16 / f16 (eo_type; cuda-fast's batched experts), each widened
+// exactly to f32: hc_post_moe's bits on those values as floats. The four-elements-a-thread form only:
+// hc_post_moe16_ok(n, D) (n = 4, D % 4 = 0), X and shared 16-byte aligned, eo 8-byte aligned, rows ≤
+// 65535; else cudaErrorInvalidValue.
+bool hc_post_moe16_ok(int n, int D);
+cudaError_t hc_post_moe16(float* X, const void* eo, WType eo_type, const float* ew, const float* shared, int k, const float* post,
+                          const float* comb, int rows, int n, int D, cudaStream_t stream, const int32_t* eo_rows = nullptr);
 // hc head for the rows listed in `rows_idx` [out_rows]: h [out_rows, D] = Σ_j pre_j X[row, j, :].
 cudaError_t hc_head(const float* X, const int32_t* rows_idx, int out_rows, int n, int D, const float* fn,
                     const float* base, const float* scale, float norm_eps, float hc_eps, float* h, float* partial,
@@ -404,6 +411,10 @@ cudaError_t convert_rows(const float* src, int64_t src_stride, int rows, int col
 // they are: rows convert_rows already made, gathered without reading their f32 source again.
 cudaError_t gather_rows16(const void* src, int64_t src_stride, const int32_t* rows_idx, int rows, int cols, void* dst,
                           cudaStream_t stream);
+// swiglu_convert with g and u already bf16 / f16 (of `type`, dst's too): each widened exactly to f32
+// first, so its bits are swiglu_convert's on those values as floats.
+cudaError_t swiglu16_convert(const void* g, const void* u, void* dst, WType type, int64_t n, float limit,
+                             cudaStream_t stream);
 // dst[i] = bf16/f16(swiglu(g[i], u[i])): swiglu() and convert_rows() in one pass, the same bits.
 cudaError_t swiglu_convert(const float* g, const float* u, void* dst, WType dst_type, int64_t n, float limit,
                            cudaStream_t stream);

@@ -554,9 +554,14 @@ void Shard::layer(const DevLayer& w, int l, LayerTrace* trace) {
   // not written, nothing after the site reads it.
   moe_site(w, x_.get(), nullptr, trace);
   join_comb();
-  launched(hc_post_moe(X_.get(), eo_read_, ew_.get(), sy_.get(), static_cast<int>(cfg_.num_experts_per_tok), post_.get(),
-                       comb_.get(), R, n, D, stream_, 0, eo_rows_),
-           "hc_post+combine (ffn)");
+  const int k = static_cast<int>(cfg_.num_experts_per_tok);
+  if (eo_type_ != WType::kF32)
+    launched(hc_post_moe16(X_.get(), eo_read_, eo_type_, ew_.get(), sy_.get(), k, post_.get(), comb_.get(), R, n, D, stream_, eo_rows_),
+             "hc_post+combine (ffn)");
+  else
+    launched(hc_post_moe(X_.get(), static_cast<const float*>(eo_read_), ew_.get(), sy_.get(), k, post_.get(), comb_.get(), R, n, D,
+                         stream_, 0, eo_rows_),
+             "hc_post+combine (ffn)");
   const auto tap = std::find(tap_layers_.begin(), tap_layers_.end(), l);
   if (tap != tap_layers_.end()) {
     const size_t count = static_cast<size_t>(R) * n * D;
@@ -905,23 +910,34 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh, bool
   float* g = eg_.ensure(device_, S * I, "per-expert gate");
   float* u = eu_.ensure(device_, S * I, "per-expert up");
   float* eo = eoe_.ensure(device_, S * D, "per-expert outputs");
+  // The gate and up GEMMs write bf16 / f16 (their SwiGLU's input: half the bytes written and read;
+  // one more rounding, inside cuda-fast's bf16 class). MEMRA_CUDA_EXPERT_HALF_GU=0 (A/B timing;
+  // other bits): f32 as before.
+  static const bool half_gu = switch_on("MEMRA_CUDA_EXPERT_HALF_GU");
+  const int64_t gu_bytes = half_gu ? 2 : 4;
+  // The down GEMM writes bf16 / f16 where the combine reads the slots itself (hc_post_moe16: half the
+  // bytes written and read). MEMRA_CUDA_EXPERT_HALF_EO=0 (A/B timing; other bits): f32 as before.
+  static const bool half_eo_on = switch_on("MEMRA_CUDA_EXPERT_HALF_EO");
+  const bool half_eo = read_slots && half_eo_on && R <= 65535 && hc_post_moe16_ok(static_cast<int>(cfg_.hc_mult), D);
+  const int64_t eo_bytes = half_eo ? 2 : 4;
   auto* ptr = reinterpret_cast<uint64_t*>(order_host_.get() + idx_bytes);
   for (int gi = 0; gi < G; ++gi) {
     const int e = touched[gi].e;
     const int64_t r0 = touched[gi].r0;
     ptr[0 * G + gi] = reinterpret_cast<uint64_t>(w.w1.at(e).ptr);
     ptr[1 * G + gi] = reinterpret_cast<uint64_t>(xb + r0 * D * 2);
-    ptr[2 * G + gi] = reinterpret_cast<uint64_t>(g + r0 * I);
+    ptr[2 * G + gi] = reinterpret_cast<uint64_t>(reinterpret_cast<uint8_t*>(g) + r0 * I * gu_bytes);
     ptr[3 * G + gi] = reinterpret_cast<uint64_t>(w.w3.at(e).ptr);
     ptr[4 * G + gi] = reinterpret_cast<uint64_t>(xb + r0 * D * 2);
-    ptr[5 * G + gi] = reinterpret_cast<uint64_t>(u + r0 * I);
+    ptr[5 * G + gi] = reinterpret_cast<uint64_t>(reinterpret_cast<uint8_t*>(u) + r0 * I * gu_bytes);
     ptr[6 * G + gi] = reinterpret_cast<uint64_t>(w.w2.at(e).ptr);
     ptr[7 * G + gi] = reinterpret_cast<uint64_t>(xb + r0 * I * 2);
-    ptr[8 * G + gi] = reinterpret_cast<uint64_t>(eo + r0 * D);
+    ptr[8 * G + gi] = reinterpret_cast<uint64_t>(reinterpret_cast<uint8_t*>(eo) + r0 * D * eo_bytes);
   }
   check(cudaMemcpyAsync(d_idx, order_host_.get(), idx_bytes, cudaMemcpyHostToDevice, stream_), "batched-expert index upload");
   check(cudaMemcpyAsync(d_ptr, ptr, ptr_bytes, cudaMemcpyHostToDevice, stream_), "batched-expert pointer upload");
   const cudaDataType_t t = wt == WType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+  const cudaDataType_t gu_t = half_gu ? t : CUDA_R_32F, eo_t = half_eo ? t : CUDA_R_32F;
   const float alpha = 1.0f, beta = 0.0f;
   // y_slot = x_slot · Wᵀ per expert, column-major as in linear_fast: m = out, n = slot rows, k = in;
   // one batched call per bucket of equal slot sizes.
@@ -933,7 +949,7 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh, bool
       st = cublasGemmBatchedEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, touched[b0].slot, in, &alpha,
                                reinterpret_cast<const void* const*>(d_ptr + (3 * which + 0) * G + b0), t, in,
                                reinterpret_cast<const void* const*>(d_ptr + (3 * which + 1) * G + b0), t, in, &beta,
-                               reinterpret_cast<void* const*>(d_ptr + (3 * which + 2) * G + b0), CUDA_R_32F, out, b1 - b0,
+                               reinterpret_cast<void* const*>(d_ptr + (3 * which + 2) * G + b0), which < 2 ? gu_t : eo_t, out, b1 - b0,
                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
       b0 = b1;
     }
@@ -954,10 +970,13 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh, bool
   gemm(0, I, D, "batched GEMM (expert w1)");
   gemm(1, I, D, "batched GEMM (expert w3)");
   const float limit = static_cast<float>(cfg_.swiglu_limit);
-  launched(swiglu_convert(g, u, xb, wt, static_cast<int64_t>(slots) * I, limit, stream_), "swiglu+convert (batched experts)");
+  if (half_gu)
+    launched(swiglu16_convert(g, u, xb, wt, static_cast<int64_t>(slots) * I, limit, stream_), "swiglu+convert (batched experts)");
+  else
+    launched(swiglu_convert(g, u, xb, wt, static_cast<int64_t>(slots) * I, limit, stream_), "swiglu+convert (batched experts)");
   gemm(2, D, I, "batched GEMM (expert w2)");
   if (read_slots) {
-    eo_read_ = eo, eo_rows_ = d_slot_of_pair;
+    eo_read_ = eo, eo_rows_ = d_slot_of_pair, eo_type_ = half_eo ? wt : WType::kF32;
     return true;
   }
   launched(move_rows(eo, D, d_pair_slot, Pg, D, eo_.get(), D, d_order, stream_), "move_rows (batched experts)");
@@ -1000,7 +1019,7 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
   const int R = rows(), D = static_cast<int>(cfg_.hidden_size), E = static_cast<int>(cfg_.n_routed_experts);
   const int k = static_cast<int>(cfg_.num_experts_per_tok), I = static_cast<int>(cfg_.moe_intermediate_size);
   const float limit = static_cast<float>(cfg_.swiglu_limit);
-  eo_read_ = eo_.get(), eo_rows_ = nullptr;  // the combine's layout unless the batched experts say otherwise
+  eo_read_ = eo_.get(), eo_rows_ = nullptr, eo_type_ = WType::kF32;  // the combine's layout unless the batched experts say otherwise
   // The shared expert (kSideKv with overlap on) beside the router and the routed experts; the join
   // below also joins the attention site's state updates, queued on kSideKv before it.
   const bool ov = overlap(trace);

@@ -219,8 +219,9 @@ class Shard {
   Scratch<float> rlogits_, ew_, margin_, rscale_, h_, eo_, sg_, su_, sh_, sy_, xg_, eg_, eu_, eh_, eoe_, hh_, logits_;
   Scratch<uint8_t> conv_, dq_;  // bf16 activations; one dequantised matrix (cuda-fast, packed weights)
   Scratch<uint8_t> xb_;         // batched experts: the slot rows, then the hidden rows, in bf16/f16
-  const float* eo_read_ = nullptr;     // where the ffn combine reads the routed outputs (moe_site)
+  const void* eo_read_ = nullptr;      // where the ffn combine reads the routed outputs (moe_site)
   const int32_t* eo_rows_ = nullptr;   // and each pair's row there (null: row = pair)
+  WType eo_type_ = WType::kF32;        // and their type (bf16 / f16: the batched experts' down GEMM)
   Scratch<uint8_t> x16_;        // cuda-fast: a site's input rows in bf16/f16 (site_rows16)
   Scratch<float> taps_;         // [tap layers, rows, n, D]
   std::vector<int> tap_layers_;

@@ -637,6 +637,39 @@ void test_hc_post_rows(Rng& rng, Report& rep) {
       rep.add("hc_post / hc_post_moe forms 2 and 0 == form 1, outputs read through eo_rows == in pair order (bits), 70 rows" + tag,
               same && kept < X.size() / 100,
               std::string(same ? "bit-equal" : "DIFFER") + ", " + std::to_string(kept) + " elements unchanged by form 1");
+      // The slots stored as bf16 / f16 (hc_post_moe16) == hc_post_moe on those values widened to f32, by
+      // bits; refused (cudaErrorInvalidValue) for the shapes the four-elements form does not take.
+      bool half_same = true, refused = true;
+      for (WType t : {WType::kBF16, WType::kF16}) {
+        const int slot_rows = 2 * T * k;
+        DevVec<uint16_t> deo16(static_cast<size_t>(slot_rows) * D);
+        check(convert_rows(deo_slots.get(), D, slot_rows, D, deo16.get(), t, nullptr), "convert_rows (slots)");
+        const std::vector<uint16_t> e16 = deo16.download();
+        std::vector<float> wide(e16.size());
+        for (size_t i = 0; i < e16.size(); ++i) {
+          if (t == WType::kBF16) {
+            const uint32_t b = static_cast<uint32_t>(e16[i]) << 16;
+            std::memcpy(&wide[i], &b, 4);
+          } else {
+            __half_raw h;
+            h.x = e16[i];
+            wide[i] = __half2float(__half(h));
+          }
+        }
+        DevVec<float> dwide(wide), dXw(X), dXh(X);
+        const cudaError_t err = hc_post_moe16(dXh.get(), deo16.get(), t, dew.get(), dshared.get(), k, dpost.get(), dcomb.get(), T, n, D,
+                                              nullptr, dperm.get());
+        if (!hc_post_moe16_ok(n, D)) {
+          refused = refused && err == cudaErrorInvalidValue;
+          continue;
+        }
+        check(err, "hc_post_moe16");
+        check(hc_post_moe(dXw.get(), dwide.get(), dew.get(), dshared.get(), k, dpost.get(), dcomb.get(), T, n, D, nullptr, 0, dperm.get()),
+              "hc_post_moe (widened slots)");
+        half_same = half_same && bits_equal(dXh.download(), dXw.download());
+      }
+      rep.add("hc_post_moe16 (bf16 / f16 slots) == hc_post_moe on them widened (bits), 70 rows" + tag, half_same && refused,
+              !hc_post_moe16_ok(n, D) ? (refused ? "refused, as it must be" : "NOT REFUSED") : (half_same ? "bit-equal" : "DIFFER"));
     }
   }
 }
@@ -2173,9 +2206,9 @@ void test_row_moves(Rng& rng, Report& rep) {
                 const float want = round_bf16(v);
                 ok = ok && std::memcmp(&got, &want, 4) == 0;
               } else {
-                __half h;
-                std::memcpy(&h, &c[r * width + i], 2);
-                ok = ok && __half2float(h) == __half2float(__float2half_rn(v));
+                __half_raw h;
+                h.x = c[r * width + i];
+                ok = ok && __half2float(__half(h)) == __half2float(__float2half_rn(v));
               }
             }
           // gather_rows16 of the converted source rows == the gathered conversion, by bits.
@@ -2209,7 +2242,34 @@ void test_row_moves(Rng& rng, Report& rep) {
           const std::vector<uint16_t> a = two.download(), b = one.download();
           same = same && std::memcmp(a.data(), b.data(), static_cast<size_t>(n) * 2) == 0 && b[n] == 0xffffu;
         }
-      rep.add("swiglu_convert == swiglu + convert_rows bits, n " + std::to_string(n) + (shift ? " inputs off 16 bytes" : " aligned"),
+      // swiglu16_convert on gate and up rounded to bf16 / f16 == swiglu_convert on those values as floats.
+      for (const float limit : {7.0f, 0.0f})
+        for (WType t : {WType::kBF16, WType::kF16}) {
+          DevVec<uint16_t> g16(static_cast<size_t>(n) + 1), u16(static_cast<size_t>(n) + 1), ref(static_cast<size_t>(n)),
+              got(static_cast<size_t>(n) + 1);
+          check(convert_rows(dg.get(), n + 1, 1, static_cast<int>(n) + 1, g16.get(), t, nullptr), "convert_rows (gate)");
+          check(convert_rows(du.get(), n + 1, 1, static_cast<int>(n) + 1, u16.get(), t, nullptr), "convert_rows (up)");
+          const std::vector<uint16_t> gb = g16.download(), ub = u16.download();
+          std::vector<float> gw(gb.size()), uw(ub.size());
+          for (size_t i = 0; i < gb.size(); ++i) {
+            if (t == WType::kBF16) {
+              const uint32_t bg = static_cast<uint32_t>(gb[i]) << 16, bu = static_cast<uint32_t>(ub[i]) << 16;
+              std::memcpy(&gw[i], &bg, 4), std::memcpy(&uw[i], &bu, 4);
+            } else {
+              __half_raw rg, ru;
+              rg.x = gb[i], ru.x = ub[i];
+              gw[i] = __half2float(__half(rg)), uw[i] = __half2float(__half(ru));
+            }
+          }
+          DevVec<float> dgw(gw), duw(uw);
+          got.poison();
+          check(swiglu_convert(dgw.get() + shift, duw.get() + shift, ref.get(), t, n, limit, nullptr), "swiglu_convert (widened)");
+          check(swiglu16_convert(g16.get() + shift, u16.get() + shift, got.get(), t, n, limit, nullptr), "swiglu16_convert");
+          const std::vector<uint16_t> a = ref.download(), b = got.download();
+          same = same && std::memcmp(a.data(), b.data(), static_cast<size_t>(n) * 2) == 0 && b[n] == 0xffffu;
+        }
+      rep.add("swiglu_convert == swiglu + convert_rows, swiglu16_convert == swiglu_convert on the widened values (bits), n " +
+                  std::to_string(n) + (shift ? " inputs off 16 bytes" : " aligned"),
               same, same ? "bit-equal, nothing past n written" : "DIFFER");
     }
   }
