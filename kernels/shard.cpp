@@ -957,9 +957,9 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh, bool
     if (sync_each_launch()) check(cudaDeviceSynchronize(), what);
     if (timeline_on_) timeline_->mark(site_prefix_ + what);
   };
-  // The slots' rows gathered and converted in one pass, SwiGLU straight into the down GEMM's input,
-  // and the pairs' rows from their slots to their pairs in one move (each was two passes through
-  // an f32 buffer, ~0.3 ms a layer of a 2048-token prefill: run 145).
+  // The slots' rows gathered (and converted) in one pass, SwiGLU straight into the down GEMM's input,
+  // and the outputs read from their slots by the combine, or moved to their pairs in one pass (each
+  // was two passes through an f32 buffer, ~0.3 ms a layer of a 2048-token prefill: run 145).
   // The site's rows already in the GEMM type (site_rows16): moved, half the bytes read.
   // MEMRA_CUDA_EXPERT_ROWS16=0 (A/B timing; the same bits): converted again from x.
   static const bool rows16_on = switch_on("MEMRA_CUDA_EXPERT_ROWS16");
