@@ -115,17 +115,7 @@ __global__ void swiglu_convert_kernel(const float* g, const float* u, T* dst, in
 }
 
 // swiglu_convert on gate and up already in T (the batched experts' GEMMs writing bf16 / f16): each
-// value widened exactly to f32, then swiglu_convert's arithmetic.
-template <typename T>
-__device__ __forceinline__ float to_f32(T v);
-template <>
-__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-template <>
-__device__ __forceinline__ float to_f32<__half>(__half v) {
-  return __half2float(v);
-}
+// value widened exactly to f32 (to_f32), then swiglu_convert's arithmetic.
 template <typename T>
 __global__ void swiglu16_convert_kernel(const T* g, const T* u, T* dst, int64_t n, float limit, bool vec) {
   pdl_begin();

@@ -1,6 +1,6 @@
 // f32 → bf16 / f16 stores, round to nearest even: the cuda-fast realization's GEMM inputs written by
 // the conversions (embed_head.cu) and by the kernels that write them directly (attention_fast.cu),
-// one rounding everywhere so both give the same bits.
+// one rounding everywhere so both give the same bits (the exact widening back: common.cuh's to_f32).
 #pragma once
 #include "common.cuh"
 
