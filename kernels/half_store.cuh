@@ -37,18 +37,4 @@ __device__ __forceinline__ void store_two(T* dst, float a, float b) {
   *reinterpret_cast<Two*>(dst) = o;
 }
 
-// The same stores into a 16-bit array whose type is known at run time (bf16 or f16), at element at.
-__device__ __forceinline__ void store_four_as(void* dst, bool bf16, int64_t at, float a, float b, float c, float d) {
-  if (bf16)
-    store_four(static_cast<__nv_bfloat16*>(dst) + at, 0, a, b, c, d);
-  else
-    store_four(static_cast<__half*>(dst) + at, 0, a, b, c, d);
-}
-__device__ __forceinline__ void store_two_as(void* dst, bool bf16, int64_t at, float a, float b) {
-  if (bf16)
-    store_two(static_cast<__nv_bfloat16*>(dst) + at, a, b);
-  else
-    store_two(static_cast<__half*>(dst) + at, a, b);
-}
-
 }  // namespace memra::cuda

@@ -180,15 +180,10 @@ void Shard::hc_mix_fast(HcPreArgs& hp, const char* what) {
   hp.mix_unscaled = hp.mix_given && fused;
   if (!hp.mix_given) return;
   const int nD = hp.n * hp.D, M = (2 + hp.n) * hp.n;
-  const float one = 1.0f, zero = 0.0f;
-  // partial [rows, M] = X [rows, nD] · fnᵀ, column-major as in linear_fast: m = M, n = rows, k = nD.
-  cublasStatus_t st = cublasSetStream(cublas_, stream_);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, M, hp.rows, nD, &one, hp.fn, CUDA_R_32F, nD, hp.X, CUDA_R_32F, nD, &zero,
-                      hp.partial, CUDA_R_32F, M, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
-  if (st != CUBLAS_STATUS_SUCCESS) check_text(cublasGetStatusString(st), what);
-  if (sync_each_launch()) check(cudaDeviceSynchronize(), what);
-  if (timeline_on_) timeline_->mark(site_prefix_ + what);
+  // partial [rows, M] = X [rows, nD] · fnᵀ: a linear with f32 weights, which cuda-fast runs on TF32.
+  DevMatrix fn;
+  fn.ptr = hp.fn, fn.type = WType::kF32, fn.rows = M, fn.cols = nD;
+  run_linear(matrix_args(fn, hp.X, nD, hp.rows, hp.partial, M), what);
   if (!hp.mix_unscaled) launched(hc_mix_finish(hp.X, hp.rows, nD, hp.norm_eps, hp.partial, M, stream_), "hc_mix_finish");
 }
 
