@@ -721,6 +721,13 @@ bool pre_norm_fused_on() {
   return on;
 }
 
+// MEMRA_CUDA_HC_MIX_FUSED=0 (A/B timing; other bits: the Σx² order): an unscaled given mix scaled by
+// hc_mix_finish before hc_pre_norm_kernel instead of inside it.
+bool mix_scale_fused_on() {
+  static const bool on = switch_on("MEMRA_CUDA_HC_MIX_FUSED");
+  return on;
+}
+
 // What hc_pre and hc_comb both read and write.
 bool hc_args_ok(const HcPreArgs& a) {
   return a.X && a.fn && a.base && a.scale && a.comb && a.rows >= 0 && a.n >= 1 && a.n <= kMaxHc && a.D > 0 &&
@@ -775,13 +782,15 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
   const bool sinkhorn_after = !a.comb_apart && comb_rows(a);
   const bool fused = (a.comb_apart || sinkhorn_after) && a.norm_weight && a.n <= kFusedHc && a.D <= kNormBlock * kNormCache &&
                      pre_norm_fused_on();
-  if (a.mix_unscaled && !fused) {
+  // An unscaled mix is scaled inside hc_pre_norm_kernel where that runs, else by hc_mix_finish first.
+  const bool scale_inside = a.mix_unscaled && fused && mix_scale_fused_on();
+  if (a.mix_unscaled && !scale_inside) {
     const cudaError_t err = hc_mix_finish(a.X, a.rows, nD, a.norm_eps, a.partial, M, stream);
     if (err != cudaSuccess) return err;
   }
   if (fused) {
-    const cudaError_t err = a.mix_unscaled ? launch(hc_pre_norm_kernel<true>, a.rows, kBlock, 0, stream, a, a.partial, S)
-                                           : launch(hc_pre_norm_kernel<false>, a.rows, kBlock, 0, stream, a, a.partial, S);
+    const cudaError_t err = scale_inside ? launch(hc_pre_norm_kernel<true>, a.rows, kBlock, 0, stream, a, a.partial, S)
+                                         : launch(hc_pre_norm_kernel<false>, a.rows, kBlock, 0, stream, a, a.partial, S);
     if (err != cudaSuccess || !sinkhorn_after) return err;
     return launch(hc_comb_rows_kernel, (a.rows + kWarps - 1) / kWarps, kBlock, 0, stream, a, a.partial, S);
   }

@@ -174,17 +174,13 @@ void Shard::fork_to(int side) {
 void Shard::hc_mix_fast(HcPreArgs& hp, const char* what) {
   // MEMRA_CUDA_HC_MIX_GEMM=0 (A/B timing): hc_pre's own f32 mix kernels at every row count.
   static const bool on = switch_on("MEMRA_CUDA_HC_MIX_GEMM");
-  // MEMRA_CUDA_HC_MIX_FUSED=0 (A/B timing): the rms scaling by hc_mix_finish here, not inside hc_pre.
-  static const bool fused = switch_on("MEMRA_CUDA_HC_MIX_FUSED");
-  hp.mix_given = fast_ && on && hp.partial && hp.rows >= kFastHcMixRows;
-  hp.mix_unscaled = hp.mix_given && fused;
+  hp.mix_given = hp.mix_unscaled = fast_ && on && hp.partial && hp.rows >= kFastHcMixRows;
   if (!hp.mix_given) return;
   const int nD = hp.n * hp.D, M = (2 + hp.n) * hp.n;
   // partial [rows, M] = X [rows, nD] · fnᵀ: a linear with f32 weights, which cuda-fast runs on TF32.
   DevMatrix fn;
   fn.ptr = hp.fn, fn.type = WType::kF32, fn.rows = M, fn.cols = nD;
-  run_linear(matrix_args(fn, hp.X, nD, hp.rows, hp.partial, M), what);
-  if (!hp.mix_unscaled) launched(hc_mix_finish(hp.X, hp.rows, nD, hp.norm_eps, hp.partial, M, stream_), "hc_mix_finish");
+  run_linear(matrix_args(fn, hp.X, nD, hp.rows, hp.partial, M), what);  // hc_pre scales it by the rows' rms
 }
 
 // hc_comb for the hc_pre just launched, on kSideComb; join_comb() before comb's first reader.
