@@ -319,6 +319,23 @@ void test_norm_rope(Rng& rng, Report& rep) {
 // ---------------------------------------------------------------------------------------------
 // mHC
 
+// bf16 / f16 values (type t) widened exactly to f32 on the host: the values a kernel reading 16-bit
+// inputs computes on.
+std::vector<float> widen16(const std::vector<uint16_t>& v, WType t) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == WType::kBF16) {
+      const uint32_t b = static_cast<uint32_t>(v[i]) << 16;
+      std::memcpy(&out[i], &b, 4);
+    } else {
+      __half_raw h;
+      h.x = v[i];
+      out[i] = __half2float(__half(h));
+    }
+  }
+  return out;
+}
+
 // X·fnᵀ [T, M] in double, rounded once: cuda-fast's hc mix before its rms scaling, as a GEMM makes
 // it up to its own rounding (HcPreArgs::mix_given).
 std::vector<float> unscaled_mix(const std::vector<float>& X, const std::vector<float>& fn, int T, int M, int nD) {
@@ -644,19 +661,7 @@ void test_hc_post_rows(Rng& rng, Report& rep) {
         const int slot_rows = 2 * T * k;
         DevVec<uint16_t> deo16(static_cast<size_t>(slot_rows) * D);
         check(convert_rows(deo_slots.get(), D, slot_rows, D, deo16.get(), t, nullptr), "convert_rows (slots)");
-        const std::vector<uint16_t> e16 = deo16.download();
-        std::vector<float> wide(e16.size());
-        for (size_t i = 0; i < e16.size(); ++i) {
-          if (t == WType::kBF16) {
-            const uint32_t b = static_cast<uint32_t>(e16[i]) << 16;
-            std::memcpy(&wide[i], &b, 4);
-          } else {
-            __half_raw h;
-            h.x = e16[i];
-            wide[i] = __half2float(__half(h));
-          }
-        }
-        DevVec<float> dwide(wide), dXw(X), dXh(X);
+        DevVec<float> dwide(widen16(deo16.download(), t)), dXw(X), dXh(X);
         const cudaError_t err = hc_post_moe16(dXh.get(), deo16.get(), t, dew.get(), dshared.get(), k, dpost.get(), dcomb.get(), T, n, D,
                                               nullptr, dperm.get());
         if (!hc_post_moe16_ok(n, D)) {
@@ -2249,19 +2254,7 @@ void test_row_moves(Rng& rng, Report& rep) {
               got(static_cast<size_t>(n) + 1);
           check(convert_rows(dg.get(), n + 1, 1, static_cast<int>(n) + 1, g16.get(), t, nullptr), "convert_rows (gate)");
           check(convert_rows(du.get(), n + 1, 1, static_cast<int>(n) + 1, u16.get(), t, nullptr), "convert_rows (up)");
-          const std::vector<uint16_t> gb = g16.download(), ub = u16.download();
-          std::vector<float> gw(gb.size()), uw(ub.size());
-          for (size_t i = 0; i < gb.size(); ++i) {
-            if (t == WType::kBF16) {
-              const uint32_t bg = static_cast<uint32_t>(gb[i]) << 16, bu = static_cast<uint32_t>(ub[i]) << 16;
-              std::memcpy(&gw[i], &bg, 4), std::memcpy(&uw[i], &bu, 4);
-            } else {
-              __half_raw rg, ru;
-              rg.x = gb[i], ru.x = ub[i];
-              gw[i] = __half2float(__half(rg)), uw[i] = __half2float(__half(ru));
-            }
-          }
-          DevVec<float> dgw(gw), duw(uw);
+          DevVec<float> dgw(widen16(g16.download(), t)), duw(widen16(u16.download(), t));
           got.poison();
           check(swiglu_convert(dgw.get() + shift, duw.get() + shift, ref.get(), t, n, limit, nullptr), "swiglu_convert (widened)");
           check(swiglu16_convert(g16.get() + shift, u16.get() + shift, got.get(), t, n, limit, nullptr), "swiglu16_convert");
