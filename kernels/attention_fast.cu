@@ -73,10 +73,14 @@ size_t fast_smem(int max_keys, int d) {
 // moves (building the fragment from float2 / float4 loads cost ~2 moves an mma, run 141).
 __device__ __forceinline__ void load_a(uint32_t (&r)[4], const float* base, int ld, int lane) {
   const float* p = base + ((lane % 8) + 8 * ((lane / 8) % 2)) * ld + 4 * (lane / 16);
+#if defined(MEMRA_CUDA_EMU)
+  emu::ldmatrix_x4(r, p);
+#else
   const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
+#endif
 }
 
 __device__ __forceinline__ float comp(const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
@@ -98,7 +102,7 @@ template <int D>
 __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs a, int s_ld) {
   pdl_begin();
   constexpr int QS = q_stride(D);
-  extern __shared__ __align__(128) unsigned char smem[];
+  MEMRA_DYNAMIC_SMEM(unsigned char, smem, 128);
   float* S = reinterpret_cast<float*>(smem);  // [kHeads][s_ld]: logits, then p (TF32-rounded, 0 past the keys)
   float* Qs = S + kHeads * s_ld;              // [kHeads][QS]: TF32-rounded q (heads past H: 0)
   float* rowmax = Qs + kHeads * QS;           // [kWarps][kHeads]: pass 1's largest logit a warp and head row (−inf: none)

@@ -46,7 +46,7 @@ size_t fast_smem(int Hi, int di) {
 template <int MT>
 __global__ void __launch_bounds__(kBlock, 2) indexer_fast_kernel(IndexerArgs a, int ld) {
   pdl_begin();
-  extern __shared__ float4 smem4[];
+  MEMRA_DYNAMIC_SMEM(float4, smem4, 16);
   float* Qs = reinterpret_cast<float*>(smem4);  // [16·MT][ld]: TF32-rounded q (heads ≥ Hi: 0)
   float* ws = Qs + 16 * MT * ld;                // [16·MT]: wi · weight_scale (heads ≥ Hi: 0)
   const int row = blockIdx.x, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
