@@ -346,10 +346,10 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
       }
       for (Thread& t : r->threads) {
         if (t.done || (t.wait_gen && *t.wait_gen == t.wait_value)) continue;
-        if (t.spinning) ran_waiting = true;
         g_thread = &t;
         g_fiber = &t.f;
         memra_emu_switch(&g_scheduler_sp, t.sp);
+        if (t.spinning) ran_waiting = true;  // it waits on something outside its block: not a deadlock yet
       }
     }
     for (size_t i = 0; i < L.resident.size();) {
