@@ -5,6 +5,7 @@
 // is recorded into the graph and runs at each cudaGraphLaunch. Events read the host clock.
 // The device: compute capability 9.0, no thread-block clusters, MEMRA_EMU_DEVICES devices (1).
 #include <cuda_profiler_api.h>
+#include <sys/mman.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -52,7 +53,11 @@ thread_local cudaError_t g_last = cudaSuccess;
 thread_local int g_device = 0;
 CUstream_st g_default_stream;
 std::map<const void*, int> g_smem_optin;  // kernel → bytes allowed by cudaFuncSetAttribute
-std::map<void*, size_t> g_allocations;
+struct Mapping {
+  void* base;
+  size_t bytes;
+};
+std::map<void*, Mapping> g_allocations;  // pointer handed out → its mapping (guard pages included)
 
 int device_count() {
   const char* v = std::getenv("MEMRA_EMU_DEVICES");
@@ -78,13 +83,22 @@ cudaError_t issue(cudaStream_t s, std::function<void()> op) {
   return cudaSuccess;
 }
 
+// Each allocation ends where a guard page begins (and one more guard page precedes its mapping), so a
+// kernel that reads or writes 256 bytes or more past the end faults at once (simt.cpp names the
+// block and thread) instead of reading a neighbour's data as a GPU might without compute-sanitizer.
 void* allocate(size_t bytes) {
-  const size_t n = std::max<size_t>(256, (bytes + 255) / 256 * 256);
-  void* p = std::aligned_alloc(256, n);
-  if (!p) return nullptr;
-  std::memset(p, 0xff, n);
+  constexpr size_t kPage = 4096;
+  const size_t body = std::max<size_t>(256, (bytes + 255) / 256 * 256);  // cudaMalloc's 256-byte alignment
+  const size_t span = (body + kPage - 1) / kPage * kPage, total = span + 2 * kPage;
+  void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  auto* base = static_cast<unsigned char*>(m);
+  mprotect(base, kPage, PROT_NONE);
+  mprotect(base + kPage + span, kPage, PROT_NONE);
+  void* p = base + kPage + span - body;
+  std::memset(p, 0xff, body);
   std::lock_guard<std::mutex> lock(g_state);
-  g_allocations[p] = n;
+  g_allocations[p] = Mapping{m, total};
   return p;
 }
 
@@ -103,7 +117,7 @@ cudaError_t launch_kernel(const void* kernel, dim3 grid, dim3 block, size_t smem
   const int threads = static_cast<int>(block.x * block.y * block.z);
   int per_sm = 0;
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
-  GridShape shape{grid, block, smem, static_cast<size_t>(std::max(1, per_sm) * kSms)};
+  GridShape shape{grid, block, smem, static_cast<size_t>(std::max(1, per_sm) * kSms), kernel};
   auto run = [shape, body = std::move(body)]() {
     const cudaError_t e = run_grid(shape, body);
     if (e != cudaSuccess) g_last = e;
@@ -231,11 +245,15 @@ cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaMalloc(p, bytes)
 cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned) { return cudaMalloc(p, bytes); }
 cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
+  memra::emu::Mapping m{};
   {
     std::lock_guard<std::mutex> lock(memra::emu::g_state);
-    if (memra::emu::g_allocations.erase(p) == 0) return fail(cudaErrorInvalidValue);
+    auto it = memra::emu::g_allocations.find(p);
+    if (it == memra::emu::g_allocations.end()) return fail(cudaErrorInvalidValue);
+    m = it->second;
+    memra::emu::g_allocations.erase(it);
   }
-  std::free(p);
+  munmap(m.base, m.bytes);
   return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }

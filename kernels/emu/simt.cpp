@@ -6,7 +6,10 @@
 // (0xff bytes: NaN floats, -1 integers), as a GPU's starts with whatever the last block left.
 #include "emu/simt.h"
 
+#include <dlfcn.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -101,6 +104,7 @@ struct Resident {
 
 struct Launch {
   const std::function<void()>* body = nullptr;
+  const void* kernel = nullptr;
   std::vector<std::unique_ptr<Resident>> resident;
   Resident* loaded = nullptr;  // whose static shared memory the section holds
   bool progress = false;
@@ -131,6 +135,53 @@ unsigned char* take_stack() {
   }
   mprotect(p, 4096, PROT_NONE);  // an overflow faults instead of writing the next stack
   return static_cast<unsigned char*>(p) + 4096;
+}
+
+// A fault inside a kernel (a guard page past an allocation, a fiber's stack overflow): one line
+// naming the kernel, block and thread, then the default action (the core dump / abort as before).
+void on_fault(int sig, siginfo_t* info, void*) {
+  char line[768], name[256] = "(none running)";
+  Dl_info where{};
+  if (g_launch && g_launch->kernel && dladdr(g_launch->kernel, &where)) {
+    if (where.dli_sname)
+      std::snprintf(name, sizeof name, "%s", where.dli_sname);
+    else  // kernels in anonymous namespaces have no dynamic symbol: addr2line -Cfe LIB OFFSET names it
+      std::snprintf(name, sizeof name, "at %s+%#lx", where.dli_fname,
+                    static_cast<unsigned long>(static_cast<const char*>(g_launch->kernel) -
+                                               static_cast<const char*>(where.dli_fbase)));
+  }
+  int n = 0;
+  if (g_fiber)
+    n = std::snprintf(line, sizeof line,
+                      "memra-emu: error: %s at address %p in kernel %s, block (%u,%u,%u) thread (%u,%u,%u): "
+                      "outside every allocation (memra-emu puts a guard page after each)\n",
+                      sig == SIGSEGV ? "SIGSEGV" : "SIGBUS", info->si_addr, name, g_fiber->block->index.x,
+                      g_fiber->block->index.y, g_fiber->block->index.z, g_fiber->thread.x, g_fiber->thread.y,
+                      g_fiber->thread.z);
+  else
+    n = std::snprintf(line, sizeof line, "memra-emu: error: %s at address %p outside a kernel\n",
+                      sig == SIGSEGV ? "SIGSEGV" : "SIGBUS", info->si_addr);
+  if (n > 0) (void)!write(2, line, static_cast<size_t>(std::min<int>(n, sizeof line - 1)));
+  signal(sig, SIG_DFL);  // returning re-runs the access, which now ends the process
+}
+
+void install_fault_handler() {
+  thread_local std::vector<unsigned char> alt;  // the handler's own stack: a fiber's may be what overflowed
+  if (alt.empty()) {
+    alt.resize(64 * 1024);
+    stack_t ss{};
+    ss.ss_sp = alt.data();
+    ss.ss_size = alt.size();
+    sigaltstack(&ss, nullptr);
+  }
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa{};
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, nullptr);
+    sigaction(SIGBUS, &sa, nullptr);
+  });
 }
 
 void yield_to_scheduler() { memra_emu_switch(&g_thread->sp, g_scheduler_sp); }
@@ -325,8 +376,10 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
   if (threads == 0 || threads > 1024 || block.z > 64 || grid.y > 65535 || grid.z > 65535 || blocks == 0)
     return cudaErrorInvalidConfiguration;
   std::lock_guard<std::mutex> lock(g_mutex);
+  install_fault_handler();
   Launch L;
   L.body = &body;
+  L.kernel = shape.kernel;
   g_launch = &L;
   unsigned next = 0;
   int stalls = 0;
