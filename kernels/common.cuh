@@ -58,6 +58,7 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
 #if defined(MEMRA_CUDA_EMU)
   if (valid) std::memcpy(smem, gmem, 16);  // complete at once: a later wait has nothing left to wait for
   else std::memset(smem, 0, 16);
+  emu::shadow_write(smem, 16);
 #else
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0) : "memory");

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <vector>
 
+#include "emu/racecheck.h"
 #include "emu/runtime.h"
 
 #if !defined(__x86_64__)
@@ -249,6 +250,9 @@ std::unique_ptr<Resident> admit(dim3 grid, dim3 block, size_t smem, unsigned ind
   r->b.dim = block;
   r->b.grid = grid;
   r->b.owner = r.get();
+  r->b.dynamic_bytes = smem;
+  r->b.barrier_gen = &r->gen;
+  r->b.shadow = nullptr;
   r->dynamic.assign(smem + 128, kPoison);
   r->b.dynamic_smem = r->dynamic.data() + (128 - reinterpret_cast<uintptr_t>(r->dynamic.data()) % 128) % 128;
   r->statics.assign(statics_bytes(), kPoison);
@@ -337,6 +341,7 @@ void trap() {
 unsigned char* dynamic_smem() { return g_fiber->block->dynamic_smem; }
 
 void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  shadow_read(row, 16);  // this lane's row, read for the warp (racecheck)
   const unsigned char* slots = warp_gather(0xffffffffu, &row, sizeof row);
   const int lane = g_fiber->linear % 32;
   for (int i = 0; i < 4; ++i) {
@@ -377,6 +382,7 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
     return cudaErrorInvalidConfiguration;
   std::lock_guard<std::mutex> lock(g_mutex);
   install_fault_handler();
+  racecheck_begin(shape.kernel);
   Launch L;
   L.body = &body;
   L.kernel = shape.kernel;
@@ -409,6 +415,7 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
       Resident& r = *L.resident[i];
       if (r.live == 0) {
         for (Thread& t : r.threads) stack_pool().push_back(t.stack);
+        racecheck_block_done(r.b);
         if (L.loaded == &r) L.loaded = nullptr;
         L.resident.erase(L.resident.begin() + static_cast<long>(i));
         L.progress = true;
@@ -431,6 +438,11 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
   }
   g_launch = nullptr;
   g_fiber = nullptr;
+  if (const long hazards = racecheck_end(); hazards > 0) {
+    std::fprintf(stderr, "memra-emu: error: %ld shared-memory hazard(s) in one launch (racecheck; MEMRA_EMU_RACECHECK=0 "
+                 "turns it off)\n", hazards);
+    return cudaErrorLaunchFailure;
+  }
   return cudaSuccess;
 }
 

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "emu/racecheck.h"
+
 #ifndef MEMRA_CUDA_EMU
 #error "kernels/emu/simt.h is the emulated build's force-included header (MEMRA_CUDA_EMU)"
 #endif
@@ -42,7 +44,10 @@ struct Block {
   uint3 index;  // blockIdx
   dim3 dim, grid;
   unsigned char* dynamic_smem;
-  void* owner;  // the scheduler's record of this block
+  size_t dynamic_bytes;
+  const unsigned* barrier_gen;  // completed __syncthreads so far (racecheck's epochs)
+  void* owner;                  // the scheduler's record of this block
+  void* shadow;                 // racecheck.cpp's record of this block's shared memory
 };
 
 // The running fiber. Not thread_local: launches run one at a time (a mutex), all of a launch's
@@ -56,8 +61,8 @@ int sync_block_or(int pred);
 // `mask`, and returns the 32 slots (kSlotBytes apart). A slot stays readable until the lane's
 // second collective after this one.
 const unsigned char* warp_gather(unsigned mask, const void* mine, int bytes);
-void spin_yield();
-unsigned char* dynamic_smem();  // a thread waiting on another block (__nanosleep): run the others
+void spin_yield();  // a thread waiting on another block (__nanosleep): run the others
+unsigned char* dynamic_smem();
 long long clock_ticks();
 unsigned long long global_ns();
 [[noreturn]] void trap();
@@ -187,15 +192,16 @@ T __ldcg(const T* p) {
 }
 inline size_t __cvta_generic_to_shared(const void* p) { return reinterpret_cast<size_t>(p); }
 
-// Atomics: fibers switch only at barriers and collectives, so a read-modify-write is atomic here.
+// Atomics: fibers switch only at barriers and collectives, so a read-modify-write is atomic here;
+// not instrumented, so racecheck does not take two warps' atomics on one word for a race.
 template <typename T>
-T atomicAdd(T* p, T v) {
+__attribute__((no_sanitize("thread"))) T atomicAdd(T* p, T v) {
   const T old = *p;
   *p = old + v;
   return old;
 }
 template <typename T>
-T atomicMin(T* p, T v) {
+__attribute__((no_sanitize("thread"))) T atomicMin(T* p, T v) {
   const T old = *p;
   if (v < old) *p = v;
   return old;
