@@ -108,6 +108,11 @@ cudaError_t launch_kernel(const void* kernel, dim3 grid, dim3 block, size_t smem
                           const cudaLaunchAttribute* extra, int n_extra, std::function<void()> body) {
   for (int i = 0; i < n_extra; ++i)
     if (extra[i].id == cudaLaunchAttributeClusterDimension) return fail(cudaErrorNotSupported);  // no clusters here
+  // The shape is checked at the launch, as the runtime does (also while capturing).
+  const unsigned long long threads_ = 1ull * block.x * block.y * block.z;
+  if (threads_ == 0 || threads_ > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
+      grid.z > 65535)
+    return fail(cudaErrorInvalidConfiguration);
   size_t allowed = kSmemDefault;
   {
     std::lock_guard<std::mutex> lock(g_state);

@@ -72,6 +72,10 @@ constexpr unsigned char kPoison = 0xff;
 
 // Waiting: a fiber parked until *gen differs from the value it saw (a barrier or collective), or
 // spinning (always runnable, but runs only when nothing else can progress).
+struct Copy {  // one cp.async: its 16 bytes read at issue, written at the wait that completes its group
+  unsigned char* dst;
+  unsigned char data[16];
+};
 struct Thread {
   Fiber f;
   void* sp = nullptr;
@@ -79,11 +83,15 @@ struct Thread {
   bool done = false, spinning = false;
   const unsigned* wait_gen = nullptr;
   unsigned wait_value = 0;
+  long long ticks = 0;  // clock64(): this thread's own count
+  std::vector<Copy> open_group;
+  std::vector<std::vector<Copy>> groups;  // committed, oldest first
 };
 
 struct Collective {  // one mask's warp collectives; slots double-buffered by generation parity
   unsigned mask = 0, gen = 0;
   int arrived = 0;
+  unsigned arrived_lanes[2] = {0, 0};  // who took part in each parity's generation (ballot, match)
   unsigned char slots[2][32 * kSlotBytes];
 };
 
@@ -93,11 +101,19 @@ struct Warp {
   Collective* last = nullptr;  // the mask used last (almost always the full warp)
 };
 
+// A block's dynamic shared memory ends at a guard page, so a kernel whose size formula falls
+// short faults here as it would on a GPU (which faults past the launch's dynamic size too).
+struct Guarded {
+  unsigned char* map = nullptr;
+  size_t map_bytes = 0, cap = 0;  // cap: the bytes before the guard page
+};
+
 struct Resident {
   Block b;
   std::vector<Thread> threads;
   std::vector<Warp> warps;
-  std::vector<unsigned char> dynamic, statics;
+  Guarded dynamic;
+  std::vector<unsigned char> statics;
   int live = 0, arrived = 0;
   unsigned gen = 0;
   int or_acc[2] = {0, 0}, or_res[2] = {0, 0};
@@ -117,6 +133,28 @@ void* g_scheduler_sp = nullptr;
 Thread* g_thread = nullptr;
 
 size_t statics_bytes() { return static_cast<size_t>(__stop_memra_emu_smem - __start_memra_emu_smem); }
+
+std::vector<Guarded>& smem_pool() {
+  static std::vector<Guarded> pool;
+  return pool;
+}
+Guarded take_smem(size_t bytes) {
+  auto& pool = smem_pool();
+  for (size_t i = 0; i < pool.size(); ++i)
+    if (pool[i].cap >= bytes) {
+      Guarded g = pool[i];
+      pool.erase(pool.begin() + static_cast<long>(i));
+      return g;
+    }
+  const size_t cap = (bytes + 4095) / 4096 * 4096;
+  void* p = mmap(nullptr, cap + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "memra-emu: error: cannot map a block's shared memory\n");
+    std::abort();
+  }
+  mprotect(static_cast<unsigned char*>(p) + cap, 4096, PROT_NONE);
+  return Guarded{static_cast<unsigned char*>(p), cap + 4096, cap};
+}
 
 std::vector<unsigned char*>& stack_pool() {
   static std::vector<unsigned char*> pool;
@@ -199,6 +237,7 @@ Resident& my_block() { return *static_cast<Resident*>(g_fiber->block->owner); }
 // A collective of `mask` is complete when every live lane of the mask has arrived.
 void complete_if_ready(Collective& c, unsigned live) {
   if (c.arrived > 0 && c.arrived >= __builtin_popcount(c.mask & live)) {
+    c.arrived_lanes[(c.gen & 1) ^ 1] = 0;
     c.arrived = 0;
     ++c.gen;
     g_launch->progress = true;
@@ -215,9 +254,18 @@ void complete_barrier_if_ready(Resident& r) {
   }
 }
 
+void land(std::vector<Copy>& group) {
+  for (Copy& c : group) {
+    std::memcpy(c.dst, c.data, 16);
+    shadow_write(c.dst, 16);
+  }
+}
+
 [[noreturn]] void fiber_main() {
   (*g_launch->body)();
   Thread& t = *g_thread;
+  for (auto& g : t.groups) land(g);  // copies never waited for still land, as on the device
+  land(t.open_group);
   Resident& r = my_block();
   t.done = true;
   --r.live;
@@ -253,8 +301,10 @@ std::unique_ptr<Resident> admit(dim3 grid, dim3 block, size_t smem, unsigned ind
   r->b.dynamic_bytes = smem;
   r->b.barrier_gen = &r->gen;
   r->b.shadow = nullptr;
-  r->dynamic.assign(smem + 128, kPoison);
-  r->b.dynamic_smem = r->dynamic.data() + (128 - reinterpret_cast<uintptr_t>(r->dynamic.data()) % 128) % 128;
+  const size_t body = (smem + 127) / 128 * 128;  // 128-byte aligned, ending at the guard page
+  r->dynamic = take_smem(body);
+  r->b.dynamic_smem = r->dynamic.map + r->dynamic.cap - body;
+  std::memset(r->b.dynamic_smem, kPoison, body);
   r->statics.assign(statics_bytes(), kPoison);
   const int n = static_cast<int>(block.x * block.y * block.z);
   r->threads.resize(n);
@@ -294,9 +344,14 @@ int sync_block_or(int pred) {
   return r.or_res[p];
 }
 
-const unsigned char* warp_gather(unsigned mask, const void* mine, int bytes) {
+const unsigned char* warp_gather(unsigned mask, const void* mine, int bytes, unsigned* arrived) {
   Resident& r = my_block();
   const int lane = g_fiber->linear % 32;
+  if (!((mask >> lane) & 1u)) {
+    std::fprintf(stderr, "memra-emu: error: a warp collective's mask %#x leaves out the calling lane %d (undefined in CUDA)\n",
+                 mask, lane);
+    trap();
+  }
   Warp& w = r.warps[g_fiber->linear / 32];
   Collective* c = w.last && w.last->mask == mask ? w.last : nullptr;
   for (size_t i = 0; !c && i < w.groups.size(); ++i)
@@ -310,9 +365,11 @@ const unsigned char* warp_gather(unsigned mask, const void* mine, int bytes) {
   const unsigned seen = c->gen;
   unsigned char* slots = c->slots[seen & 1];
   if (bytes > 0) std::memcpy(slots + lane * kSlotBytes, mine, bytes);
+  c->arrived_lanes[seen & 1] |= 1u << lane;
   ++c->arrived;
   complete_if_ready(*c, w.live);
   park(&c->gen, seen);
+  if (arrived) *arrived = c->arrived_lanes[seen & 1];
   return slots;
 }
 
@@ -323,8 +380,28 @@ void spin_yield() {
 }
 
 long long clock_ticks() {
-  static thread_local long long ticks = 0;
-  return ticks += 1ll << 17;  // a spin loop's 2^33-tick watchdog fires after 65536 of its turns
+  return g_thread->ticks += 1ll << 17;  // a spin loop's 2^33-tick watchdog fires after 65536 of its turns
+}
+
+void cp_async16(void* dst, const void* src, bool valid) {
+  Copy c;
+  c.dst = static_cast<unsigned char*>(dst);
+  if (valid) std::memcpy(c.data, src, 16);
+  else std::memset(c.data, 0, 16);
+  std::memset(dst, kPoison, 16);  // in flight: a read before its wait sees the poison, not the data
+  shadow_write(dst, 16);          // and for racecheck, written from now on
+  g_thread->open_group.push_back(c);
+}
+void cp_async_commit() {
+  g_thread->groups.push_back(std::move(g_thread->open_group));
+  g_thread->open_group.clear();
+}
+void cp_async_wait(int pending) {
+  auto& groups = g_thread->groups;
+  while (static_cast<int>(groups.size()) > pending) {
+    land(groups.front());
+    groups.erase(groups.begin());
+  }
 }
 
 unsigned long long global_ns() {
@@ -341,14 +418,20 @@ void trap() {
 unsigned char* dynamic_smem() { return g_fiber->block->dynamic_smem; }
 
 void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
-  shadow_read(row, 16);  // this lane's row, read for the warp (racecheck)
-  const unsigned char* slots = warp_gather(0xffffffffu, &row, sizeof row);
-  const int lane = g_fiber->linear % 32;
-  for (int i = 0; i < 4; ++i) {
-    const void* p;
-    std::memcpy(&p, slots + (8 * i + lane / 4) * kSlotBytes, sizeof p);
-    std::memcpy(&r[i], static_cast<const unsigned char*>(p) + 4 * (lane % 4), 4);
+  const auto* p = static_cast<const unsigned char*>(row);
+  const Block& b = *g_fiber->block;
+  const bool shared = (p >= b.dynamic_smem && p + 16 <= b.dynamic_smem + b.dynamic_bytes) ||
+                      (p >= __start_memra_emu_smem && p + 16 <= __stop_memra_emu_smem);
+  if (!shared || reinterpret_cast<uintptr_t>(p) % 16 != 0) {
+    std::fprintf(stderr, "memra-emu: error: ldmatrix row address %p is %s\n", row,
+                 shared ? "not 16-byte aligned" : "outside the block's shared memory");
+    trap();
   }
+  // Each lane's 16 bytes are read when it arrives (the warp reads before any lane goes on).
+  shadow_read(row, 16);
+  const unsigned char* slots = warp_gather(0xffffffffu, row, 16);
+  const int lane = g_fiber->linear % 32;
+  for (int i = 0; i < 4; ++i) std::memcpy(&r[i], slots + (8 * i + lane / 4) * kSlotBytes + 4 * (lane % 4), 4);
 }
 
 void mma_m16n8k8_tf32(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
@@ -398,11 +481,7 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
     bool ran_waiting = false;
     for (auto& rp : L.resident) {
       Resident* r = rp.get();
-      if (L.resident.size() > 1) load_statics(L, r);
-      else if (L.loaded != r) {
-        std::memset(__start_memra_emu_smem, kPoison, statics_bytes());
-        L.loaded = r;
-      }
+      load_statics(L, r);  // a block's own static __shared__ values, or poison for a new one
       for (Thread& t : r->threads) {
         if (t.done || (t.wait_gen && *t.wait_gen == t.wait_value)) continue;
         g_thread = &t;
@@ -415,6 +494,7 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
       Resident& r = *L.resident[i];
       if (r.live == 0) {
         for (Thread& t : r.threads) stack_pool().push_back(t.stack);
+        smem_pool().push_back(r.dynamic);
         racecheck_block_done(r.b);
         if (L.loaded == &r) L.loaded = nullptr;
         L.resident.erase(L.resident.begin() + static_cast<long>(i));
