@@ -145,8 +145,13 @@ MEMRA_TSAN_HOOKS(4)
 MEMRA_TSAN_HOOKS(8)
 MEMRA_TSAN_HOOKS(16)
 #undef MEMRA_TSAN_HOOKS
-// A function-local static's guard (host code in the kernel files): a plain acquire load.
-char __tsan_atomic8_load(const volatile char* a, int) { return __atomic_load_n(a, __ATOMIC_ACQUIRE); }
+// Host code in instrumented files (a function-local static's guard, a shared_ptr's count): the
+// atomic operations themselves, sequentially consistent.
+char __tsan_atomic8_load(const volatile char* a, int) { return __atomic_load_n(a, __ATOMIC_SEQ_CST); }
+int __tsan_atomic32_load(const volatile int* a, int) { return __atomic_load_n(a, __ATOMIC_SEQ_CST); }
+void __tsan_atomic32_store(volatile int* a, int v, int) { __atomic_store_n(a, v, __ATOMIC_SEQ_CST); }
+int __tsan_atomic32_fetch_add(volatile int* a, int v, int) { return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }
+int __tsan_atomic32_fetch_sub(volatile int* a, int v, int) { return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); }
 void __tsan_read_range(void* p, unsigned long n) { memra::emu::shadow_read(p, n); }
 void __tsan_write_range(void* p, unsigned long n) { memra::emu::shadow_write(p, n); }
 }
