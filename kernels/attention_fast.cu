@@ -35,6 +35,7 @@
 // With q_raw the query heads' norm_rope happens in the staging (above: its bits, one pass over q less).
 //
 //   grid (rows, ceil(H / 32))   block 256   dynamic smem (fast_smem): S, Q, the softmax's row tables, the key table
+#include "ab_switch.h"
 #include "attention_keys.cuh"
 #include "common.cuh"
 #include "device_caps.h"
@@ -94,8 +95,11 @@ struct Pass2Split {
   static_assert(kActive <= kWarps, "pass 2 needs more warps than the block has");
 };
 
-template <int D>
-__global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs a, int s_ld) {
+// kMinBlocks 2: two blocks an SM where their shared memory fits (a few hundred keys: HCA at 2k), so
+// one block's staging, barriers and softmax overlap the other's passes; the same arithmetic in the
+// same order (only the key rings are shallower, to fit 128 registers), so the same bits.
+template <int D, int kMinBlocks>
+__global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(AttentionArgs a, int s_ld) {
   pdl_begin();
   constexpr int QS = q_stride(D);
   extern __shared__ __align__(128) unsigned char smem[];
@@ -176,7 +180,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   // Pass 1: a lane's float4 of dims 16u + 4t … + 3 of key g of each n-tile gives its b-slots of k-steps
   // 2u and 2u + 1 (Q's columns above); the keys' loads a ring of four 16-dim groups, three ahead.
   {
-    constexpr int G = D / 16, kRing = 4;
+    constexpr int G = D / 16, kRing = kMinBlocks == 1 ? 4 : 2;  // a divisor of G
     float rmax[2][2];  // rows g, g + 8 of each m-tile, over this lane's keys below n_keys
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) rmax[mt][0] = rmax[mt][1] = -INFINITY;
@@ -259,7 +263,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   const int boff = dim0 + 4 * (g / 2) + 16 * (g % 2);
   // The keys' loads a ring of kRing k-steps, kRing − 1 ahead of the tensor cores; the first ones
   // asked for before the softmax, which hides their round trip.
-  constexpr int kRing = 6;
+  constexpr int kRing = kMinBlocks == 1 ? 6 : (D >= 512 ? 2 : 3);
   float4 kb[kRing][SW][2];
   auto fetch = [&](float4 (&dst)[SW][2], int j) {
     const float* k_lo = keys[8 * j + t];
@@ -387,8 +391,9 @@ bool attention_fast_ok(const AttentionArgs& a) {
   return fast_smem(a.max_keys, a.d) + 1024 <= static_cast<size_t>(caps.smem_optin);
 }
 
-cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream) {
+cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream, int form) {
   if (a.rows == 0) return cudaSuccess;
+  if (form < 0 || form > 2) return cudaErrorInvalidValue;
   if (!attention_fast_ok(a)) return attention(a, stream);  // (which refuses o16 and q_raw: no silent fallback)
   if (a.q_raw && (a.half > 0 && !a.inv_freq)) return cudaErrorInvalidValue;
   if (a.o16 && (!(a.o16_type == WType::kBF16 || a.o16_type == WType::kF16) || (2 * a.half) % 4 != 0 ||
@@ -401,16 +406,28 @@ cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   const int s_ld = s_stride(a.max_keys);
   const size_t smem = fast_smem(a.max_keys, a.d);
-  auto launch_d = [&](auto kernel) {
-    cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+  const dim3 grid(a.rows, (a.H + kHeads - 1) / kHeads);
+  // MEMRA_CUDA_ATTN_TWO_BLOCKS=0 (A/B timing; the same bits): one block an SM always.
+  static const bool two_on = switch_on("MEMRA_CUDA_ATTN_TWO_BLOCKS");
+  auto launch_d = [&](auto one, auto two) {
+    if (form == 2 || (form == 0 && two_on)) {
+      const void* k2 = reinterpret_cast<const void*>(two);
+      int per_sm = 0;
+      cudaError_t e = allow_dynamic_smem(k2, smem);
+      if (e == cudaSuccess) e = resident_blocks(k2, kBlock, smem, per_sm);
+      if (e != cudaSuccess) return e;
+      if (per_sm >= 2) return launch(two, grid, kBlock, smem, stream, a, s_ld);
+      if (form == 2) return cudaErrorNotSupported;  // (the tests' form: its shared memory does not fit twice)
+    }
+    cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(one), smem);
     if (e != cudaSuccess) return e;
-    return launch(kernel, dim3(a.rows, (a.H + kHeads - 1) / kHeads), kBlock, smem, stream, a, s_ld);
+    return launch(one, grid, kBlock, smem, stream, a, s_ld);
   };
   switch (a.d) {
-    case 64: return launch_d(attention_fast_kernel<64>);
-    case 128: return launch_d(attention_fast_kernel<128>);
-    case 256: return launch_d(attention_fast_kernel<256>);
-    default: return launch_d(attention_fast_kernel<512>);
+    case 64: return launch_d(attention_fast_kernel<64, 1>, attention_fast_kernel<64, 2>);
+    case 128: return launch_d(attention_fast_kernel<128, 1>, attention_fast_kernel<128, 2>);
+    case 256: return launch_d(attention_fast_kernel<256, 1>, attention_fast_kernel<256, 2>);
+    default: return launch_d(attention_fast_kernel<512, 1>, attention_fast_kernel<512, 2>);
   }
 }
 

@@ -24,6 +24,7 @@
 #include "launch.cuh"
 #include "mma_tf32.cuh"
 #include "ops.h"
+#include "rope.cuh"
 
 namespace memra::cuda {
 
@@ -35,6 +36,7 @@ constexpr int kWarpEntries = 16;                          // two 8-entry n-tiles
 constexpr int kChunkEntries = kWarps * kWarpEntries;      // 128 entries a block's chunk
 constexpr int kMaxChunkBlocks = 8;                        // blocks a row at most (each stages its query once)
 constexpr int kMaxMTiles = 4;                             // heads ≤ 64
+constexpr int kStage = 8;                                 // query float4s a thread stages at once
 
 // Q's row stride (floats) ≡ 16 mod 32: lanes g, g + 1 of an 8-lane float4 phase on disjoint banks.
 int q_ld(int di) { return di + (48 - di % 32) % 32; }
@@ -52,12 +54,32 @@ __global__ void __launch_bounds__(kBlock, 2) indexer_fast_kernel(IndexerArgs a, 
   const int row = blockIdx.x, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
   const int64_t visible = (static_cast<int64_t>(a.row_pos[row]) + 1) / a.m;
   if (static_cast<int64_t>(blockIdx.y) * kChunkEntries >= visible) return;  // the whole block, before any barrier
-  const int Hi = a.Hi, di = a.di, d4 = di / 4;
+  const int Hi = a.Hi, di = a.di, d4 = di / 4, total = 16 * MT * d4;
   const float4* q4 = reinterpret_cast<const float4*>(a.qi + static_cast<int64_t>(row) * Hi * di);
-  for (int i = threadIdx.x; i < 16 * MT * d4; i += kBlock) {
-    const int h = i / d4, c = i - h * d4;
-    const float4 v = h < Hi ? q4[static_cast<int64_t>(h) * d4 + c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    *reinterpret_cast<float4*>(Qs + h * ld + 4 * c) = make_float4(tf32f(v.x), tf32f(v.y), tf32f(v.z), tf32f(v.w));
+  const int rope4 = a.q_inv_freq ? (di - 2 * a.q_half) / 4 : d4;  // the first float4 of the RoPE dims
+  const int32_t pos = a.row_pos[row];
+  // kStage float4s a thread, all loads in flight before any store (a loop of load-then-store waited a
+  // round trip per float4: 8 at V4-Flash's 64 heads × 128 dims).
+  for (int i0 = threadIdx.x; i0 < total; i0 += kStage * kBlock) {
+    float4 v[kStage];
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int i = i0 + u * kBlock, h = i / d4;
+      v[u] = i < total && h < Hi ? q4[static_cast<int64_t>(h) * d4 + (i - h * d4)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int i = i0 + u * kBlock, h = i / d4, c = i - h * d4;
+      if (i >= total) break;
+      if (c >= rope4) {  // two RoPE pairs, rotated in f32 as rope_only does, then rounded
+        const int p = 2 * (c - rope4);
+        float pair0[2] = {v[u].x, v[u].y}, pair1[2] = {v[u].z, v[u].w};
+        rope_pair(pair0, a.q_inv_freq[p], pos, 1.0f);
+        rope_pair(pair1, a.q_inv_freq[p + 1], pos, 1.0f);
+        v[u] = make_float4(pair0[0], pair0[1], pair1[0], pair1[1]);
+      }
+      *reinterpret_cast<float4*>(Qs + h * ld + 4 * c) = make_float4(tf32f(v[u].x), tf32f(v[u].y), tf32f(v[u].z), tf32f(v[u].w));
+    }
   }
   for (int h = threadIdx.x; h < 16 * MT; h += kBlock) ws[h] = h < Hi ? a.wi[static_cast<int64_t>(row) * Hi + h] * a.weight_scale : 0.0f;
   __syncthreads();
@@ -148,7 +170,8 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 bool indexer_fast_ok(const IndexerArgs& a) {
   DeviceCaps caps;
   if (current_device_caps(caps) != cudaSuccess) return false;
-  return a.Hi >= 1 && a.Hi <= 16 * kMaxMTiles && a.di >= 16 && a.di % 16 == 0 && a.m >= 1 && aligned16(a.qi) &&
+  const bool rope_ok = !a.q_inv_freq || (a.q_half >= 1 && 2 * a.q_half <= a.di && (a.di - 2 * a.q_half) % 4 == 0);
+  return a.Hi >= 1 && a.Hi <= 16 * kMaxMTiles && a.di >= 16 && a.di % 16 == 0 && a.m >= 1 && aligned16(a.qi) && rope_ok &&
          fast_smem(a.Hi, a.di) <= static_cast<size_t>(caps.smem_optin);
 }
 

@@ -679,17 +679,6 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)", xh);
     if (ov) check(cudaStreamWaitEvent(stream_, qr_ready_, 0), "cudaStreamWaitEvent (q_lora ready)");
     linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)");
-    NormRopeArgs ra;
-    ra.x = qi_.get();
-    ra.row_stride = static_cast<int64_t>(Hi) * di;
-    ra.rows = R;
-    ra.segs = Hi;
-    ra.width = di;
-    ra.inv_freq = w.inv_freq;
-    ra.half = half;
-    ra.pos = d_row_pos_;
-    launched(rope_only(ra, stream_), "rope_only (indexer queries)");
-    if (ov) link(kSideIdxKv, kSideIndexer);  // the indexer's entries closed
     IndexerArgs ia;
     ia.seqs = d_seqs_;
     ia.row_seq = d_row_seq_;
@@ -708,7 +697,29 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     ia.max_visible = csa_bucket_;  // the grid; each row stops at its own (pos + 1)/m
     // MEMRA_CUDA_INDEXER_FAST=0 (A/B timing): cuda-fast's prefill scores the exact kernels' way.
     static const bool fast_indexer_on = switch_on("MEMRA_CUDA_INDEXER_FAST");
-    if (fast_ && fast_indexer_on && R >= kFastIndexerRows && indexer_fast_ok(ia))
+    const bool fast_indexer = fast_ && fast_indexer_on && R >= kFastIndexerRows && indexer_fast_ok(ia);
+    // The tensor-core scores rotate the queries while staging them (rope_only's bits, one pass over
+    // qi less). MEMRA_CUDA_INDEXER_ROPE=0 (A/B timing; the same bits): rope_only first.
+    static const bool fold_rope_on = switch_on("MEMRA_CUDA_INDEXER_ROPE");
+    if (fast_indexer && fold_rope_on) {
+      IndexerArgs folded = ia;
+      folded.q_inv_freq = w.inv_freq, folded.q_half = half;
+      if (indexer_fast_ok(folded)) ia = folded;
+    }
+    if (!ia.q_inv_freq) {
+      NormRopeArgs ra;
+      ra.x = qi_.get();
+      ra.row_stride = static_cast<int64_t>(Hi) * di;
+      ra.rows = R;
+      ra.segs = Hi;
+      ra.width = di;
+      ra.inv_freq = w.inv_freq;
+      ra.half = half;
+      ra.pos = d_row_pos_;
+      launched(rope_only(ra, stream_), "rope_only (indexer queries)");
+    }
+    if (ov) link(kSideIdxKv, kSideIndexer);  // the indexer's entries closed
+    if (fast_indexer)
       launched(indexer_scores_fast(ia, stream_), "indexer_scores (tensor cores)");
     else
       launched(indexer_scores(ia, stream_), "indexer_scores");

@@ -1750,7 +1750,28 @@ void test_indexer_fast(Rng& rng, Report& rep) {
         bound.push_back(err + gamma_n(Hi + 8) * mag + kU * std::fabs(ref) + 1e-30);
       }
     }
+    // The queries rotated in the staging (q_inv_freq: rope_only's bits) == rope_only then the kernel,
+    // by bits; the exact kernels refuse unrotated queries.
+    const int half = di / 4;
+    std::vector<float> inv(half);
+    for (int i = 0; i < half; ++i) inv[i] = static_cast<float>(std::pow(10000.0, -2.0 * i / (2.0 * half)));
+    DevVec<float> dinv(inv), droped(c->qi), sfold(static_cast<size_t>(T) * c->max_visible), sref(static_cast<size_t>(T) * c->max_visible);
+    NormRopeArgs ra;
+    ra.x = droped.get(), ra.row_stride = static_cast<int64_t>(Hi) * di, ra.rows = T, ra.segs = Hi, ra.width = di;
+    ra.inv_freq = dinv.get(), ra.half = half, ra.pos = c->dpos->get();
+    check(rope_only(ra, nullptr), "rope_only (indexer queries)");
+    IndexerArgs fa = a, ra_args = a;
+    fa.q_inv_freq = dinv.get(), fa.q_half = half, fa.scores = sfold.get();
+    ra_args.qi = droped.get(), ra_args.scores = sref.get();
+    sfold.poison(), sref.poison();
+    check(indexer_scores_fast(fa, nullptr), "indexer_scores_fast (rotating)");
+    check(indexer_scores_fast(ra_args, nullptr), "indexer_scores_fast (roped)");
+    const bool folded = indexer_fast_ok(fa) && bits_equal(sfold.download(), sref.download()) &&
+                        indexer_scores(fa, nullptr) == cudaErrorInvalidValue;
     const Diff d = compare(got, want, &bound);
+    rep.add("indexer scores cuda-fast, queries rotated in its staging == rope_only first (bits), Hi " + std::to_string(Hi) + " di " +
+                std::to_string(di),
+            folded, folded ? "bit-equal; the exact kernels refuse unrotated queries" : "DIFFER (or not refused)");
     rep.add("indexer scores cuda-fast (tensor cores) vs double, Hi " + std::to_string(Hi) + " di " + std::to_string(di) +
                 ", 2 sequences, up to " + std::to_string(c->max_visible) + " entries",
             ok && d.unwritten == 0 && d.nonfinite == 0 && d.worst_ratio <= 1.0 && past_limit_written == 0 && !got.empty(),
@@ -2014,6 +2035,43 @@ void check_attention_q_raw(Report& rep, const AttentionCase& c, size_t n, const 
           std::to_string(differ) + " of " + std::to_string(got.size()) + " differ");
 }
 
+// cuda-fast's attention in its two launch forms (one block an SM; two, with shallower key rings to fit
+// 128 registers: the same arithmetic in the same order) by bits, into poisoned buffers of n outputs:
+// f32 outputs from normed q, and bf16 outputs from raw q (the staging's norm_rope, the output's RoPE
+// table). The case must be small enough for two blocks' shared memory.
+void check_attention_fast_forms(Report& rep, const AttentionCase& c, size_t n, const std::string& tag) {
+  for (bool raw16 : {false, true}) {
+    std::vector<uint16_t> got16[2];
+    std::vector<float> got[2];
+    cudaError_t err[2] = {};
+    for (int form : {1, 2}) {
+      AttentionArgs a = c.a;
+      DevVec<float> o(raw16 ? 1 : n);
+      DevVec<uint16_t> o16(raw16 ? n : 1);
+      o.poison(), o16.poison();
+      a.q_raw = raw16, a.q_eps = 1e-6f;
+      a.o = raw16 ? nullptr : o.get();
+      a.o16 = raw16 ? o16.get() : nullptr;
+      a.o16_type = WType::kBF16;
+      err[form - 1] = attention_fast(a, nullptr, form);
+      check(cudaDeviceSynchronize(), "attention_fast (forms)");
+      if (raw16)
+        got16[form - 1] = o16.download();
+      else
+        got[form - 1] = o.download();
+    }
+    int64_t differ = 0;
+    for (size_t i = 0; i < n; ++i)
+      differ += raw16 ? got16[0][i] != got16[1][i] : std::memcmp(&got[0][i], &got[1][i], 4) != 0;
+    const bool ran = err[0] == cudaSuccess && err[1] == cudaSuccess;
+    rep.add(std::string("attention cuda-fast two blocks an SM == one block an SM (bits, ") +
+                (raw16 ? "raw q, bf16 outputs) " : "f32 outputs) ") + tag,
+            ran && differ == 0,
+            ran ? std::to_string(differ) + " of " + std::to_string(n) + " differ"
+                : std::string("not run: ") + cudaGetErrorString(err[0] != cudaSuccess ? err[0] : err[1]));
+  }
+}
+
 // cuda-fast's attention on the case's keys against `exact` (the exact kernel's bits on all rows),
 // within the band derived above: the keys each row attends to (key_table's rule) and the exact
 // softmax in double. One report line; `tag` names the case.
@@ -2093,6 +2151,7 @@ void test_attention_fast(Rng& rng, Report& rep, bool quick) {
                               std::to_string(H) + " 70 rows";
       report_other_launches(rep, few, tag);
       check_attention_fast(rep, *c, exact, tag);
+      check_attention_fast_forms(rep, *c, exact.size(), tag);
     }
   }
 }
@@ -2121,6 +2180,14 @@ void test_attention_many_keys(Rng& rng, Report& rep) {
     const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=512 H=12 max_keys=" + std::to_string(a.max_keys) + " 64 rows";
     report_other_launches(rep, r, tag);
     check_attention_fast(rep, *c, exact, tag);
+    {  // 640+ keys: two blocks' shared memory does not fit an SM, so form 2 is refused, never launched short
+      AttentionArgs a2 = c->a;
+      DevVec<float> o(exact.size());
+      a2.o = o.get();
+      const cudaError_t e = attention_fast(a2, nullptr, 2);
+      rep.add("attention cuda-fast two blocks an SM refused where they do not fit " + tag, e == cudaErrorNotSupported,
+              cudaGetErrorString(e));
+    }
     rep.add("attention cluster kernel, key rows off 16 bytes (plain-load copies) == all-rows bits " + tag, misaligned,
             misaligned ? "bit-equal" : "DIFFER (or not taken)");
     rep.add("attention 64 rows all written, finite " + tag, nonfinite == 0, "nonfinite " + std::to_string(nonfinite));

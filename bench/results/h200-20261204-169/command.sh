@@ -1,0 +1,31 @@
+# Run 169: main's review mend (hc_pre's GEMM mix through run_linear, 79456d6) and two new kernel
+# forms, first time on a GPU: the fast indexer's staging with its loads in flight and the queries'
+# RoPE in it (indexer-staging), the tensor-core attention at two blocks an SM where that fits.
+# ops attention / mhc / moe; ops attention against a planted library (the staging's RoPE pairs
+# swapped; the two-block form's pass-1 ring reading four dims off: their lines must FAIL); the
+# backend test on tiny-bf16 and tiny-fp8; the chunk-semantics gates; an A/B of the prefill
+# (5 passes: new, MEMRA_CUDA_INDEXER_ROPE=0, MEMRA_CUDA_ATTN_TWO_BLOCKS=0; all three the same bits,
+# run 167's hash 46d1be0f4130 unless 79456d6's GEMM changed them); a timeline.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+source bench/device_preamble.sh
+{ $m --version | head -1; nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+  for g in attention mhc moe; do timeout 150 $t ops --only $g --seed 169 > /tmp/ops-$g.txt 2>&1; echo "ops $g rc=$?" >> /tmp/ops-$g.txt
+    grep -E "^FAIL|checks|rc=|two blocks|rotated in its staging|unscaled|GEMM" /tmp/ops-$g.txt | cut -c1-200 | sed "s/^/$g: /"; done; el
+  lib_arm planted && { LD_LIBRARY_PATH=/tmp/planted/bin timeout 150 $t ops --only attention --seed 169 > /tmp/pl-attention.txt 2>&1
+    echo "planted attention rc=$?"; grep -E "^FAIL|checks" /tmp/pl-attention.txt | cut -c1-200 | sed "s/^/planted: /"; }; el
+  for model in tiny-bf16 tiny-fp8; do timeout 120 $t backend models/$model > /tmp/backend-$model.txt 2>&1
+    echo "backend $model rc=$? $(grep -E 'checks' /tmp/backend-$model.txt | tail -1)"; grep -E "^FAIL" /tmp/backend-$model.txt | head -5; done; el
+  for model in tiny-bf16 tiny-fp8; do for p in 66 160; do
+    timeout 60 $m -q gate semantics models/$model --backend cuda --prompt-len $p > /tmp/sem.txt 2>&1; echo "semantics $model $p rc=$? $(tail -1 /tmp/sem.txt | cut -c1-150)"; done; done; el
+} > $OUT/tests.txt 2>&1; cat $OUT/tests.txt
+cp /tmp/ops-*.txt /tmp/pl-*.txt /tmp/backend-*.txt $OUT/ 2>/dev/null
+grep -q "ops attention rc=0" /tmp/ops-attention.txt && grep -q "ops mhc rc=0" /tmp/ops-mhc.txt || { echo "ops failed: no A/B"; exit 1; }
+ARMS=(new='' rope_apart='MEMRA_CUDA_INDEXER_ROPE=0' one_block='MEMRA_CUDA_ATTN_TWO_BLOCKS=0')
+BA="bench --json --contexts 2048 --batches 8 --verify 6 --steps 4 --snapshot-gib 0.05 --prefill 2048 --reps 5"
+bash bench/ab_arms.sh --passes 5 --timeout 90 $m /tmp/ab "$BA" "${ARMS[@]}" > $OUT/ab.txt 2>&1
+grep -v "^arm" $OUT/ab.txt | sed -n '/^prefill/,$p' | head -16; el
+mkdir -p /tmp/x; for arm in new one_block; do env $( [ $arm = one_block ] && echo MEMRA_CUDA_ATTN_TWO_BLOCKS=0 ) timeout 60 $m bench --timeline --json --contexts 2048 --batches 8 --verify 6 --prefill 2048 --reps 1 --steps 2 --snapshot-gib 0.05 > /tmp/x/timeline-$arm.json 2> /dev/null
+  python3 bench/timeline.py /tmp/x/timeline-$arm.json --top 60 > /tmp/x/timeline-$arm.txt 2>&1
+  echo "== $arm"; sed -n '/prefill/,/^$/p' /tmp/x/timeline-$arm.txt | grep -E "prefill|attention|indexer|rope" | head -12; done; el
+cp /tmp/x/timeline-*.txt $OUT/; cp -r /tmp/ab /tmp/x/; tar -cJf $OUT/extra.tar.xz -C /tmp/x .; el
