@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
   // Pass 1: a lane's float4 of dims 16u + 4t … + 3 of key g of each n-tile gives its b-slots of k-steps
   // 2u and 2u + 1 (Q's columns above); the keys' loads a ring of four 16-dim groups, three ahead.
   {
-    constexpr int G = D / 16, kRing = kMinBlocks == 1 ? 4 : 2;  // a divisor of G
+    constexpr int G = D / 16, kRing = kMinBlocks == 1 || MT == 1 ? 4 : 2;  // a divisor of G
     float rmax[MT][2];  // rows g, g + 8 of each m-tile, over this lane's keys below n_keys
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) rmax[mt][0] = rmax[mt][1] = -INFINITY;
