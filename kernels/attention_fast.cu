@@ -102,8 +102,11 @@ struct Pass2Split {
 // same order (only the key rings are shallower, to fit 128 registers), so the same bits. HB 16: one
 // m-tile of heads a block (half the shared memory: two blocks an SM at 640 keys, each key read by
 // twice the blocks); every head's sums in the same order, so the same bits as HB 32.
+// rows_down: block x takes row rows − 1 − x. A prefill's later rows attend to more keys (CSA: up to
+// 128 + 512 at 2k, against 1 for row 0) and blocks start in x order, so the heaviest go first and
+// the launch's last wave is its lightest (longest first: a shorter tail); the rows' bits are the same.
 template <int D, int kMinBlocks, int HB>
-__global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(AttentionArgs a, int s_ld) {
+__global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(AttentionArgs a, int s_ld, bool rows_down) {
   pdl_begin();
   constexpr int QS = q_stride(D), MT = HB / 16;
   static_assert(HB == 16 || HB == 32, "one or two m-tiles of heads");
@@ -115,7 +118,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
   const float** keys = reinterpret_cast<const float**>(inv_den + HB);  // [round_up(keys, 32)]
   __shared__ int s_ncmp;
 
-  const int row = blockIdx.x, h0 = blockIdx.y * HB;
+  const int row = rows_down ? a.rows - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x), h0 = blockIdx.y * HB;
   const int nh = min(HB, a.H - h0);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
   const int64_t pos = a.row_pos[row];
@@ -416,6 +419,8 @@ cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream, int form
   // blocks). MEMRA_CUDA_ATTN_TWO_BLOCKS=0 (A/B timing): one block an SM always. All the same bits.
   static const bool two_on = switch_on("MEMRA_CUDA_ATTN_TWO_BLOCKS");
   static const bool heads16_on = switch_count("MEMRA_CUDA_ATTN_HEADS16", 0) == 1;
+  // MEMRA_CUDA_ATTN_ROWS_DOWN=0 (A/B timing; the same bits): blocks in row order.
+  static const bool rows_down = switch_on("MEMRA_CUDA_ATTN_ROWS_DOWN");
   auto run = [&](auto kernel, int heads, bool need_two) -> cudaError_t {
     const void* k = reinterpret_cast<const void*>(kernel);
     const size_t smem = fast_smem(a.max_keys, a.d, heads);
@@ -426,7 +431,7 @@ cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream, int form
       if ((e = resident_blocks(k, kBlock, smem, per_sm)) != cudaSuccess) return e;
       if (per_sm < 2) return cudaErrorNotSupported;  // (not launched: the caller takes another form)
     }
-    return launch(kernel, dim3(a.rows, (a.H + heads - 1) / heads), kBlock, smem, stream, a, s_ld);
+    return launch(kernel, dim3(a.rows, (a.H + heads - 1) / heads), kBlock, smem, stream, a, s_ld, rows_down);
   };
   auto launch_d = [&](auto one, auto two, auto two16) -> cudaError_t {
     if (form == 1) return run(one, kHeads, false);
