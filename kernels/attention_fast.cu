@@ -102,11 +102,20 @@ struct Pass2Split {
 // same order (only the key rings are shallower, to fit 128 registers), so the same bits. HB 16: one
 // m-tile of heads a block (half the shared memory: two blocks an SM at 640 keys, each key read by
 // twice the blocks); every head's sums in the same order, so the same bits as HB 32.
-// rows_down: block x takes row rows − 1 − x. A prefill's later rows attend to more keys (CSA: up to
-// 128 + 512 at 2k, against 1 for row 0) and blocks start in x order, so the heaviest go first and
-// the launch's last wave is its lightest (longest first: a shorter tail); the rows' bits are the same.
+// flags: kRowsDown: block x takes row rows − 1 − x. A prefill's later rows attend to more keys (CSA:
+// up to 128 + 512 at 2k, against 1 for row 0) and blocks start in x order, so the heaviest go first
+// and the launch's last wave is its lightest (longest first: a shorter tail); the same bits.
+// kExp2: the softmax's exponentials as one ex2.approx of an FMA (below); other bits.
+constexpr unsigned kRowsDown = 1, kExp2 = 2;
+
+__device__ __forceinline__ float ex2_approx(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
 template <int D, int kMinBlocks, int HB>
-__global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(AttentionArgs a, int s_ld, bool rows_down) {
+__global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(AttentionArgs a, int s_ld, unsigned flags) {
   pdl_begin();
   constexpr int QS = q_stride(D), MT = HB / 16;
   static_assert(HB == 16 || HB == 32, "one or two m-tiles of heads");
@@ -118,7 +127,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
   const float** keys = reinterpret_cast<const float**>(inv_den + HB);  // [round_up(keys, 32)]
   __shared__ int s_ncmp;
 
-  const int row = rows_down ? a.rows - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x), h0 = blockIdx.y * HB;
+  const int row = flags & kRowsDown ? a.rows - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+  const int h0 = blockIdx.y * HB;
   const int nh = min(HB, a.H - h0);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
   const int64_t pos = a.row_pos[row];
@@ -292,7 +302,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
   // row maxima (max(l)·scale = max(l·scale): scale > 0 and rounding is monotone), p = exp(l·scale −
   // mx) stored TF32-rounded without the 1 / (exp(sink − mx) + Σ p), which pass 2 applies to its
   // outputs instead (two of the three passes over S gone: the softmax was 21% of the stall samples,
-  // run 143); keys past n_keys (to n_pad) get p = 0.
+  // run 143); keys past n_keys (to n_pad) get p = 0. With kExp2, p = 2^(l·(scale·log₂e) − mx·log₂e)
+  // by one FMA and one ex2.approx (relative error ≲ 2⁻²² plus the argument's rounding, |arg|·2⁻²³:
+  // far inside the TF32 rounding of p, 2⁻¹¹, that the band is built on) where expf took ~8
+  // instructions and the key test a branch (~22 instructions an element, SASS, session 41); the
+  // padding keys' logits are keys[0]'s (≤ the row maximum: finite), so they are computed and dropped.
   {
     constexpr int kRows = HB / kWarps;
     float* lg[kRows];
@@ -307,13 +321,29 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
       for (int w = 0; w < kWarps; ++w) m = fmaxf(m, rowmax[w * HB + hh]);
       mx[i] = fmaxf(sink[i], m * a.scale), sum[i] = 0.0f;
     }
-    for (int j = lane; j < n_pad; j += kWarp)
+    if (flags & kExp2) {
+      constexpr float kLog2e = 1.44269504088896341f;
+      const float sl = a.scale * kLog2e;
+      float ml[kRows];
 #pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        const float p = j < n_keys ? expf(lg[i][j] * a.scale - mx[i]) : 0.0f;
-        lg[i][j] = tf32f(p);
-        sum[i] += p;
-      }
+      for (int i = 0; i < kRows; ++i) ml[i] = mx[i] * kLog2e;
+      for (int j = lane; j < n_pad; j += kWarp)
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          const float v = ex2_approx(__fmaf_rn(lg[i][j], sl, -ml[i]));
+          const float p = j < n_keys ? v : 0.0f;
+          lg[i][j] = tf32f(p);
+          sum[i] += p;
+        }
+    } else {
+      for (int j = lane; j < n_pad; j += kWarp)
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          const float p = j < n_keys ? expf(lg[i][j] * a.scale - mx[i]) : 0.0f;
+          lg[i][j] = tf32f(p);
+          sum[i] += p;
+        }
+    }
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
       const float inv = 1.0f / (expf(sink[i] - mx[i]) + warp_sum(sum[i]));
@@ -420,7 +450,9 @@ cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream, int form
   static const bool two_on = switch_on("MEMRA_CUDA_ATTN_TWO_BLOCKS");
   static const bool heads16_on = switch_count("MEMRA_CUDA_ATTN_HEADS16", 0) == 1;
   // MEMRA_CUDA_ATTN_ROWS_DOWN=0 (A/B timing; the same bits): blocks in row order.
-  static const bool rows_down = switch_on("MEMRA_CUDA_ATTN_ROWS_DOWN");
+  // MEMRA_CUDA_ATTN_EXP2=0 (A/B timing; other bits): the softmax through expf.
+  static const unsigned flags = (switch_on("MEMRA_CUDA_ATTN_ROWS_DOWN") ? kRowsDown : 0u) |
+                                (switch_on("MEMRA_CUDA_ATTN_EXP2") ? kExp2 : 0u);
   auto run = [&](auto kernel, int heads, bool need_two) -> cudaError_t {
     const void* k = reinterpret_cast<const void*>(kernel);
     const size_t smem = fast_smem(a.max_keys, a.d, heads);
@@ -431,7 +463,7 @@ cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream, int form
       if ((e = resident_blocks(k, kBlock, smem, per_sm)) != cudaSuccess) return e;
       if (per_sm < 2) return cudaErrorNotSupported;  // (not launched: the caller takes another form)
     }
-    return launch(kernel, dim3(a.rows, (a.H + heads - 1) / heads), kBlock, smem, stream, a, s_ld, rows_down);
+    return launch(kernel, dim3(a.rows, (a.H + heads - 1) / heads), kBlock, smem, stream, a, s_ld, flags);
   };
   auto launch_d = [&](auto one, auto two, auto two16) -> cudaError_t {
     if (form == 1) return run(one, kHeads, false);

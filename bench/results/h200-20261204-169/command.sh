@@ -3,14 +3,16 @@
 # it, the tensor-core attention at two blocks an SM where that fits (32 heads a block: HCA; 16 heads:
 # CSA, behind MEMRA_CUDA_ATTN_HEADS16=1) and its heaviest rows first, the batched experts' gate and
 # up GEMMs as one cuBLAS batch a bucket, TF32 conversions in one instruction (cvt.rn: ties to even;
-# the arm `rna`, a second library, converts as before).
+# the arm `rna`, a second library, converts as before), the attention's softmax by ex2.approx, the
+# indexer's q in fragment order.
 # ops attention / mhc / moe; ops attention against a planted library (the staging's RoPE pairs
 # swapped; the two-block forms' pass-1 ring reading four dims off; the 16-head form's head 0 taking
 # head 1's sink: their lines must FAIL, the one-block lines PASS); the
 # backend test on tiny-bf16 and tiny-fp8; the chunk-semantics gates; an A/B of the prefill
 # (5 passes: new, MEMRA_CUDA_INDEXER_ROPE=0, MEMRA_CUDA_ATTN_TWO_BLOCKS=0, MEMRA_CUDA_ATTN_HEADS16=1,
 # MEMRA_CUDA_ATTN_ROWS_DOWN=0 — these five the same bits —, MEMRA_CUDA_EXPERT_GU_ONE_CALL=0 (gate and
-# up apart: cuBLAS's algorithm may differ), rna (other bits where a value ties); run
+# up apart: cuBLAS's algorithm may differ), MEMRA_CUDA_ATTN_EXP2=0 (the softmax through expf: other
+# bits), rna (other bits where a value ties); run
 # 167's hash 46d1be0f4130 is gu_apart's unless 79456d6's GEMM changed the bits); a timeline.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -28,7 +30,7 @@ source bench/device_preamble.sh
 cp /tmp/ops-*.txt /tmp/pl-*.txt /tmp/backend-*.txt $OUT/ 2>/dev/null
 grep -q "ops attention rc=0" /tmp/ops-attention.txt && grep -q "ops mhc rc=0" /tmp/ops-mhc.txt || { echo "ops failed: no A/B"; exit 1; }
 lib_arm rna
-ARMS=(new='' rope_apart='MEMRA_CUDA_INDEXER_ROPE=0' one_block='MEMRA_CUDA_ATTN_TWO_BLOCKS=0' gu_apart='MEMRA_CUDA_EXPERT_GU_ONE_CALL=0' heads16='MEMRA_CUDA_ATTN_HEADS16=1' rows_up='MEMRA_CUDA_ATTN_ROWS_DOWN=0' rna='bin=/tmp/rna/bin')
+ARMS=(new='' rope_apart='MEMRA_CUDA_INDEXER_ROPE=0' one_block='MEMRA_CUDA_ATTN_TWO_BLOCKS=0' gu_apart='MEMRA_CUDA_EXPERT_GU_ONE_CALL=0' heads16='MEMRA_CUDA_ATTN_HEADS16=1' rows_up='MEMRA_CUDA_ATTN_ROWS_DOWN=0' expf='MEMRA_CUDA_ATTN_EXP2=0' rna='bin=/tmp/rna/bin')
 BA="bench --json --contexts 2048 --batches 8 --verify 6 --steps 4 --snapshot-gib 0.05 --prefill 2048 --reps 5"
 bash bench/ab_arms.sh --passes 5 --timeout 90 $m /tmp/ab "$BA" "${ARMS[@]}" > $OUT/ab.txt 2>&1
 grep -v "^arm" $OUT/ab.txt | sed -n '/^prefill/,$p' | head -16; el
