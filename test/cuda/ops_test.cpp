@@ -2300,6 +2300,27 @@ void test_row_moves(Rng& rng, Report& rep) {
               ok && stray == 0, std::string(ok ? "exact" : "DIFFER") + ", padding written " + std::to_string(stray));
     }
   }
+  // gather_rows16 on wide rows (two uint4s a thread, loaded before either is stored; a third pass
+  // for the first threads at 520): 257, 512 and 520 uint4s a row against the host, by bits, into a
+  // poisoned buffer (the rows above are at most 8 uint4s: one a thread).
+  {
+    bool ok16 = true;
+    for (int width : {2056, 4096, 4160}) {
+      const int n_src = 7, rows = 9;
+      std::vector<uint16_t> src(static_cast<size_t>(n_src) * width);
+      for (auto& v : src) v = static_cast<uint16_t>(rng.integer(0, 65535));
+      std::vector<int32_t> idx(rows);
+      for (auto& v : idx) v = static_cast<int32_t>(rng.integer(0, n_src - 1));
+      DevVec<uint16_t> dsrc(src), dg(static_cast<size_t>(rows) * width);
+      DevVec<int32_t> didx(idx);
+      dg.poison();
+      check(gather_rows16(dsrc.get(), width, didx.get(), rows, width, dg.get(), nullptr), "gather_rows16 (wide rows)");
+      const std::vector<uint16_t> g = dg.download();
+      for (int r = 0; r < rows; ++r)
+        for (int i = 0; i < width; ++i) ok16 = ok16 && g[static_cast<size_t>(r) * width + i] == src[static_cast<size_t>(idx[r]) * width + i];
+    }
+    rep.add("gather_rows16 wide rows (2056 / 4096 / 4160 16-bit values: 257-520 uint4s a row) exact", ok16, ok16 ? "exact" : "DIFFER");
+  }
   // swiglu_convert against swiglu() then convert_rows(), by bits: gate and up wide enough for the
   // clamp (limit 7) to bite, on the vector path (n % 4 == 0, aligned) and the scalar one (n odd, and
   // the inputs one float off 16 bytes), bf16 and f16.

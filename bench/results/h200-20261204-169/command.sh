@@ -7,7 +7,8 @@
 # indexer's q in fragment order.
 # ops attention / mhc / moe; ops attention against a planted library (the staging's RoPE pairs
 # swapped; the two-block forms' pass-1 ring reading four dims off; the 16-head form's head 0 taking
-# head 1's sink: their lines must FAIL, the one-block lines PASS); the
+# head 1's sink: their lines must FAIL, the one-block lines PASS) and ops moe against the same
+# library (gather_rows16's second uint4 stored from the first: the wide-rows line must FAIL); the
 # backend test on tiny-bf16 and tiny-fp8; the chunk-semantics gates; an A/B of the prefill
 # (5 passes: new, MEMRA_CUDA_INDEXER_ROPE=0, MEMRA_CUDA_ATTN_TWO_BLOCKS=0, MEMRA_CUDA_ATTN_HEADS16=1,
 # MEMRA_CUDA_ATTN_ROWS_DOWN=0 — these five the same bits —, MEMRA_CUDA_EXPERT_GU_ONE_CALL=0 (gate and
@@ -20,8 +21,8 @@ source bench/device_preamble.sh
 { $m --version | head -1; nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
   for g in attention mhc moe; do timeout 150 $t ops --only $g --seed 169 > /tmp/ops-$g.txt 2>&1; echo "ops $g rc=$?" >> /tmp/ops-$g.txt
     grep -E "^FAIL|checks|rc=|refused where|rotated in its staging" /tmp/ops-$g.txt | cut -c1-200 | sed "s/^/$g: /"; done; el
-  lib_arm planted && { LD_LIBRARY_PATH=/tmp/planted/bin timeout 150 $t ops --only attention --seed 169 > /tmp/pl-attention.txt 2>&1
-    echo "planted attention rc=$?"; grep -E "^FAIL|checks" /tmp/pl-attention.txt | cut -c1-200 | sed "s/^/planted: /"; }; el
+  lib_arm planted && for g in attention moe; do LD_LIBRARY_PATH=/tmp/planted/bin timeout 150 $t ops --only $g --seed 169 > /tmp/pl-$g.txt 2>&1
+    echo "planted $g rc=$?"; grep -E "^FAIL|checks" /tmp/pl-$g.txt | cut -c1-200 | sed "s/^/planted $g: /"; done; el
   for model in tiny-bf16 tiny-fp8; do timeout 120 $t backend models/$model > /tmp/backend-$model.txt 2>&1
     echo "backend $model rc=$? $(grep -E 'checks' /tmp/backend-$model.txt | tail -1)"; grep -E "^FAIL" /tmp/backend-$model.txt | head -5; done; el
   for model in tiny-bf16 tiny-fp8; do for p in 66 160; do
