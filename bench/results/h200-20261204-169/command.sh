@@ -29,12 +29,23 @@ source bench/device_preamble.sh
     timeout 60 $m -q gate semantics models/$model --backend cuda --prompt-len $p > /tmp/sem.txt 2>&1; echo "semantics $model $p rc=$? $(tail -1 /tmp/sem.txt | cut -c1-150)"; done; done; el
 } > $OUT/tests.txt 2>&1; cat $OUT/tests.txt
 cp /tmp/ops-*.txt /tmp/pl-*.txt /tmp/backend-*.txt $OUT/ 2>/dev/null
-grep -q "ops attention rc=0" /tmp/ops-attention.txt && grep -q "ops mhc rc=0" /tmp/ops-mhc.txt || { echo "ops failed: no A/B"; exit 1; }
+for g in attention mhc moe; do grep -q "ops $g rc=0" /tmp/ops-$g.txt || { echo "ops $g failed: no A/B"; exit 1; }; done
 lib_arm rna
 ARMS=(new='' rope_apart='MEMRA_CUDA_INDEXER_ROPE=0' one_block='MEMRA_CUDA_ATTN_TWO_BLOCKS=0' gu_apart='MEMRA_CUDA_EXPERT_GU_ONE_CALL=0' heads16='MEMRA_CUDA_ATTN_HEADS16=1' rows_up='MEMRA_CUDA_ATTN_ROWS_DOWN=0' expf='MEMRA_CUDA_ATTN_EXP2=0' rna='bin=/tmp/rna/bin')
 BA="bench --json --contexts 2048 --batches 8 --verify 6 --steps 4 --snapshot-gib 0.05 --prefill 2048 --reps 5"
 bash bench/ab_arms.sh --passes 5 --timeout 90 $m /tmp/ab "$BA" "${ARMS[@]}" > $OUT/ab.txt 2>&1
-grep -v "^arm" $OUT/ab.txt | sed -n '/^prefill/,$p' | head -16; el
+# Each arm's prefill median over the passes and its hashes (the summary lists every pass).
+python3 - $OUT/ab.txt <<'PY' | tee $OUT/ab-medians.txt
+import re, statistics, sys
+rows, on = {}, False
+for line in open(sys.argv[1]):
+    if not line.startswith(" "): on = line.strip() == "prefill"; continue
+    m = re.match(r"\s+(\w+?)_\d+\s+(\d+) tok/s.*hash (\w+)", line)
+    if on and m: rows.setdefault(m.group(1), []).append((int(m.group(2)), m.group(3)))
+for arm, v in rows.items():
+    print(f"{arm:12s} prefill median {statistics.median(x for x, _ in v):8.0f} tok/s  passes {len(v)}  hashes {sorted(set(h for _, h in v))}")
+PY
+el
 mkdir -p /tmp/x; for arm in new one_block heads16; do env $( [ $arm = one_block ] && echo MEMRA_CUDA_ATTN_TWO_BLOCKS=0; [ $arm = heads16 ] && echo MEMRA_CUDA_ATTN_HEADS16=1 ) timeout 60 $m bench --timeline --json --contexts 2048 --batches 8 --verify 6 --prefill 2048 --reps 1 --steps 2 --snapshot-gib 0.05 > /tmp/x/timeline-$arm.json 2> /dev/null
   python3 bench/timeline.py /tmp/x/timeline-$arm.json --top 60 > /tmp/x/timeline-$arm.txt 2>&1
   echo "== $arm"; sed -n '/prefill/,/^$/p' /tmp/x/timeline-$arm.txt | grep -E "prefill|attention|indexer|rope" | head -12; done; el
