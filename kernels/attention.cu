@@ -54,7 +54,7 @@ size_t attention_heads_smem(int max_keys, int d, int heads) {
 template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK) attention_kernel(AttentionArgs a) {
   constexpr int kW = BLOCK / kWarp;  // warps
-  extern __shared__ __align__(16) unsigned char smem[];
+  MEMRA_DYNAMIC_SMEM(unsigned char, smem, 16);
   const float** keys = reinterpret_cast<const float**>(smem);                     // [max_keys]
   float* logit = reinterpret_cast<float*>(smem + sizeof(float*) * a.max_keys);    // [max_keys]
   float* o_s = logit + a.max_keys + kLogitPad;                                    // [d]
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(BLOCK) attention_kernel(AttentionArgs a) {
 // order, so the bits do not depend on HB (the launcher picks HB from the row count).
 template <int HB>
 __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a) {
-  extern __shared__ __align__(16) unsigned char smem[];
+  MEMRA_DYNAMIC_SMEM(unsigned char, smem, 16);
   const int d = a.d, stride = a.max_keys + kLogitPad;
   const float** keys = reinterpret_cast<const float**>(smem);                         // [max_keys]
   float* logit = reinterpret_cast<float*>(smem + sizeof(float*) * a.max_keys);        // [HB][stride]

@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kBlock, 2) attention_cluster_kernel(AttentionA
   static_assert(D % (kC * 4) == 0 && S % 2 == 0 && S * HB / 2 <= kBlock, "head dim");
   static_assert(HB % 4 == 0 && KP >= 1, "heads per cluster");
 
-  extern __shared__ __align__(16) unsigned char smem[];
+  MEMRA_DYNAMIC_SMEM(unsigned char, smem, 16);
   const ClusterLayout L = cluster_layout(a.max_keys, D, HB);
   const int stride = L.stride;
   const float** keys = reinterpret_cast<const float**>(smem);      // [max_keys]

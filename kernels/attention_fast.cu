@@ -75,10 +75,14 @@ size_t fast_smem(int max_keys, int d, int heads = kHeads) {
 // moves (building the fragment from float2 / float4 loads cost ~2 moves an mma, run 141).
 __device__ __forceinline__ void load_a(uint32_t (&r)[4], const float* base, int ld, int lane) {
   const float* p = base + ((lane % 8) + 8 * ((lane / 8) % 2)) * ld + 4 * (lane / 16);
+#if defined(MEMRA_CUDA_EMU)
+  emu::ldmatrix_x4(r, p);
+#else
   const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
+#endif
 }
 
 __device__ __forceinline__ float comp(const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
@@ -109,9 +113,13 @@ struct Pass2Split {
 constexpr unsigned kRowsDown = 1, kExp2 = 2;
 
 __device__ __forceinline__ float ex2_approx(float x) {
+#if defined(MEMRA_CUDA_EMU)
+  return emu::ex2_approx_ftz(x);
+#else
   float r;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
+#endif
 }
 
 template <int D, int kMinBlocks, int HB>
@@ -119,7 +127,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
   pdl_begin();
   constexpr int QS = q_stride(D), MT = HB / 16;
   static_assert(HB == 16 || HB == 32, "one or two m-tiles of heads");
-  extern __shared__ __align__(128) unsigned char smem[];
+  MEMRA_DYNAMIC_SMEM(unsigned char, smem, 128);
   float* S = reinterpret_cast<float*>(smem);  // [HB][s_ld]: logits, then p (TF32-rounded, 0 past the keys)
   float* Qs = S + HB * s_ld;                  // [HB][QS]: TF32-rounded q (heads past H: 0)
   float* rowmax = Qs + HB * QS;               // [kWarps][HB]: pass 1's largest logit a warp and head row (−inf: none)

@@ -21,6 +21,14 @@ namespace memra::cuda {
 inline constexpr int kWarp = 32;
 inline constexpr unsigned kFullMask = 0xffffffffu;
 
+// A kernel's dynamic shared memory as a `T name[]` aligned to `align` bytes; memra-emu hands each
+// block its own buffer instead (an extern __shared__ array has no meaning in plain C++).
+#if defined(MEMRA_CUDA_EMU)
+#define MEMRA_DYNAMIC_SMEM(T, name, align) T* name = reinterpret_cast<T*>(::memra::emu::dynamic_smem())
+#else
+#define MEMRA_DYNAMIC_SMEM(T, name, align) extern __shared__ __align__(align) T name[]
+#endif
+
 // The start of every kernel's work (launch.cuh): wait until the grids this one depends on have
 // completed and their writes are visible (returns at once for a launch without PDL), then let the
 // next kernel of the stream launch, so its blocks are resident when this one ends. Nothing an
@@ -34,23 +42,38 @@ __device__ __forceinline__ void pdl_begin() {
 
 // The device's global timer, nanoseconds (the timeline's spin kernel, the graph marks).
 __device__ __forceinline__ unsigned long long global_ns() {
+#if defined(MEMRA_CUDA_EMU)
+  return emu::global_ns();
+#else
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+#endif
 }
 
 // 16 bytes global → shared without a register round trip (cp.async, L2 only); `valid` false fills
 // the 16 bytes with zeros and reads nothing. Complete after cp_async_commit() + cp_async_wait<N>()
 // leaves at most N later groups in flight (then a barrier, for other threads' copies).
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+#if defined(MEMRA_CUDA_EMU)
+  if (valid) std::memcpy(smem, gmem, 16);  // complete at once: a later wait has nothing left to wait for
+  else std::memset(smem, 0, 16);
+#else
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0) : "memory");
+#endif
 }
+#if defined(MEMRA_CUDA_EMU)
+__device__ __forceinline__ void cp_async_commit() {}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {}
+#else
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
+#endif
 
 // Two bf16 values in 32 bits (the lower-addressed one in the low half) as f32, from their bits: a
 // shift and a mask. In the raw register-tiled linear's loop it took 32 instructions a half step

@@ -129,7 +129,7 @@ __device__ __forceinline__ void finish_entry(const CompressorArgs& a, const Comp
 
 __global__ void __launch_bounds__(kBlock) compressor_close_kernel(CompressorArgs a, const Closing* closings) {
   pdl_begin();
-  extern __shared__ float entry[];  // [w]
+  MEMRA_DYNAMIC_SMEM(float, entry, 4);  // [w]
   __shared__ float scratch[kBlock / kWarp];
   const Closing cl = closings[blockIdx.x];
   if (cl.seq < 0) return;  // padding (Shard::upload_plan): the whole block leaves together
@@ -186,7 +186,7 @@ __host__ __device__ inline size_t close_src_bytes(int rows) { return (static_cas
 // compressor_close_kernel's operations in its order (the same bits), each row's source found once.
 __global__ void __launch_bounds__(kBlock) compressor_close_rows_kernel(CompressorArgs a, const Closing* closings) {
   pdl_begin();
-  extern __shared__ __align__(16) unsigned char close_smem[];
+  MEMRA_DYNAMIC_SMEM(unsigned char, close_smem, 16);
   const int rows = a.c * a.m;
   PoolSrc* src = reinterpret_cast<PoolSrc*>(close_smem);                  // [rows]
   float* entry = reinterpret_cast<float*>(close_smem + close_src_bytes(rows));  // [w]
@@ -238,7 +238,7 @@ __host__ __device__ inline size_t split_smem_bytes(int rows) {
 
 __global__ void __launch_bounds__(kBlock) compressor_pool_kernel(CompressorArgs a, const Closing* closings) {
   pdl_begin();
-  extern __shared__ __align__(16) unsigned char split_smem[];
+  MEMRA_DYNAMIC_SMEM(unsigned char, split_smem, 16);
   const int rows = a.c * a.m;
   PoolSrc* src = reinterpret_cast<PoolSrc*>(split_smem);                  // [rows]
   float* kvs = reinterpret_cast<float*>(split_smem + close_src_bytes(rows));  // [rows][kSplitCh]
@@ -279,7 +279,7 @@ __global__ void __launch_bounds__(kBlock) compressor_pool_kernel(CompressorArgs 
 // The pooled values compressor_pool_kernel left in entry e: finish_entry in place.
 __global__ void __launch_bounds__(kBlock) compressor_finish_kernel(CompressorArgs a, const Closing* closings) {
   pdl_begin();
-  extern __shared__ float entry[];  // [w]
+  MEMRA_DYNAMIC_SMEM(float, entry, 4);  // [w]
   __shared__ float scratch[kBlock / kWarp];
   const Closing cl = closings[blockIdx.x];
   if (cl.seq < 0) return;

@@ -138,7 +138,7 @@ __device__ __forceinline__ void remaining_heads(const IndexerArgs& a, int h0, co
 __global__ void __launch_bounds__(kBlock) indexer_scores_kernel(IndexerArgs a, bool stage_q) {
   constexpr int EPW = 1;
   pdl_begin();
-  extern __shared__ float4 staged4[];  // qs [Hi·di] when stage_q, then ws [Hi]
+  MEMRA_DYNAMIC_SMEM(float4, staged4, 16);  // qs [Hi·di] when stage_q, then ws [Hi]
   WarpEntries<EPW> w;
   if (!warp_entries(a, stage_q, reinterpret_cast<float*>(staged4), w)) return;
   float acc = 0.0f;
@@ -189,7 +189,7 @@ __device__ __forceinline__ void wide_scores(const IndexerArgs& a, const WarpEntr
 template <bool kChunks>
 __global__ void __launch_bounds__(kBlock) indexer_scores_wide_kernel(IndexerArgs a, bool stage_q) {
   pdl_begin();
-  extern __shared__ float4 staged4[];  // qs [Hi·di] when stage_q, then ws [Hi]
+  MEMRA_DYNAMIC_SMEM(float4, staged4, 16);  // qs [Hi·di] when stage_q, then ws [Hi]
   WarpEntries<4> w;
   if (!warp_entries(a, stage_q, reinterpret_cast<float*>(staged4), w)) return;
   wide_scores(a, w);
@@ -315,7 +315,7 @@ __global__ void __launch_bounds__(kBlock) indexer_scores_tiled_kernel(IndexerArg
   constexpr int kQLoads = kTiledHeads * kTiledRows * kWarp / kBlock;  // a thread's vectors of a head stage
   constexpr int kKLoads = kTiledEntries * kWarp / kBlock;
   pdl_begin();
-  extern __shared__ float4 tiled4[];
+  MEMRA_DYNAMIC_SMEM(float4, tiled4, 16);
   float* ks = reinterpret_cast<float*>(tiled4);  // [kTiledEntries][kS]: ks[e][kPer·j + m] = key[e0 + e][j + 32m]
   float* qs = ks + kTiledEntries * kS;           // [kTiledHeads][kTiledRows][kS], the same for q
   float* ws = qs + kTiledHeads * kTiledRows * kS;  // [kTiledRows][Hi]: wi · weight_scale

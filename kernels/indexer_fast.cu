@@ -53,7 +53,7 @@ size_t fast_smem(int Hi, int di) {
 template <int MT>
 __global__ void __launch_bounds__(kBlock, 2) indexer_fast_kernel(IndexerArgs a, int pl) {
   pdl_begin();
-  extern __shared__ float4 smem4[];
+  MEMRA_DYNAMIC_SMEM(float4, smem4, 16);
   float* Qs = reinterpret_cast<float*>(smem4);  // [8·MT][pl]: TF32-rounded q in fragment order (heads ≥ Hi: 0)
   float* ws = Qs + 8 * MT * pl;                 // [16·MT]: wi · weight_scale (heads ≥ Hi: 0)
   const int row = blockIdx.x, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;

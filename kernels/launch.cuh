@@ -20,6 +20,10 @@
 
 #include "pdl.h"
 
+#if defined(MEMRA_CUDA_EMU)
+#include "emu/runtime.h"
+#endif
+
 namespace memra::cuda {
 
 // kernel<<<grid, block, smem, stream>>>(args…), with PDL where allowed and `extra` launch attributes
@@ -27,6 +31,12 @@ namespace memra::cuda {
 template <typename... Params, typename... Args>
 cudaError_t launch_with(const cudaLaunchAttribute* extra, int n_extra, void (*kernel)(Params...), dim3 grid, dim3 block,
                         size_t smem, cudaStream_t stream, Args&&... args) {
+#if defined(MEMRA_CUDA_EMU)
+  // memra-emu (kernels/emu/README.md): the kernel runs on the CPU's fibers; PDL and priorities
+  // change no result, so only the launch's shape and its cluster request are passed on.
+  return emu::launch_kernel(reinterpret_cast<const void*>(kernel), grid, block, smem, stream, extra, n_extra,
+                            [kernel, args...]() { kernel(args...); });
+#else
   cudaLaunchAttribute attrs[5];
   int n = 0;
   for (int i = 0; i < n_extra && n < 3; ++i) attrs[n++] = extra[i];
@@ -50,6 +60,7 @@ cudaError_t launch_with(const cudaLaunchAttribute* extra, int n_extra, void (*ke
   const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
   const cudaError_t last = cudaGetLastError();  // as after kernel<<<…>>>: reported once, then cleared
   return err != cudaSuccess ? err : last;
+#endif
 }
 
 // The launch attribute for thread-block clusters of `blocks` blocks along grid x (launch_with's extra).

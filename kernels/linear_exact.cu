@@ -483,7 +483,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
   constexpr int V = Row::kV, RT = 4 * NJ, OT = kGemmOuts;
   constexpr int kSteps = kGemmChunk / (kWarp * V);  // lane steps per chunk
   using Plan = GemmCopyPlan<WT, RT>;
-  extern __shared__ __align__(16) float gemm_smem[];
+  MEMRA_DYNAMIC_SMEM(float, gemm_smem, 16);
   float* const xs = gemm_smem;                    // [2][RT][kGemmLd]
   float* const ws = gemm_smem + 2 * RT * kGemmLd;  // [2][OT][kGemmLd]
   const GemmPlace at(a, RT);
@@ -591,7 +591,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   constexpr int V = 8, RT = 4 * NJ, OT = kGemmOuts;
   static_assert(kGemmChunk == kWarp * V, "one lane step per chunk");
   using Plan = GemmCopyPlan<WT, RT>;
-  extern __shared__ __align__(16) float gemm_smem[];
+  MEMRA_DYNAMIC_SMEM(float, gemm_smem, 16);
   float* const xs = gemm_smem;                                            // [ring][RT][kGemmLd]
   WT* const ws = reinterpret_cast<WT*>(gemm_smem + kRing * RT * kGemmLd);  // [ring][OT][kGemmLdRaw]
   const GemmPlace at(a, RT);

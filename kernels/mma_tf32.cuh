@@ -15,6 +15,9 @@ namespace memra::cuda {
 // clears them for values kept as floats. (A hand-written integer form took four instructions and
 // was slower, run 141.)
 __device__ __forceinline__ uint32_t tf32(float x) {
+#if defined(MEMRA_CUDA_EMU)
+  return emu::tf32_rn(x);  // sm_90's cvt.rn
+#else
   uint32_t r;
 #if __CUDA_ARCH__ >= 900
   asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
@@ -22,6 +25,7 @@ __device__ __forceinline__ uint32_t tf32(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
 #endif
   return r;
+#endif
 }
 __device__ __forceinline__ float tf32f(float x) { return __uint_as_float(tf32(x) & 0xffffe000u); }
 
@@ -30,10 +34,14 @@ __device__ __forceinline__ float tf32f(float x) { return __uint_as_float(tf32(x)
 // t = lane % 4 (PTX ISA, mma.m16n8k8 fragments).
 __device__ __forceinline__ void mma_tf32(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                          uint32_t b1) {
+#if defined(MEMRA_CUDA_EMU)
+  emu::mma_m16n8k8_tf32(c, {a0, a1, a2, a3}, {b0, b1});
+#else
   asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
 }
 
 }  // namespace memra::cuda

@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
     bias_pre[u] = !a.tid2eid && e < a.E ? a.bias[e] : 0.0f;
   }
   pdl_begin();
-  extern __shared__ float sm[];
+  MEMRA_DYNAMIC_SMEM(float, sm, 4);
   float* score = sm;      // [E]
   float* sel = sm + a.E;  // [E]
   __shared__ float scratch[kWarps];
@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
 __global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int P, int E, int32_t* pair_order,
                                                          int32_t* groups, int32_t* n_groups, int top, bool split) {
   pdl_begin();
-  extern __shared__ int cnt[];  // [E] counts, then [E] offsets
+  MEMRA_DYNAMIC_SMEM(int, cnt, 16);  // [E] counts, then [E] offsets
   int* off = cnt + E;
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
     int c = 0;
@@ -464,7 +464,7 @@ constexpr int kDownOuts = 2 * kWarps;  // w2 rows per down tile: two per warp
 template <typename Row>
 __global__ void __launch_bounds__(kBlock) moe_one_row_kernel(ExpertsArgs a, int up_tiles, int down_tiles) {
   pdl_begin();
-  extern __shared__ __align__(16) float h_s[];  // [I]: the down tile's pair's h
+  MEMRA_DYNAMIC_SMEM(float, h_s, 16);  // [I]: the down tile's pair's h
   const int k = a.k, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int n_up = k * up_tiles, n_items = n_up + k * down_tiles;
   int32_t* sync = a.sync;

@@ -6,7 +6,10 @@
 #    one place;
 #  - every __global__ function calls pdl_begin() (common.cuh): a kernel launched with PDL that read
 #    its inputs or wrote before it could see the previous kernel's partial results (a race no
-#    bit-comparison catches every time).
+#    bit-comparison catches every time);
+#  - the source stays runnable on memra-emu (kernels/emu/README.md): dynamic shared memory only
+#    through MEMRA_DYNAMIC_SMEM, and inline PTX only inside an `#if defined(MEMRA_CUDA_EMU)` …
+#    `#else` branch (the emulated build would not compile it), or under `__CUDA_ARCH__`.
 # Env (set by CTest): MEMRA_SRC.
 set -uo pipefail
 src="${MEMRA_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -38,6 +41,25 @@ for path in sorted(kernels.glob("*.cu")) + sorted(kernels.glob("*.cuh")):
     if path.name != "launch.cuh":
         for m in re.finditer(r"\bcudaLaunchKernelEx\b", code):
             fails.append(f"{path.name}:{code[:m.start()].count(chr(10)) + 1}: cudaLaunchKernelEx outside launch.cuh")
+    for m in re.finditer(r"\bextern\s+__shared__", code):
+        if path.name != "common.cuh":
+            fails.append(f"{path.name}:{code[:m.start()].count(chr(10)) + 1}: extern __shared__ (use MEMRA_DYNAMIC_SMEM)")
+    for m in re.finditer(r"\basm\b", code):
+        # the nearest enclosing #if / #else before the asm must be an emu #else or a __CUDA_ARCH__ test
+        before = code[:m.start()]
+        stack = []
+        for d in re.finditer(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)", before, re.M):
+            kind, rest = d.group(1), d.group(2)
+            if kind in ("if", "ifdef", "ifndef"):
+                stack.append((kind, rest, False))
+            elif kind in ("elif", "else") and stack:
+                k0, r0, _ = stack[-1]
+                stack[-1] = (k0, r0, True)
+            elif kind == "endif" and stack:
+                stack.pop()
+        ok = any(("MEMRA_CUDA_EMU" in r and in_else) or "__CUDA_ARCH__" in r for _, r, in_else in stack)
+        if not ok:
+            fails.append(f"{path.name}:{before.count(chr(10)) + 1}: inline PTX without a memra-emu branch")
     for m in re.finditer(r"__global__\s", code):
         # the body: the first '{' after the parameter list (skipping __launch_bounds__(…))
         name_m = CALL.search(code, m.end())
