@@ -59,7 +59,7 @@ extern "C" unsigned char __stop_memra_emu_smem[];
 
 namespace memra::emu {
 
-thread_local Fiber* g_fiber = nullptr;
+Fiber* g_fiber = nullptr;
 
 namespace {
 
@@ -86,6 +86,7 @@ struct Collective {  // one mask's warp collectives; slots double-buffered by ge
 struct Warp {
   unsigned live = 0;
   std::vector<std::unique_ptr<Collective>> groups;
+  Collective* last = nullptr;  // the mask used last (almost always the full warp)
 };
 
 struct Resident {
@@ -105,10 +106,10 @@ struct Launch {
   bool progress = false;
 };
 
-thread_local Launch* g_launch = nullptr;
-thread_local void* g_scheduler_sp = nullptr;
-thread_local Thread* g_thread = nullptr;
-std::mutex g_mutex;  // one emulated launch at a time in the process
+std::mutex g_mutex;  // one emulated launch at a time in the process; it guards the three below
+Launch* g_launch = nullptr;
+void* g_scheduler_sp = nullptr;
+Thread* g_thread = nullptr;
 
 size_t statics_bytes() { return static_cast<size_t>(__stop_memra_emu_smem - __start_memra_emu_smem); }
 
@@ -242,14 +243,15 @@ const unsigned char* warp_gather(unsigned mask, const void* mine, int bytes) {
   Resident& r = my_block();
   const int lane = g_fiber->linear % 32;
   Warp& w = r.warps[g_fiber->linear / 32];
-  Collective* c = nullptr;
-  for (auto& g : w.groups)
-    if (g->mask == mask) c = g.get();
+  Collective* c = w.last && w.last->mask == mask ? w.last : nullptr;
+  for (size_t i = 0; !c && i < w.groups.size(); ++i)
+    if (w.groups[i]->mask == mask) c = w.groups[i].get();
   if (!c) {
     w.groups.push_back(std::make_unique<Collective>());
     c = w.groups.back().get();
     c->mask = mask;
   }
+  w.last = c;
   const unsigned seen = c->gen;
   unsigned char* slots = c->slots[seen & 1];
   if (bytes > 0) std::memcpy(slots + lane * kSlotBytes, mine, bytes);
@@ -344,10 +346,10 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
       }
       for (Thread& t : r->threads) {
         if (t.done || (t.wait_gen && *t.wait_gen == t.wait_value)) continue;
-        if (t.spinning) ran_waiting = true;
         g_thread = &t;
         g_fiber = &t.f;
         memra_emu_switch(&g_scheduler_sp, t.sp);
+        if (t.spinning) ran_waiting = true;  // it waits on something outside its block: not a deadlock yet
       }
     }
     for (size_t i = 0; i < L.resident.size();) {

@@ -45,7 +45,9 @@ struct Block {
   void* owner;  // the scheduler's record of this block
 };
 
-extern thread_local Fiber* g_fiber;  // the running fiber (fibers of a launch share one OS thread)
+// The running fiber. Not thread_local: launches run one at a time (a mutex), all of a launch's
+// fibers on the thread that holds it, and every threadIdx reads it (TLS in a shared library is a call).
+extern Fiber* g_fiber;
 
 inline int lane() { return g_fiber->linear % 32; }
 void sync_block();
