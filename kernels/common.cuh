@@ -56,17 +56,18 @@ __device__ __forceinline__ unsigned long long global_ns() {
 // leaves at most N later groups in flight (then a barrier, for other threads' copies).
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
 #if defined(MEMRA_CUDA_EMU)
-  if (valid) std::memcpy(smem, gmem, 16);  // complete at once: a later wait has nothing left to wait for
-  else std::memset(smem, 0, 16);
+  emu::cp_async16(smem, gmem, valid);  // lands at the wait that completes its group
 #else
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0) : "memory");
 #endif
 }
 #if defined(MEMRA_CUDA_EMU)
-__device__ __forceinline__ void cp_async_commit() {}
+__device__ __forceinline__ void cp_async_commit() { emu::cp_async_commit(); }
 template <int N>
-__device__ __forceinline__ void cp_async_wait() {}
+__device__ __forceinline__ void cp_async_wait() {
+  emu::cp_async_wait(N);
+}
 #else
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>

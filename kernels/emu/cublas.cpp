@@ -40,6 +40,7 @@ float tf32_rn(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
   if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+  else if (u & 0x7fffffu) u = 0x7fffffffu;  // NaN: canonical
   std::memcpy(&x, &u, 4);
   return x;
 }

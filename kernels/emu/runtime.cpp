@@ -1,10 +1,17 @@
 // memra-emu's CUDA runtime: the part of the CUDA runtime API memra calls, on host memory, so the
 // emulated library links against this instead of libcudart (kernels/emu/README.md). Device
-// memory is host memory handed out poisoned (0xff bytes), as cudaMalloc's is never zeroed; every
-// operation runs when it is issued, in issue order, except on a stream being captured, where it
-// is recorded into the graph and runs at each cudaGraphLaunch. Events read the host clock.
+// memory is host memory handed out poisoned (0xff bytes), as cudaMalloc's is never zeroed.
+// Stream work is deferred, as on a device: kernels, async copies and memsets run in issue order
+// (a valid order for any correctly ordered program) only at a synchronisation (stream, event or
+// device sync, a synchronous copy or memset, cudaFree), so host code that reads a result without
+// one sees the poison. A pageable source is staged at the call and a pageable destination makes
+// the copy synchronous, as the runtime does. On a stream being captured, work is recorded into the
+// graph instead and runs at each cudaGraphLaunch; the calls a capture forbids (synchronisations,
+// allocations) fail and invalidate it, and ending it with a forked stream not joined back fails.
+// Events read the host clock when they run.
 // The device: compute capability 9.0, no thread-block clusters, MEMRA_EMU_DEVICES devices (1).
 #include <cuda_profiler_api.h>
+#include <sys/mman.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -27,10 +34,14 @@ constexpr int kSmemPerSm = 233472, kSmemOptin = 232448, kSmemDefault = 49152;
 }  // namespace
 
 struct CUstream_st;
+struct CUevent_st;
 struct CUgraph_st {
   std::vector<std::function<void()>> ops;  // in issue order: a valid order of the captured work
   bool capturing = true;                   // until the origin stream's cudaStreamEndCapture
+  bool invalidated = false;                // a forbidden call was made during the capture
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
   std::vector<CUstream_st*> joined;        // streams forked into the capture (they leave with it)
+  std::vector<CUevent_st*> recorded;       // events recorded into it (cleared when it ends)
 };
 struct CUgraphExec_st {
   std::vector<std::function<void()>> ops;
@@ -38,10 +49,14 @@ struct CUgraphExec_st {
 struct CUstream_st {
   CUgraph_st* capture = nullptr;  // the graph being captured into, or none
   bool origin = false;            // the stream the capture began on
+  long captured_ops = 0;          // work recorded from this stream in the capture
+  long rejoined_at = 0;           // its work another stream of the capture has waited for
 };
 struct CUevent_st {
   std::chrono::steady_clock::time_point at{};
   CUgraph_st* capture = nullptr;  // recorded during a capture: waiting on it joins the capture
+  CUstream_st* stream = nullptr;  // where it was recorded in the capture, and after how much work
+  long index = 0;
 };
 
 namespace memra::emu {
@@ -52,7 +67,13 @@ thread_local cudaError_t g_last = cudaSuccess;
 thread_local int g_device = 0;
 CUstream_st g_default_stream;
 std::map<const void*, int> g_smem_optin;  // kernel → bytes allowed by cudaFuncSetAttribute
-std::map<void*, size_t> g_allocations;
+struct Mapping {
+  void* base;
+  size_t bytes;
+  size_t body;  // the bytes handed out
+  bool host;    // cudaMallocHost / cudaHostAlloc (pinned): async copies from / to it stay async
+};
+std::map<void*, Mapping> g_allocations;  // pointer handed out → its mapping (guard pages included)
 
 int device_count() {
   const char* v = std::getenv("MEMRA_EMU_DEVICES");
@@ -67,25 +88,84 @@ CUstream_st* stream_of(cudaStream_t s) {
 
 cudaError_t fail(cudaError_t e) { return g_last = e; }
 
-// Runs `op` now, or records it when the stream is being captured.
+std::mutex g_queue_mutex;
+std::vector<std::function<void()>> g_queue;  // issued, not yet run: every stream's work in issue order
+std::mutex g_capture_mutex;
+std::vector<CUgraph_st*> g_global_captures;  // captures in cudaStreamCaptureModeGlobal
+thread_local std::vector<CUgraph_st*> t_captures;  // this thread's captures
+
+// Runs everything issued so far (a synchronisation point).
+void drain() {
+  for (;;) {
+    std::vector<std::function<void()>> work;
+    {
+      std::lock_guard<std::mutex> lock(g_queue_mutex);
+      work.swap(g_queue);
+    }
+    if (work.empty()) return;
+    for (auto& op : work) op();
+  }
+}
+
+// Records `op` into the stream's capture, or queues it to run at the next synchronisation.
 cudaError_t issue(cudaStream_t s, std::function<void()> op) {
   CUstream_st* st = stream_of(s);
   if (st->capture) {
     st->capture->ops.push_back(std::move(op));
+    ++st->captured_ops;
     return cudaSuccess;
   }
-  op();
+  std::lock_guard<std::mutex> lock(g_queue_mutex);
+  g_queue.push_back(std::move(op));
   return cudaSuccess;
 }
 
-void* allocate(size_t bytes) {
-  const size_t n = std::max<size_t>(256, (bytes + 255) / 256 * 256);
-  void* p = std::aligned_alloc(256, n);
-  if (!p) return nullptr;
-  std::memset(p, 0xff, n);
+// A call a capture forbids (it would synchronise or allocate): under this thread's capture, or any
+// thread's in global mode, it fails and invalidates the capture, as the runtime does.
+bool forbidden_in_capture() {
+  std::vector<CUgraph_st*> hit(t_captures.begin(), t_captures.end());
+  {
+    std::lock_guard<std::mutex> lock(g_capture_mutex);
+    hit.insert(hit.end(), g_global_captures.begin(), g_global_captures.end());
+  }
+  for (CUgraph_st* g : hit) g->invalidated = true;
+  return !hit.empty();
+}
+
+// Each allocation ends where a guard page begins (and one more guard page precedes its mapping), so a
+// kernel that reads or writes 256 bytes or more past the end faults at once (simt.cpp names the
+// block and thread) instead of reading a neighbour's data as a GPU might without compute-sanitizer.
+void* allocate(size_t bytes, bool host) {
+  constexpr size_t kPage = 4096;
+  const size_t body = std::max<size_t>(256, (bytes + 255) / 256 * 256);  // cudaMalloc's 256-byte alignment
+  const size_t span = (body + kPage - 1) / kPage * kPage, total = span + 2 * kPage;
+  void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  auto* base = static_cast<unsigned char*>(m);
+  mprotect(base, kPage, PROT_NONE);
+  mprotect(base + kPage + span, kPage, PROT_NONE);
+  void* p = base + kPage + span - body;
+  std::memset(p, 0xff, body);
   std::lock_guard<std::mutex> lock(g_state);
-  g_allocations[p] = n;
+  g_allocations[p] = Mapping{m, total, body, host};
   return p;
+}
+
+// Whether [p, p + n) lies in pinned host memory or device memory (an allocation of ours), and if
+// so whether it is pinned host memory.
+bool ours(const void* p, bool& pinned) {
+  std::lock_guard<std::mutex> lock(g_state);
+  auto it = g_allocations.upper_bound(const_cast<void*>(p));
+  if (it == g_allocations.begin()) return false;
+  --it;
+  const auto* base = static_cast<const unsigned char*>(it->first);
+  if (static_cast<const unsigned char*>(p) >= base + it->second.body) return false;
+  pinned = it->second.host;
+  return true;
+}
+bool pageable(const void* p) {
+  bool pinned = false;
+  return !ours(p, pinned);
 }
 
 }  // namespace
@@ -94,6 +174,11 @@ cudaError_t launch_kernel(const void* kernel, dim3 grid, dim3 block, size_t smem
                           const cudaLaunchAttribute* extra, int n_extra, std::function<void()> body) {
   for (int i = 0; i < n_extra; ++i)
     if (extra[i].id == cudaLaunchAttributeClusterDimension) return fail(cudaErrorNotSupported);  // no clusters here
+  // The shape is checked at the launch, as the runtime does (also while capturing).
+  const unsigned long long threads_ = 1ull * block.x * block.y * block.z;
+  if (threads_ == 0 || threads_ > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
+      grid.z > 65535)
+    return fail(cudaErrorInvalidConfiguration);
   size_t allowed = kSmemDefault;
   {
     std::lock_guard<std::mutex> lock(g_state);
@@ -103,7 +188,7 @@ cudaError_t launch_kernel(const void* kernel, dim3 grid, dim3 block, size_t smem
   const int threads = static_cast<int>(block.x * block.y * block.z);
   int per_sm = 0;
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
-  GridShape shape{grid, block, smem, static_cast<size_t>(std::max(1, per_sm) * kSms)};
+  GridShape shape{grid, block, smem, static_cast<size_t>(std::max(1, per_sm) * kSms), kernel};
   auto run = [shape, body = std::move(body)]() {
     const cudaError_t e = run_grid(shape, body);
     if (e != cudaSuccess) g_last = e;
@@ -186,7 +271,11 @@ cudaError_t cudaDeviceCanAccessPeer(int* can, int, int) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceEnablePeerAccess(int, unsigned) { return cudaSuccess; }
-cudaError_t cudaDeviceSynchronize() { return g_last; }
+cudaError_t cudaDeviceSynchronize() {
+  if (memra::emu::forbidden_in_capture()) return fail(cudaErrorStreamCaptureUnsupported);
+  memra::emu::drain();
+  return g_last;
+}
 cudaError_t cudaGetLastError() {
   const cudaError_t e = g_last;
   g_last = cudaSuccess;
@@ -202,6 +291,7 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorNotSupported: return "operation not supported";
     case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorLaunchFailure: return "unspecified launch failure (memra-emu: see its error above)";
     default: return "memra-emu: unrecognized error code";
   }
 }
@@ -211,6 +301,7 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorNotSupported: return "cudaErrorNotSupported";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     default: return "cudaErrorUnknown";
   }
 }
@@ -224,18 +315,29 @@ cudaError_t cudaDriverGetVersion(int* v) {
 }
 
 cudaError_t cudaMalloc(void** p, size_t bytes) {
-  *p = memra::emu::allocate(bytes);
+  if (memra::emu::forbidden_in_capture()) return fail(cudaErrorStreamCaptureUnsupported);
+  *p = memra::emu::allocate(bytes, false);
   return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
 }
-cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
-cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned) { return cudaMalloc(p, bytes); }
+cudaError_t cudaMallocHost(void** p, size_t bytes) {
+  if (memra::emu::forbidden_in_capture()) return fail(cudaErrorStreamCaptureUnsupported);
+  *p = memra::emu::allocate(bytes, true);
+  return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned) { return cudaMallocHost(p, bytes); }
 cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
+  if (memra::emu::forbidden_in_capture()) return fail(cudaErrorStreamCaptureUnsupported);
+  memra::emu::drain();  // cudaFree waits for the device
+  memra::emu::Mapping m{};
   {
     std::lock_guard<std::mutex> lock(memra::emu::g_state);
-    if (memra::emu::g_allocations.erase(p) == 0) return fail(cudaErrorInvalidValue);
+    auto it = memra::emu::g_allocations.find(p);
+    if (it == memra::emu::g_allocations.end()) return fail(cudaErrorInvalidValue);
+    m = it->second;
+    memra::emu::g_allocations.erase(it);
   }
-  std::free(p);
+  munmap(m.base, m.bytes);
   return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
@@ -245,18 +347,32 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
   return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind) {
+  if (memra::emu::forbidden_in_capture()) return fail(cudaErrorStreamCaptureUnsupported);
+  memra::emu::drain();  // on the legacy stream: after all earlier work
   if (n) std::memmove(dst, src, n);
   return g_last;
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind, cudaStream_t s) {
-  return memra::emu::issue(s, [=] {
-    if (n) std::memmove(dst, src, n);
-  });
+  if (n == 0) return cudaSuccess;
+  const bool capturing = memra::emu::stream_of(s)->capture != nullptr;
+  if (!capturing && memra::emu::pageable(dst)) {  // into pageable memory: synchronous, as the runtime does
+    memra::emu::drain();
+    std::memmove(dst, src, n);
+    return g_last;
+  }
+  if (!capturing && memra::emu::pageable(src)) {  // from pageable memory: staged now, the source free at return
+    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
+                                                               static_cast<const unsigned char*>(src) + n);
+    return memra::emu::issue(s, [=] { std::memcpy(dst, staged->data(), n); });
+  }
+  return memra::emu::issue(s, [=] { std::memmove(dst, src, n); });
 }
 cudaError_t cudaMemcpyPeerAsync(void* dst, int, const void* src, int, size_t n, cudaStream_t s) {
   return cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s);
 }
 cudaError_t cudaMemset(void* p, int v, size_t n) {
+  if (memra::emu::forbidden_in_capture()) return fail(cudaErrorStreamCaptureUnsupported);
+  memra::emu::drain();
   std::memset(p, v, n);
   return g_last;
 }
@@ -271,33 +387,73 @@ cudaError_t cudaStreamCreate(cudaStream_t* s) {
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned, int) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  memra::emu::drain();  // its queued work still runs (the runtime lets it finish)
   if (s && s != cudaStreamLegacy && s != cudaStreamPerThread) delete s;
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return g_last; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  if (memra::emu::stream_of(s)->capture || memra::emu::forbidden_in_capture()) {
+    if (CUgraph_st* g = memra::emu::stream_of(s)->capture) g->invalidated = true;
+    return fail(cudaErrorStreamCaptureUnsupported);
+  }
+  memra::emu::drain();
+  return g_last;
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
   CUstream_st* st = memra::emu::stream_of(s);
-  if (e->capture && e->capture->capturing && !st->capture) {  // a fork: the stream joins the capture
-    st->capture = e->capture;
-    e->capture->joined.push_back(st);
+  if (e->capture && e->capture->capturing) {
+    if (!st->capture) {  // a fork: the stream joins the capture
+      st->capture = e->capture;
+      st->captured_ops = st->rejoined_at = 0;
+      e->capture->joined.push_back(st);
+    } else if (e->stream && e->stream != st) {  // a join: st now waits for e's stream's work so far
+      e->stream->rejoined_at = std::max(e->stream->rejoined_at, e->index);
+    }
   }
   return cudaSuccess;
 }
-cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode) {
   CUstream_st* st = memra::emu::stream_of(s);
   if (st == &memra::emu::g_default_stream || st->capture) return fail(cudaErrorStreamCaptureUnsupported);
   st->capture = new CUgraph_st;
+  st->capture->mode = mode;
   st->origin = true;
+  st->captured_ops = st->rejoined_at = 0;
+  if (mode == cudaStreamCaptureModeGlobal) {
+    std::lock_guard<std::mutex> lock(memra::emu::g_capture_mutex);
+    memra::emu::g_global_captures.push_back(st->capture);
+  } else if (mode == cudaStreamCaptureModeThreadLocal) {
+    memra::emu::t_captures.push_back(st->capture);
+  }
   return cudaSuccess;
 }
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
   CUstream_st* st = memra::emu::stream_of(s);
   if (!st->capture || !st->origin) return fail(cudaErrorIllegalState);
-  *graph = st->capture;
-  for (CUstream_st* j : st->capture->joined) j->capture = nullptr;
-  st->capture->capturing = false;
+  CUgraph_st* g = st->capture;
+  // Every forked stream's work must have been waited for by another stream of the capture.
+  bool unjoined = false;
+  for (CUstream_st* j : g->joined) {
+    unjoined = unjoined || j->captured_ops > j->rejoined_at;
+    j->capture = nullptr;
+  }
+  for (CUevent_st* e : g->recorded) e->capture = nullptr, e->stream = nullptr;  // they outlive the graph
+  g->capturing = false;
   st->capture = nullptr;
   st->origin = false;
+  {
+    std::lock_guard<std::mutex> lock(memra::emu::g_capture_mutex);
+    auto& gl = memra::emu::g_global_captures;
+    gl.erase(std::remove(gl.begin(), gl.end(), g), gl.end());
+  }
+  auto& tl = memra::emu::t_captures;
+  tl.erase(std::remove(tl.begin(), tl.end(), g), tl.end());
+  if (g->invalidated || unjoined) {
+    delete g;
+    *graph = nullptr;
+    return fail(unjoined ? cudaErrorStreamCaptureUnjoined : cudaErrorStreamCaptureInvalidated);
+  }
+  *graph = g;
   return cudaSuccess;
 }
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, cudaStreamCaptureStatus* status, unsigned long long* id,
@@ -319,23 +475,46 @@ cudaError_t cudaEventCreate(cudaEvent_t* e) {
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) { return cudaEventCreate(e); }
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  if (e->capture) {
+    auto& r = e->capture->recorded;
+    r.erase(std::remove(r.begin(), r.end(), e), r.end());
+  }
+  memra::emu::drain();  // queued records of it must not outlive it
   delete e;
   return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   CUstream_st* st = memra::emu::stream_of(s);
+  if (e->capture && e->capture != st->capture) {
+    auto& r = e->capture->recorded;
+    r.erase(std::remove(r.begin(), r.end(), e), r.end());
+  }
   e->capture = st->capture;
-  return memra::emu::issue(s, [e] { e->at = std::chrono::steady_clock::now(); });
+  e->stream = st->capture ? st : nullptr;
+  e->index = st->captured_ops;  // the stream's captured work so far (before this record)
+  if (st->capture) st->capture->recorded.push_back(e);
+  const cudaError_t err = memra::emu::issue(s, [e] { e->at = std::chrono::steady_clock::now(); });
+  if (st->capture) --st->captured_ops;  // a record is not work another stream must join
+  return err;
 }
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned) { return cudaEventRecord(e, s); }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return g_last; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  if (memra::emu::forbidden_in_capture()) return fail(cudaErrorStreamCaptureUnsupported);
+  memra::emu::drain();
+  return g_last;
+}
+cudaError_t cudaEventQuery(cudaEvent_t) {
+  memra::emu::drain();  // done, once run
+  return cudaSuccess;
+}
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
+  memra::emu::drain();
   *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
   return cudaSuccess;
 }
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t g, unsigned long long) {
+  if (!g) return fail(cudaErrorInvalidValue);
   *exec = new CUgraphExec_st{g->ops};
   return cudaSuccess;
 }
@@ -349,6 +528,7 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g) {
   return cudaSuccess;
 }
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+  memra::emu::drain();  // a queued launch of it runs first
   delete e;
   return cudaSuccess;
 }

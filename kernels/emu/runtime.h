@@ -10,6 +10,7 @@ struct GridShape {
   dim3 grid, block;
   size_t smem = 0;
   size_t max_resident = 1;  // blocks that may run at once (the device's resident capacity)
+  const void* kernel = nullptr;  // for messages (its symbol name)
 };
 
 // Runs every block of the grid to completion on the calling thread; `body` is the kernel call.

@@ -6,7 +6,10 @@
 // (0xff bytes: NaN floats, -1 integers), as a GPU's starts with whatever the last block left.
 #include "emu/simt.h"
 
+#include <dlfcn.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -16,6 +19,7 @@
 #include <mutex>
 #include <vector>
 
+#include "emu/racecheck.h"
 #include "emu/runtime.h"
 
 #if !defined(__x86_64__)
@@ -68,6 +72,10 @@ constexpr unsigned char kPoison = 0xff;
 
 // Waiting: a fiber parked until *gen differs from the value it saw (a barrier or collective), or
 // spinning (always runnable, but runs only when nothing else can progress).
+struct Copy {  // one cp.async: its 16 bytes read at issue, written at the wait that completes its group
+  unsigned char* dst;
+  unsigned char data[16];
+};
 struct Thread {
   Fiber f;
   void* sp = nullptr;
@@ -75,11 +83,15 @@ struct Thread {
   bool done = false, spinning = false;
   const unsigned* wait_gen = nullptr;
   unsigned wait_value = 0;
+  long long ticks = 0;  // clock64(): this thread's own count
+  std::vector<Copy> open_group;
+  std::vector<std::vector<Copy>> groups;  // committed, oldest first
 };
 
 struct Collective {  // one mask's warp collectives; slots double-buffered by generation parity
   unsigned mask = 0, gen = 0;
   int arrived = 0;
+  unsigned arrived_lanes[2] = {0, 0};  // who took part in each parity's generation (ballot, match)
   unsigned char slots[2][32 * kSlotBytes];
 };
 
@@ -89,11 +101,19 @@ struct Warp {
   Collective* last = nullptr;  // the mask used last (almost always the full warp)
 };
 
+// A block's dynamic shared memory ends at a guard page, so a kernel whose size formula falls
+// short faults here as it would on a GPU (which faults past the launch's dynamic size too).
+struct Guarded {
+  unsigned char* map = nullptr;
+  size_t map_bytes = 0, cap = 0;  // cap: the bytes before the guard page
+};
+
 struct Resident {
   Block b;
   std::vector<Thread> threads;
   std::vector<Warp> warps;
-  std::vector<unsigned char> dynamic, statics;
+  Guarded dynamic;
+  std::vector<unsigned char> statics;
   int live = 0, arrived = 0;
   unsigned gen = 0;
   int or_acc[2] = {0, 0}, or_res[2] = {0, 0};
@@ -101,6 +121,7 @@ struct Resident {
 
 struct Launch {
   const std::function<void()>* body = nullptr;
+  const void* kernel = nullptr;
   std::vector<std::unique_ptr<Resident>> resident;
   Resident* loaded = nullptr;  // whose static shared memory the section holds
   bool progress = false;
@@ -112,6 +133,28 @@ void* g_scheduler_sp = nullptr;
 Thread* g_thread = nullptr;
 
 size_t statics_bytes() { return static_cast<size_t>(__stop_memra_emu_smem - __start_memra_emu_smem); }
+
+std::vector<Guarded>& smem_pool() {
+  static std::vector<Guarded> pool;
+  return pool;
+}
+Guarded take_smem(size_t bytes) {
+  auto& pool = smem_pool();
+  for (size_t i = 0; i < pool.size(); ++i)
+    if (pool[i].cap >= bytes) {
+      Guarded g = pool[i];
+      pool.erase(pool.begin() + static_cast<long>(i));
+      return g;
+    }
+  const size_t cap = (bytes + 4095) / 4096 * 4096;
+  void* p = mmap(nullptr, cap + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "memra-emu: error: cannot map a block's shared memory\n");
+    std::abort();
+  }
+  mprotect(static_cast<unsigned char*>(p) + cap, 4096, PROT_NONE);
+  return Guarded{static_cast<unsigned char*>(p), cap + 4096, cap};
+}
 
 std::vector<unsigned char*>& stack_pool() {
   static std::vector<unsigned char*> pool;
@@ -133,6 +176,53 @@ unsigned char* take_stack() {
   return static_cast<unsigned char*>(p) + 4096;
 }
 
+// A fault inside a kernel (a guard page past an allocation, a fiber's stack overflow): one line
+// naming the kernel, block and thread, then the default action (the core dump / abort as before).
+void on_fault(int sig, siginfo_t* info, void*) {
+  char line[768], name[256] = "(none running)";
+  Dl_info where{};
+  if (g_launch && g_launch->kernel && dladdr(g_launch->kernel, &where)) {
+    if (where.dli_sname)
+      std::snprintf(name, sizeof name, "%s", where.dli_sname);
+    else  // kernels in anonymous namespaces have no dynamic symbol: addr2line -Cfe LIB OFFSET names it
+      std::snprintf(name, sizeof name, "at %s+%#lx", where.dli_fname,
+                    static_cast<unsigned long>(static_cast<const char*>(g_launch->kernel) -
+                                               static_cast<const char*>(where.dli_fbase)));
+  }
+  int n = 0;
+  if (g_fiber)
+    n = std::snprintf(line, sizeof line,
+                      "memra-emu: error: %s at address %p in kernel %s, block (%u,%u,%u) thread (%u,%u,%u): "
+                      "outside every allocation (memra-emu puts a guard page after each)\n",
+                      sig == SIGSEGV ? "SIGSEGV" : "SIGBUS", info->si_addr, name, g_fiber->block->index.x,
+                      g_fiber->block->index.y, g_fiber->block->index.z, g_fiber->thread.x, g_fiber->thread.y,
+                      g_fiber->thread.z);
+  else
+    n = std::snprintf(line, sizeof line, "memra-emu: error: %s at address %p outside a kernel\n",
+                      sig == SIGSEGV ? "SIGSEGV" : "SIGBUS", info->si_addr);
+  if (n > 0) (void)!write(2, line, static_cast<size_t>(std::min<int>(n, sizeof line - 1)));
+  signal(sig, SIG_DFL);  // returning re-runs the access, which now ends the process
+}
+
+void install_fault_handler() {
+  thread_local std::vector<unsigned char> alt;  // the handler's own stack: a fiber's may be what overflowed
+  if (alt.empty()) {
+    alt.resize(64 * 1024);
+    stack_t ss{};
+    ss.ss_sp = alt.data();
+    ss.ss_size = alt.size();
+    sigaltstack(&ss, nullptr);
+  }
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa{};
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, nullptr);
+    sigaction(SIGBUS, &sa, nullptr);
+  });
+}
+
 void yield_to_scheduler() { memra_emu_switch(&g_thread->sp, g_scheduler_sp); }
 
 void park(const unsigned* gen, unsigned seen) {
@@ -147,6 +237,7 @@ Resident& my_block() { return *static_cast<Resident*>(g_fiber->block->owner); }
 // A collective of `mask` is complete when every live lane of the mask has arrived.
 void complete_if_ready(Collective& c, unsigned live) {
   if (c.arrived > 0 && c.arrived >= __builtin_popcount(c.mask & live)) {
+    c.arrived_lanes[(c.gen & 1) ^ 1] = 0;
     c.arrived = 0;
     ++c.gen;
     g_launch->progress = true;
@@ -163,9 +254,18 @@ void complete_barrier_if_ready(Resident& r) {
   }
 }
 
+void land(std::vector<Copy>& group) {
+  for (Copy& c : group) {
+    std::memcpy(c.dst, c.data, 16);
+    shadow_write(c.dst, 16);
+  }
+}
+
 [[noreturn]] void fiber_main() {
   (*g_launch->body)();
   Thread& t = *g_thread;
+  for (auto& g : t.groups) land(g);  // copies never waited for still land, as on the device
+  land(t.open_group);
   Resident& r = my_block();
   t.done = true;
   --r.live;
@@ -198,8 +298,13 @@ std::unique_ptr<Resident> admit(dim3 grid, dim3 block, size_t smem, unsigned ind
   r->b.dim = block;
   r->b.grid = grid;
   r->b.owner = r.get();
-  r->dynamic.assign(smem + 128, kPoison);
-  r->b.dynamic_smem = r->dynamic.data() + (128 - reinterpret_cast<uintptr_t>(r->dynamic.data()) % 128) % 128;
+  r->b.dynamic_bytes = smem;
+  r->b.barrier_gen = &r->gen;
+  r->b.shadow = nullptr;
+  const size_t body = (smem + 127) / 128 * 128;  // 128-byte aligned, ending at the guard page
+  r->dynamic = take_smem(body);
+  r->b.dynamic_smem = r->dynamic.map + r->dynamic.cap - body;
+  std::memset(r->b.dynamic_smem, kPoison, body);
   r->statics.assign(statics_bytes(), kPoison);
   const int n = static_cast<int>(block.x * block.y * block.z);
   r->threads.resize(n);
@@ -239,9 +344,14 @@ int sync_block_or(int pred) {
   return r.or_res[p];
 }
 
-const unsigned char* warp_gather(unsigned mask, const void* mine, int bytes) {
+const unsigned char* warp_gather(unsigned mask, const void* mine, int bytes, unsigned* arrived) {
   Resident& r = my_block();
   const int lane = g_fiber->linear % 32;
+  if (!((mask >> lane) & 1u)) {
+    std::fprintf(stderr, "memra-emu: error: a warp collective's mask %#x leaves out the calling lane %d (undefined in CUDA)\n",
+                 mask, lane);
+    trap();
+  }
   Warp& w = r.warps[g_fiber->linear / 32];
   Collective* c = w.last && w.last->mask == mask ? w.last : nullptr;
   for (size_t i = 0; !c && i < w.groups.size(); ++i)
@@ -255,9 +365,11 @@ const unsigned char* warp_gather(unsigned mask, const void* mine, int bytes) {
   const unsigned seen = c->gen;
   unsigned char* slots = c->slots[seen & 1];
   if (bytes > 0) std::memcpy(slots + lane * kSlotBytes, mine, bytes);
+  c->arrived_lanes[seen & 1] |= 1u << lane;
   ++c->arrived;
   complete_if_ready(*c, w.live);
   park(&c->gen, seen);
+  if (arrived) *arrived = c->arrived_lanes[seen & 1];
   return slots;
 }
 
@@ -268,8 +380,28 @@ void spin_yield() {
 }
 
 long long clock_ticks() {
-  static thread_local long long ticks = 0;
-  return ticks += 1ll << 17;  // a spin loop's 2^33-tick watchdog fires after 65536 of its turns
+  return g_thread->ticks += 1ll << 17;  // a spin loop's 2^33-tick watchdog fires after 65536 of its turns
+}
+
+void cp_async16(void* dst, const void* src, bool valid) {
+  Copy c;
+  c.dst = static_cast<unsigned char*>(dst);
+  if (valid) std::memcpy(c.data, src, 16);
+  else std::memset(c.data, 0, 16);
+  std::memset(dst, kPoison, 16);  // in flight: a read before its wait sees the poison, not the data
+  shadow_write(dst, 16);          // and for racecheck, written from now on
+  g_thread->open_group.push_back(c);
+}
+void cp_async_commit() {
+  g_thread->groups.push_back(std::move(g_thread->open_group));
+  g_thread->open_group.clear();
+}
+void cp_async_wait(int pending) {
+  auto& groups = g_thread->groups;
+  while (static_cast<int>(groups.size()) > pending) {
+    land(groups.front());
+    groups.erase(groups.begin());
+  }
 }
 
 unsigned long long global_ns() {
@@ -286,13 +418,20 @@ void trap() {
 unsigned char* dynamic_smem() { return g_fiber->block->dynamic_smem; }
 
 void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
-  const unsigned char* slots = warp_gather(0xffffffffu, &row, sizeof row);
-  const int lane = g_fiber->linear % 32;
-  for (int i = 0; i < 4; ++i) {
-    const void* p;
-    std::memcpy(&p, slots + (8 * i + lane / 4) * kSlotBytes, sizeof p);
-    std::memcpy(&r[i], static_cast<const unsigned char*>(p) + 4 * (lane % 4), 4);
+  const auto* p = static_cast<const unsigned char*>(row);
+  const Block& b = *g_fiber->block;
+  const bool shared = (p >= b.dynamic_smem && p + 16 <= b.dynamic_smem + b.dynamic_bytes) ||
+                      (p >= __start_memra_emu_smem && p + 16 <= __stop_memra_emu_smem);
+  if (!shared || reinterpret_cast<uintptr_t>(p) % 16 != 0) {
+    std::fprintf(stderr, "memra-emu: error: ldmatrix row address %p is %s\n", row,
+                 shared ? "not 16-byte aligned" : "outside the block's shared memory");
+    trap();
   }
+  // Each lane's 16 bytes are read when it arrives (the warp reads before any lane goes on).
+  shadow_read(row, 16);
+  const unsigned char* slots = warp_gather(0xffffffffu, row, 16);
+  const int lane = g_fiber->linear % 32;
+  for (int i = 0; i < 4; ++i) std::memcpy(&r[i], slots + (8 * i + lane / 4) * kSlotBytes + 4 * (lane % 4), 4);
 }
 
 void mma_m16n8k8_tf32(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
@@ -325,8 +464,11 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
   if (threads == 0 || threads > 1024 || block.z > 64 || grid.y > 65535 || grid.z > 65535 || blocks == 0)
     return cudaErrorInvalidConfiguration;
   std::lock_guard<std::mutex> lock(g_mutex);
+  install_fault_handler();
+  racecheck_begin(shape.kernel);
   Launch L;
   L.body = &body;
+  L.kernel = shape.kernel;
   g_launch = &L;
   unsigned next = 0;
   int stalls = 0;
@@ -339,11 +481,7 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
     bool ran_waiting = false;
     for (auto& rp : L.resident) {
       Resident* r = rp.get();
-      if (L.resident.size() > 1) load_statics(L, r);
-      else if (L.loaded != r) {
-        std::memset(__start_memra_emu_smem, kPoison, statics_bytes());
-        L.loaded = r;
-      }
+      load_statics(L, r);  // a block's own static __shared__ values, or poison for a new one
       for (Thread& t : r->threads) {
         if (t.done || (t.wait_gen && *t.wait_gen == t.wait_value)) continue;
         g_thread = &t;
@@ -356,6 +494,8 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
       Resident& r = *L.resident[i];
       if (r.live == 0) {
         for (Thread& t : r.threads) stack_pool().push_back(t.stack);
+        smem_pool().push_back(r.dynamic);
+        racecheck_block_done(r.b);
         if (L.loaded == &r) L.loaded = nullptr;
         L.resident.erase(L.resident.begin() + static_cast<long>(i));
         L.progress = true;
@@ -378,6 +518,11 @@ cudaError_t run_grid(const GridShape& shape, const std::function<void()>& body) 
   }
   g_launch = nullptr;
   g_fiber = nullptr;
+  if (const long hazards = racecheck_end(); hazards > 0) {
+    std::fprintf(stderr, "memra-emu: error: %ld shared-memory hazard(s) in one launch (racecheck; MEMRA_EMU_RACECHECK=0 "
+                 "turns it off)\n", hazards);
+    return cudaErrorLaunchFailure;
+  }
   return cudaSuccess;
 }
 

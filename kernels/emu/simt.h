@@ -18,6 +18,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "emu/racecheck.h"
+
 #ifndef MEMRA_CUDA_EMU
 #error "kernels/emu/simt.h is the emulated build's force-included header (MEMRA_CUDA_EMU)"
 #endif
@@ -42,7 +44,10 @@ struct Block {
   uint3 index;  // blockIdx
   dim3 dim, grid;
   unsigned char* dynamic_smem;
-  void* owner;  // the scheduler's record of this block
+  size_t dynamic_bytes;
+  const unsigned* barrier_gen;  // completed __syncthreads so far (racecheck's epochs)
+  void* owner;                  // the scheduler's record of this block
+  void* shadow;                 // racecheck.cpp's record of this block's shared memory
 };
 
 // The running fiber. Not thread_local: launches run one at a time (a mutex), all of a launch's
@@ -55,9 +60,14 @@ int sync_block_or(int pred);
 // Deposits `bytes` (≤ kSlotBytes) of this lane's into its slot, waits for every live lane of
 // `mask`, and returns the 32 slots (kSlotBytes apart). A slot stays readable until the lane's
 // second collective after this one.
-const unsigned char* warp_gather(unsigned mask, const void* mine, int bytes);
-void spin_yield();
-unsigned char* dynamic_smem();  // a thread waiting on another block (__nanosleep): run the others
+// `arrived`, when given, gets the lanes that took part (the mask's live lanes).
+const unsigned char* warp_gather(unsigned mask, const void* mine, int bytes, unsigned* arrived = nullptr);
+// cp.async: the 16 bytes read now, the destination poisoned until a wait completes its group.
+void cp_async16(void* dst, const void* src, bool valid);
+void cp_async_commit();
+void cp_async_wait(int pending);
+void spin_yield();  // a thread waiting on another block (__nanosleep): run the others
+unsigned char* dynamic_smem();
 long long clock_ticks();
 unsigned long long global_ns();
 [[noreturn]] void trap();
@@ -90,29 +100,33 @@ inline void __trap() { ::memra::emu::trap(); }
 template <typename T>
 T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
   const int lane = ::memra::emu::lane();
-  return ::memra::emu::gather_one(mask, v, (lane & ~(width - 1)) + (src & (width - 1)));
+  return ::memra::emu::gather_one(mask, v, ((lane & ~(width - 1)) + (src & (width - 1))) & 31);
 }
+// PTX shfl.bfly: source lane ^ m (5 bits); a source past the lane's own segment gives the lane's
+// own value, one in an earlier segment is taken as it is.
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T v, int m, int width = 32) {
-  const int lane = ::memra::emu::lane(), src = lane ^ m;
-  return ::memra::emu::gather_one(mask, v, (src & ~(width - 1)) == (lane & ~(width - 1)) ? src : lane);
+  const int lane = ::memra::emu::lane(), src = lane ^ (m & 31);
+  const int seg_end = (lane & ~(width - 1)) + width - 1;
+  return ::memra::emu::gather_one(mask, v, src > seg_end ? lane : src);
 }
 template <typename T>
 T __shfl_up_sync(unsigned mask, T v, unsigned d, int width = 32) {
-  const int lane = ::memra::emu::lane(), seg = lane & (width - 1);
-  return ::memra::emu::gather_one(mask, v, seg >= static_cast<int>(d) ? lane - static_cast<int>(d) : lane);
+  const int lane = ::memra::emu::lane(), seg = lane & (width - 1), dd = static_cast<int>(d & 31);
+  return ::memra::emu::gather_one(mask, v, seg >= dd ? lane - dd : lane);
 }
 template <typename T>
 T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32) {
-  const int lane = ::memra::emu::lane(), seg = lane & (width - 1);
-  return ::memra::emu::gather_one(mask, v, seg + static_cast<int>(d) < width ? lane + static_cast<int>(d) : lane);
+  const int lane = ::memra::emu::lane(), seg = lane & (width - 1), dd = static_cast<int>(d & 31);
+  return ::memra::emu::gather_one(mask, v, seg + dd < width ? lane + dd : lane);
 }
 inline unsigned __ballot_sync(unsigned mask, int pred) {
   const int p = pred != 0;
-  const unsigned char* slots = ::memra::emu::warp_gather(mask, &p, sizeof p);
+  unsigned took_part = 0;
+  const unsigned char* slots = ::memra::emu::warp_gather(mask, &p, sizeof p, &took_part);
   unsigned r = 0;
   for (int l = 0; l < 32; ++l)
-    if ((mask >> l) & 1u) {
+    if ((took_part >> l) & 1u) {
       int v;
       std::memcpy(&v, slots + l * ::memra::emu::kSlotBytes, sizeof v);
       if (v) r |= 1u << l;
@@ -121,10 +135,11 @@ inline unsigned __ballot_sync(unsigned mask, int pred) {
 }
 template <typename T>
 unsigned __match_any_sync(unsigned mask, T value) {
-  const unsigned char* slots = ::memra::emu::warp_gather(mask, &value, sizeof value);
+  unsigned took_part = 0;
+  const unsigned char* slots = ::memra::emu::warp_gather(mask, &value, sizeof value, &took_part);
   unsigned r = 0;
   for (int l = 0; l < 32; ++l)
-    if (((mask >> l) & 1u) && std::memcmp(slots + l * ::memra::emu::kSlotBytes, &value, sizeof value) == 0) r |= 1u << l;
+    if (((took_part >> l) & 1u) && std::memcmp(slots + l * ::memra::emu::kSlotBytes, &value, sizeof value) == 0) r |= 1u << l;
   return r;
 }
 
@@ -187,15 +202,16 @@ T __ldcg(const T* p) {
 }
 inline size_t __cvta_generic_to_shared(const void* p) { return reinterpret_cast<size_t>(p); }
 
-// Atomics: fibers switch only at barriers and collectives, so a read-modify-write is atomic here.
+// Atomics: fibers switch only at barriers and collectives, so a read-modify-write is atomic here;
+// not instrumented, so racecheck does not take two warps' atomics on one word for a race.
 template <typename T>
-T atomicAdd(T* p, T v) {
+__attribute__((no_sanitize("thread"))) T atomicAdd(T* p, T v) {
   const T old = *p;
   *p = old + v;
   return old;
 }
 template <typename T>
-T atomicMin(T* p, T v) {
+__attribute__((no_sanitize("thread"))) T atomicMin(T* p, T v) {
   const T old = *p;
   if (v < old) *p = v;
   return old;
@@ -219,14 +235,14 @@ inline float ex2_approx_ftz(float x) {
 inline uint32_t tf32_rna(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u) return u;
+  if ((u & 0x7f800000u) == 0x7f800000u) return (u & 0x7fffffu) ? 0x7fffffffu : u;  // NaN: canonical
   return (u + 0x1000u) & 0xffffe000u;
 }
 // cvt.rn.tf32.f32: to nearest, ties to even, low 13 bits cleared (NaN and Inf kept).
 inline uint32_t tf32_rn(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u) return u;
+  if ((u & 0x7f800000u) == 0x7f800000u) return (u & 0x7fffffu) ? 0x7fffffffu : u;  // NaN: canonical
   u += 0xfffu + ((u >> 13) & 1u);
   return u & 0xffffe000u;
 }
