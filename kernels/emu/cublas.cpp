@@ -84,6 +84,12 @@ cublasStatus_t check(const Gemm& g, cublasComputeType_t compute) {
   if (g.m < 0 || g.n < 0 || g.k < 0) return CUBLAS_STATUS_INVALID_VALUE;
   if (!supported(g.at) || !supported(g.bt) || !supported(g.ct)) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (compute != CUBLAS_COMPUTE_32F && compute != CUBLAS_COMPUTE_32F_FAST_TF32) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // cuBLAS's table for these compute types: A and B of one type; f32 in, f32 out (TF32 only so);
+  // bf16 or f16 in, f32 or the same 16-bit type out.
+  if (g.at != g.bt) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (g.at == CUDA_R_32F && g.ct != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (g.at != CUDA_R_32F && (compute != CUBLAS_COMPUTE_32F || (g.ct != CUDA_R_32F && g.ct != g.at)))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   const int rows_a = g.ta == CUBLAS_OP_N ? g.m : g.k, rows_b = g.tb == CUBLAS_OP_N ? g.k : g.n;
   if (g.lda < std::max(1, rows_a) || g.ldb < std::max(1, rows_b) || g.ldc < std::max(1, g.m))
     return CUBLAS_STATUS_INVALID_VALUE;
