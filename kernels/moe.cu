@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
 __global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int P, int E, int32_t* pair_order,
                                                          int32_t* groups, int32_t* n_groups, int top, bool split) {
   pdl_begin();
-  MEMRA_DYNAMIC_SMEM(int, cnt, 16);  // [E] counts, then [E] offsets
+  MEMRA_DYNAMIC_SMEM(int, cnt, 4);  // [E] counts, then [E] offsets
   int* off = cnt + E;
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
     int c = 0;

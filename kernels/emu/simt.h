@@ -4,9 +4,9 @@
 // GPU library's, unchanged but for the few inline-PTX helpers that have an emulated branch.
 //
 // Each CUDA thread is a fiber (simt.cpp); barriers and warp collectives switch between them, so a
-// kernel's indexing, shared-memory layouts, fragment maps and barrier placement run as written.
-// What it cannot show: timing, races between threads (fibers switch only at barriers and
-// collectives), and the tensor cores' own summation order (mma sums in double, rounds once).
+// kernel's indexing, shared-memory layouts, fragment maps and barrier placement run as written, and
+// racecheck.cpp sees every shared-memory access. What it cannot show: timing, the memory model,
+// races in global memory, and the tensor cores' own summation order (mma sums in double).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
