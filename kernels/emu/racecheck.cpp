@@ -5,7 +5,10 @@
 // and the reads since, each with its warp and its barrier epoch (the block's completed
 // __syncthreads). Two accesses from different warps in the same epoch, one of them a write, are a
 // hazard (RAW, WAR, WAW), as compute-sanitizer's racecheck reports them; lanes of one warp are
-// taken as ordered. Global memory is not checked. MEMRA_EMU_RACECHECK=0 turns it off.
+// taken as ordered. Words, not bytes: two warps writing the two halves of one word are reported
+// (compute-sanitizer would not; no kernel here does it). Not seen: global memory, and copies GCC
+// expands inline without a hook (a memcpy into shared memory; no kernel here has one).
+// MEMRA_EMU_RACECHECK=0 turns it off.
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -57,6 +60,10 @@ void report(const char* kind, bool statics, size_t offset, int other_warp, int w
                kind, statics ? "static" : "dynamic", offset, other_warp, warp, name, b.index.x, b.index.y, b.index.z);
 }
 
+// The static section's words start at a 16-byte boundary past the dynamic ones, so a static word
+// never shares a shadow word with a dynamic one (or straddles two).
+size_t statics_at(const Block& b) { return (b.dynamic_bytes + 15) / 16 * 16; }
+
 void access(const void* p, size_t n, bool write) {
   Fiber* f = g_fiber;
   if (!f || !enabled()) return;
@@ -67,7 +74,7 @@ void access(const void* p, size_t n, bool write) {
   if (a >= b.dynamic_smem && a < b.dynamic_smem + b.dynamic_bytes) {
     base = static_cast<size_t>(a - b.dynamic_smem);
   } else if (a >= __start_memra_emu_smem && a < __stop_memra_emu_smem) {
-    base = b.dynamic_bytes + static_cast<size_t>(a - __start_memra_emu_smem);
+    base = statics_at(b) + static_cast<size_t>(a - __start_memra_emu_smem);
     statics = true;
   } else {
     return;
@@ -75,12 +82,12 @@ void access(const void* p, size_t n, bool write) {
   auto* s = static_cast<Shadow*>(b.shadow);
   if (!s) {
     s = new Shadow;
-    s->words.resize((b.dynamic_bytes + static_cast<size_t>(__stop_memra_emu_smem - __start_memra_emu_smem)) / 4 + 2);
+    s->words.resize((statics_at(b) + static_cast<size_t>(__stop_memra_emu_smem - __start_memra_emu_smem)) / 4 + 2);
     b.shadow = s;
   }
   const uint32_t epoch = *b.barrier_gen + 1;
   const uint16_t warp = static_cast<uint16_t>(f->linear / 32);
-  const size_t region_start = statics ? b.dynamic_bytes : 0;
+  const size_t region_start = statics ? statics_at(b) : 0;
   for (size_t w = base / 4; w <= (base + n - 1) / 4 && w < s->words.size(); ++w) {
     Word& x = s->words[w];
     const size_t offset = w * 4 - region_start;

@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -63,7 +64,9 @@ namespace memra::emu {
 namespace {
 
 std::mutex g_state;
-thread_local cudaError_t g_last = cudaSuccess;
+// The last error: one for the process, as a CUDA context's sticky launch errors are (a kernel that
+// fails while another thread's synchronisation runs it is still reported).
+std::atomic<cudaError_t> g_last{cudaSuccess};
 thread_local int g_device = 0;
 CUstream_st g_default_stream;
 std::map<const void*, int> g_smem_optin;  // kernel → bytes allowed by cudaFuncSetAttribute
@@ -95,16 +98,26 @@ std::vector<CUgraph_st*> g_global_captures;  // captures in cudaStreamCaptureMod
 thread_local std::vector<CUgraph_st*> t_captures;  // this thread's captures
 
 // Runs everything issued so far (a synchronisation point).
+std::mutex g_drain_mutex;                  // one drain at a time: a sync returns after all work issued before it has run
+std::vector<CUevent_st*> g_dead_events;    // destroyed while queued work may still record them
+std::vector<CUgraphExec_st*> g_dead_execs;  // destroyed while a queued launch may still run them
+
 void drain() {
+  std::lock_guard<std::mutex> running(g_drain_mutex);
   for (;;) {
     std::vector<std::function<void()>> work;
     {
       std::lock_guard<std::mutex> lock(g_queue_mutex);
       work.swap(g_queue);
     }
-    if (work.empty()) return;
+    if (work.empty()) break;
     for (auto& op : work) op();
   }
+  std::lock_guard<std::mutex> lock(g_queue_mutex);  // nothing queued refers to them now
+  for (CUevent_st* e : g_dead_events) delete e;
+  for (CUgraphExec_st* x : g_dead_execs) delete x;
+  g_dead_events.clear();
+  g_dead_execs.clear();
 }
 
 // Records `op` into the stream's capture, or queues it to run at the next synchronisation.
@@ -128,6 +141,7 @@ bool forbidden_in_capture() {
     std::lock_guard<std::mutex> lock(g_capture_mutex);
     hit.insert(hit.end(), g_global_captures.begin(), g_global_captures.end());
   }
+  std::lock_guard<std::mutex> lock(g_capture_mutex);
   for (CUgraph_st* g : hit) g->invalidated = true;
   return !hit.empty();
 }
@@ -370,11 +384,9 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
 cudaError_t cudaMemcpyPeerAsync(void* dst, int, const void* src, int, size_t n, cudaStream_t s) {
   return cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s);
 }
-cudaError_t cudaMemset(void* p, int v, size_t n) {
+cudaError_t cudaMemset(void* p, int v, size_t n) {  // asynchronous for device memory, as the runtime's
   if (memra::emu::forbidden_in_capture()) return fail(cudaErrorStreamCaptureUnsupported);
-  memra::emu::drain();
-  std::memset(p, v, n);
-  return g_last;
+  return memra::emu::issue(nullptr, [=] { std::memset(p, v, n); });
 }
 cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
   return memra::emu::issue(s, [=] { std::memset(p, v, n); });
@@ -386,8 +398,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* s) {
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned, int) { return cudaStreamCreate(s); }
-cudaError_t cudaStreamDestroy(cudaStream_t s) {
-  memra::emu::drain();  // its queued work still runs (the runtime lets it finish)
+cudaError_t cudaStreamDestroy(cudaStream_t s) {  // its queued work still runs (no op refers to the stream)
   if (s && s != cudaStreamLegacy && s != cudaStreamPerThread) delete s;
   return cudaSuccess;
 }
@@ -479,8 +490,8 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
     auto& r = e->capture->recorded;
     r.erase(std::remove(r.begin(), r.end(), e), r.end());
   }
-  memra::emu::drain();  // queued records of it must not outlive it
-  delete e;
+  std::lock_guard<std::mutex> lock(memra::emu::g_queue_mutex);
+  memra::emu::g_dead_events.push_back(e);  // freed at the next drain: a queued record may still write it
   return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
@@ -492,10 +503,11 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   e->capture = st->capture;
   e->stream = st->capture ? st : nullptr;
   e->index = st->captured_ops;  // the stream's captured work so far (before this record)
-  if (st->capture) st->capture->recorded.push_back(e);
-  const cudaError_t err = memra::emu::issue(s, [e] { e->at = std::chrono::steady_clock::now(); });
-  if (st->capture) --st->captured_ops;  // a record is not work another stream must join
-  return err;
+  if (st->capture) {  // in a capture a record only orders the graph's work: no node of its own
+    st->capture->recorded.push_back(e);
+    return cudaSuccess;
+  }
+  return memra::emu::issue(s, [e] { e->at = std::chrono::steady_clock::now(); });
 }
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned) { return cudaEventRecord(e, s); }
 cudaError_t cudaEventSynchronize(cudaEvent_t) {
@@ -528,8 +540,8 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g) {
   return cudaSuccess;
 }
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
-  memra::emu::drain();  // a queued launch of it runs first
-  delete e;
+  std::lock_guard<std::mutex> lock(memra::emu::g_queue_mutex);
+  memra::emu::g_dead_execs.push_back(e);  // freed at the next drain: a queued launch may still run it
   return cudaSuccess;
 }
 cudaError_t cudaGraphGetNodes(cudaGraph_t, cudaGraphNode_t*, size_t* n) {
