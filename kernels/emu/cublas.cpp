@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "emu/runtime.h"
+#include "emu/simt.h"
 
 struct cublasContext {
   cudaStream_t stream = nullptr;
@@ -36,14 +37,7 @@ void store(void* p, cudaDataType t, long long i, float v) {
 }
 bool supported(cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_16BF || t == CUDA_R_16F; }
 
-float tf32_rn(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
-  else if (u & 0x7fffffu) u = 0x7fffffffu;  // NaN: canonical
-  std::memcpy(&x, &u, 4);
-  return x;
-}
+float tf32_rn(float x) { return __uint_as_float(memra::emu::tf32_rn(x)); }  // cvt.rn's rounding (simt.h)
 
 struct Gemm {
   cublasOperation_t ta, tb;

@@ -9,8 +9,6 @@
 // (compute-sanitizer would not; no kernel here does it). Not seen: global memory, and copies GCC
 // expands inline without a hook (a memcpy into shared memory; no kernel here has one).
 // MEMRA_EMU_RACECHECK=0 turns it off.
-#include <dlfcn.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -48,11 +46,8 @@ const void* g_kernel = nullptr;
 
 void report(const char* kind, bool statics, size_t offset, int other_warp, int warp) {
   if (++g_hazards > 8) return;  // the first few say enough
-  char name[256] = "?";
-  Dl_info where{};
-  if (g_kernel && dladdr(g_kernel, &where))
-    std::snprintf(name, sizeof name, "%s+%#lx", where.dli_fname ? where.dli_fname : "?",
-                  static_cast<unsigned long>(static_cast<const char*>(g_kernel) - static_cast<const char*>(where.dli_fbase)));
+  char name[256];
+  kernel_label(g_kernel, name, sizeof name);
   const Block& b = *g_fiber->block;
   std::fprintf(stderr,
                "memra-emu: racecheck: %s hazard on %s shared memory +%#zx, warps %d and %d between the same two "

@@ -180,15 +180,7 @@ unsigned char* take_stack() {
 // naming the kernel, block and thread, then the default action (the core dump / abort as before).
 void on_fault(int sig, siginfo_t* info, void*) {
   char line[768], name[256] = "(none running)";
-  Dl_info where{};
-  if (g_launch && g_launch->kernel && dladdr(g_launch->kernel, &where)) {
-    if (where.dli_sname)
-      std::snprintf(name, sizeof name, "%s", where.dli_sname);
-    else  // kernels in anonymous namespaces have no dynamic symbol: addr2line -Cfe LIB OFFSET names it
-      std::snprintf(name, sizeof name, "at %s+%#lx", where.dli_fname,
-                    static_cast<unsigned long>(static_cast<const char*>(g_launch->kernel) -
-                                               static_cast<const char*>(where.dli_fbase)));
-  }
+  if (g_launch && g_launch->kernel) kernel_label(g_launch->kernel, name, sizeof name);
   int n = 0;
   if (g_fiber)
     n = std::snprintf(line, sizeof line,
@@ -222,6 +214,19 @@ void install_fault_handler() {
     sigaction(SIGBUS, &sa, nullptr);
   });
 }
+
+}  // namespace
+
+void kernel_label(const void* kernel, char* out, size_t n) {
+  Dl_info where{};
+  if (kernel && dladdr(kernel, &where) && where.dli_fname)
+    std::snprintf(out, n, "%s+%#lx", where.dli_fname,
+                  static_cast<unsigned long>(static_cast<const char*>(kernel) - static_cast<const char*>(where.dli_fbase)));
+  else
+    std::snprintf(out, n, "?");
+}
+
+namespace {
 
 void yield_to_scheduler() { memra_emu_switch(&g_thread->sp, g_scheduler_sp); }
 

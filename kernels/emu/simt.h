@@ -71,6 +71,9 @@ unsigned char* dynamic_smem();
 long long clock_ticks();
 unsigned long long global_ns();
 [[noreturn]] void trap();
+// "library+offset" of a kernel (addr2line -Cfe LIBRARY OFFSET names it; kernels in anonymous
+// namespaces have no dynamic symbol to print): the fault handler's and racecheck's messages.
+void kernel_label(const void* kernel, char* out, size_t n);
 
 template <typename T>
 T gather_one(unsigned mask, T v, int src) {
