@@ -34,7 +34,9 @@
 //
 // With q_raw the query heads' norm_rope happens in the staging (above: its bits, one pass over q less).
 //
-//   grid (rows, ceil(H / 32))   block 256   dynamic smem (fast_smem): S, Q, the softmax's row tables, the key table
+//   grid (rows, ceil(H / HB))   block 256   dynamic smem (fast_smem): S, Q, the softmax's row tables, the key table
+//   HB = 32 heads a block (16 in the two-block form for many keys, below)
+#include "ab_switch.h"
 #include "attention_keys.cuh"
 #include "common.cuh"
 #include "device_caps.h"
@@ -51,7 +53,7 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / kWarp;
-constexpr int kHeads = 32;    // heads per block: two 16-row m-tiles
+constexpr int kHeads = 32;    // heads per block: two 16-row m-tiles (the 16-head form: one)
 constexpr int kKeyTile = 32;  // pass 1: keys per warp tile (four 8-key n-tiles); the key table's padding
 constexpr int kSlice = 32;    // pass 2: output dims per n-tile group (four 8-column n-tiles)
 
@@ -60,9 +62,9 @@ __host__ __device__ constexpr int q_stride(int d) { return d + 4; }
 int round_up(int v, int m) { return (v + m - 1) / m * m; }
 int s_stride(int max_keys) { return round_up(max_keys, kKeyTile) + 4; }
 // The softmax's small tables: each warp's row maxima from pass 1, then 1 / denominator a row.
-constexpr int kRowTables = kWarps * kHeads + kHeads;
-size_t fast_smem(int max_keys, int d) {
-  return (static_cast<size_t>(kHeads) * s_stride(max_keys) + static_cast<size_t>(kHeads) * q_stride(d) + kRowTables) *
+constexpr int row_tables(int heads) { return kWarps * heads + heads; }
+size_t fast_smem(int max_keys, int d, int heads = kHeads) {
+  return (static_cast<size_t>(heads) * s_stride(max_keys) + static_cast<size_t>(heads) * q_stride(d) + row_tables(heads)) *
              sizeof(float) +
          static_cast<size_t>(round_up(max_keys, kKeyTile)) * sizeof(float*);
 }
@@ -86,32 +88,56 @@ __device__ __forceinline__ void load_a(uint32_t (&r)[4], const float* base, int 
 __device__ __forceinline__ float comp(const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 __device__ __forceinline__ float4 load_key(const float* k) { return __ldg(reinterpret_cast<const float4*>(k)); }
 
-// Pass 2's split of the 2 m-tiles × d / 32 dim slices over the 8 warps: MW m-tiles and SW slices
-// a warp (d = 512: 2 × 2, all warps; 256: 2 × 1; 128: 1 × 1; 64: 1 × 1 on four warps).
-template <int D>
+// Pass 2's split of the MT m-tiles × d / 32 dim slices over the 8 warps: MW m-tiles and SW slices
+// a warp (MT 2: d = 512: 2 × 2, all warps; 256: 2 × 1; 128: 1 × 1; 64: 1 × 1 on four warps; MT 1:
+// one m-tile, the same slices).
+template <int D, int MT>
 struct Pass2Split {
   static constexpr int kSlices = D / kSlice;
-  static constexpr int MW = D >= 256 ? 2 : 1;
+  static constexpr int MW = D >= 256 ? MT : 1;
   static constexpr int SW = D >= 512 ? D / 256 : 1;
   static constexpr int kGroups = kSlices / SW;  // slice groups; warp w: group w % kGroups, m-tiles from w / kGroups
-  static constexpr int kActive = kGroups * (2 / MW);
+  static constexpr int kActive = kGroups * (MT / MW);
   static_assert(kActive <= kWarps, "pass 2 needs more warps than the block has");
 };
 
-template <int D>
-__global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs a, int s_ld) {
+// kMinBlocks 2: two blocks an SM where their shared memory fits (a few hundred keys: HCA at 2k), so
+// one block's staging, barriers and softmax overlap the other's passes; the same arithmetic in the
+// same order (only the key rings are shallower, to fit 128 registers), so the same bits. HB 16: one
+// m-tile of heads a block (half the shared memory: two blocks an SM at 640 keys, each key read by
+// twice the blocks); every head's sums in the same order, so the same bits as HB 32.
+// flags: kRowsDown: block x takes row rows − 1 − x. A prefill's later rows attend to more keys (CSA:
+// up to 128 + 512 at 2k, against 1 for row 0) and blocks start in x order, so the heaviest go first
+// and the launch's last wave is its lightest (longest first: a shorter tail); the same bits.
+// kExp2: the softmax's exponentials as one ex2.approx of an FMA (below); other bits.
+constexpr unsigned kRowsDown = 1, kExp2 = 2;
+
+__device__ __forceinline__ float ex2_approx(float x) {
+#if defined(MEMRA_CUDA_EMU)
+  return emu::ex2_approx_ftz(x);
+#else
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#endif
+}
+
+template <int D, int kMinBlocks, int HB>
+__global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(AttentionArgs a, int s_ld, unsigned flags) {
   pdl_begin();
-  constexpr int QS = q_stride(D);
+  constexpr int QS = q_stride(D), MT = HB / 16;
+  static_assert(HB == 16 || HB == 32, "one or two m-tiles of heads");
   MEMRA_DYNAMIC_SMEM(unsigned char, smem, 128);
-  float* S = reinterpret_cast<float*>(smem);  // [kHeads][s_ld]: logits, then p (TF32-rounded, 0 past the keys)
-  float* Qs = S + kHeads * s_ld;              // [kHeads][QS]: TF32-rounded q (heads past H: 0)
-  float* rowmax = Qs + kHeads * QS;           // [kWarps][kHeads]: pass 1's largest logit a warp and head row (−inf: none)
-  float* inv_den = rowmax + kWarps * kHeads;  // [kHeads]: the softmax's 1 / denominator, applied to the outputs
-  const float** keys = reinterpret_cast<const float**>(inv_den + kHeads);  // [round_up(keys, 32)]
+  float* S = reinterpret_cast<float*>(smem);  // [HB][s_ld]: logits, then p (TF32-rounded, 0 past the keys)
+  float* Qs = S + HB * s_ld;                  // [HB][QS]: TF32-rounded q (heads past H: 0)
+  float* rowmax = Qs + HB * QS;               // [kWarps][HB]: pass 1's largest logit a warp and head row (−inf: none)
+  float* inv_den = rowmax + kWarps * HB;      // [HB]: the softmax's 1 / denominator, applied to the outputs
+  const float** keys = reinterpret_cast<const float**>(inv_den + HB);  // [round_up(keys, 32)]
   __shared__ int s_ncmp;
 
-  const int row = blockIdx.x, h0 = blockIdx.y * kHeads;
-  const int nh = min(kHeads, a.H - h0);
+  const int row = flags & kRowsDown ? a.rows - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+  const int h0 = blockIdx.y * HB;
+  const int nh = min(HB, a.H - h0);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
   const int64_t pos = a.row_pos[row];
   const float* q = a.q + (static_cast<int64_t>(row) * a.H + h0) * D;
@@ -120,7 +146,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   // column 16u + 8s + 4w + t, where ldmatrix's natural order finds it.
   if (!a.q_raw) {
 #pragma unroll  // all of a thread's q loads in flight at once
-    for (int i = threadIdx.x; i < kHeads * D / 4; i += kBlock) {
+    for (int i = threadIdx.x; i < HB * D / 4; i += kBlock) {
       const int hh = i / (D / 4), c = (i % (D / 4)) * 4, u = c / 16, tq = (c % 16) / 4;
       const float4 v = hh < nh ? *reinterpret_cast<const float4*>(q + static_cast<int64_t>(hh) * D + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       float* dst = Qs + hh * QS + 16 * u + tq;
@@ -133,7 +159,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
     // does after its norm). All four heads' loads in flight at once (one round trip, not four), and
     // one cosf / sinf a dim pair for the four heads.
     constexpr int kPer = D > kNormBlock ? D / kNormBlock : 1;
-    constexpr int kPlayed = kNormBlock / kWarp, kMine = kHeads / kWarps;
+    constexpr int kPlayed = kNormBlock / kWarp, kMine = HB / kWarps;
     const int rope0 = D - 2 * a.half;
     auto col = [](int i) { return 16 * (i / 16) + (i % 16) / 4 + 4 * (i % 4); };
     float v[kMine][kPlayed][kPer];
@@ -180,16 +206,16 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   // Pass 1: a lane's float4 of dims 16u + 4t … + 3 of key g of each n-tile gives its b-slots of k-steps
   // 2u and 2u + 1 (Q's columns above); the keys' loads a ring of four 16-dim groups, three ahead.
   {
-    constexpr int G = D / 16, kRing = 4;
-    float rmax[2][2];  // rows g, g + 8 of each m-tile, over this lane's keys below n_keys
+    constexpr int G = D / 16, kRing = kMinBlocks == 1 || MT == 1 ? 4 : 2;  // a divisor of G
+    float rmax[MT][2];  // rows g, g + 8 of each m-tile, over this lane's keys below n_keys
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) rmax[mt][0] = rmax[mt][1] = -INFINITY;
+    for (int mt = 0; mt < MT; ++mt) rmax[mt][0] = rmax[mt][1] = -INFINITY;
     for (int tile = warp; tile * kKeyTile < n_keys; tile += kWarps) {
       const int k0 = tile * kKeyTile;
       const float* kp[4];
 #pragma unroll
       for (int n = 0; n < 4; ++n) kp[n] = keys[k0 + 8 * n + g] + 4 * t;
-      float acc[2][4][4] = {};
+      float acc[MT][4][4] = {};
       float4 kb[kRing][4];
 #pragma unroll
       for (int r = 0; r < kRing - 1; ++r)
@@ -205,20 +231,20 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
             for (int n = 0; n < 4; ++n) kb[(r + kRing - 1) % kRing][n] = load_key(kp[n] + 16 * (u + kRing - 1));
 #pragma unroll
           for (int s = 0; s < 2; ++s) {
-            uint32_t fa[2][4];
+            uint32_t fa[MT][4];
 #pragma unroll
-            for (int mt = 0; mt < 2; ++mt) load_a(fa[mt], Qs + 16 * mt * QS + 16 * u + 8 * s, QS, lane);
+            for (int mt = 0; mt < MT; ++mt) load_a(fa[mt], Qs + 16 * mt * QS + 16 * u + 8 * s, QS, lane);
 #pragma unroll
             for (int n = 0; n < 4; ++n) {
               const uint32_t b0 = tf32(comp(kb[r][n], 2 * s)), b1 = tf32(comp(kb[r][n], 2 * s + 1));
 #pragma unroll
-              for (int mt = 0; mt < 2; ++mt) mma_tf32(acc[mt][n], fa[mt][0], fa[mt][1], fa[mt][2], fa[mt][3], b0, b1);
+              for (int mt = 0; mt < MT; ++mt) mma_tf32(acc[mt][n], fa[mt][0], fa[mt][1], fa[mt][2], fa[mt][3], b0, b1);
             }
           }
         }
       }
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int n = 0; n < 4; ++n) {
           const int key = k0 + 8 * n + 2 * t;
@@ -233,13 +259,13 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
     }
     // The warp's row maxima over its four lanes of a row, for the softmax's one pass.
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int h8 = 0; h8 < 2; ++h8) {
         float v = rmax[mt][h8];
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-        if (t == 0) rowmax[warp * kHeads + 16 * mt + 8 * h8 + g] = v;
+        if (t == 0) rowmax[warp * HB + 16 * mt + 8 * h8 + g] = v;
       }
   }
   __syncthreads();
@@ -250,7 +276,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   // at b + 4·(g / 2) + 16·(g % 2) gives the four n-tiles' b-slot, and its accumulators c0 / c1
   // (columns 2t, 2t + 1) hold dims b + 4t + v and b + 16 + 4t + v: one float4 store a lane, the four
   // lanes of a head row 64 contiguous bytes.
-  using Split = Pass2Split<D>;
+  using Split = Pass2Split<D, MT>;
   constexpr int MW = Split::MW, SW = Split::SW;
   const int64_t out0 = (static_cast<int64_t>(row) * a.H + h0) * D;  // the block's first output element
   float* orow = a.o ? a.o + out0 : nullptr;
@@ -263,7 +289,7 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   const int boff = dim0 + 4 * (g / 2) + 16 * (g % 2);
   // The keys' loads a ring of kRing k-steps, kRing − 1 ahead of the tensor cores; the first ones
   // asked for before the softmax, which hides their round trip.
-  constexpr int kRing = 6;
+  constexpr int kRing = kMinBlocks == 1 ? 6 : MT == 1 ? 4 : D >= 512 ? 2 : 3;
   float4 kb[kRing][SW][2];
   auto fetch = [&](float4 (&dst)[SW][2], int j) {
     const float* k_lo = keys[8 * j + t];
@@ -284,9 +310,13 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
   // row maxima (max(l)·scale = max(l·scale): scale > 0 and rounding is monotone), p = exp(l·scale −
   // mx) stored TF32-rounded without the 1 / (exp(sink − mx) + Σ p), which pass 2 applies to its
   // outputs instead (two of the three passes over S gone: the softmax was 21% of the stall samples,
-  // run 143); keys past n_keys (to n_pad) get p = 0.
+  // run 143); keys past n_keys (to n_pad) get p = 0. With kExp2, p = 2^(l·(scale·log₂e) − mx·log₂e)
+  // by one FMA and one ex2.approx (relative error ≲ 2⁻²² plus the argument's rounding, |arg|·2⁻²³:
+  // far inside the TF32 rounding of p, 2⁻¹¹, that the band is built on) where expf took ~8
+  // instructions and the key test a branch (~22 instructions an element, SASS, session 41); the
+  // padding keys' logits are keys[0]'s (≤ the row maximum: finite), so they are computed and dropped.
   {
-    constexpr int kRows = kHeads / kWarps;
+    constexpr int kRows = HB / kWarps;
     float* lg[kRows];
     float sink[kRows], mx[kRows], sum[kRows];
 #pragma unroll
@@ -296,16 +326,32 @@ __global__ void __launch_bounds__(kBlock, 1) attention_fast_kernel(AttentionArgs
       sink[i] = hh < nh ? a.sink[h0 + hh] : 0.0f;
       float m = -INFINITY;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, rowmax[w * kHeads + hh]);
+      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, rowmax[w * HB + hh]);
       mx[i] = fmaxf(sink[i], m * a.scale), sum[i] = 0.0f;
     }
-    for (int j = lane; j < n_pad; j += kWarp)
+    if (flags & kExp2) {
+      constexpr float kLog2e = 1.44269504088896341f;
+      const float sl = a.scale * kLog2e;
+      float ml[kRows];
 #pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        const float p = j < n_keys ? expf(lg[i][j] * a.scale - mx[i]) : 0.0f;
-        lg[i][j] = tf32f(p);
-        sum[i] += p;
-      }
+      for (int i = 0; i < kRows; ++i) ml[i] = mx[i] * kLog2e;
+      for (int j = lane; j < n_pad; j += kWarp)
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          const float v = ex2_approx(__fmaf_rn(lg[i][j], sl, -ml[i]));
+          const float p = j < n_keys ? v : 0.0f;
+          lg[i][j] = tf32f(p);
+          sum[i] += p;
+        }
+    } else {
+      for (int j = lane; j < n_pad; j += kWarp)
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          const float p = j < n_keys ? expf(lg[i][j] * a.scale - mx[i]) : 0.0f;
+          lg[i][j] = tf32f(p);
+          sum[i] += p;
+        }
+    }
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
       const float inv = 1.0f / (expf(sink[i] - mx[i]) + warp_sum(sum[i]));
@@ -391,31 +437,64 @@ bool attention_fast_ok(const AttentionArgs& a) {
   return fast_smem(a.max_keys, a.d) + 1024 <= static_cast<size_t>(caps.smem_optin);
 }
 
-cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream) {
+cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream, int form) {
   if (a.rows == 0) return cudaSuccess;
+  if (form < 0 || form > 3) return cudaErrorInvalidValue;
   if (!attention_fast_ok(a)) return attention(a, stream);  // (which refuses o16 and q_raw: no silent fallback)
   if (a.q_raw && (a.half > 0 && !a.inv_freq)) return cudaErrorInvalidValue;
   if (a.o16 && (!(a.o16_type == WType::kBF16 || a.o16_type == WType::kF16) || (2 * a.half) % 4 != 0 ||
                 reinterpret_cast<uintptr_t>(a.o16) % 8 != 0))
     return cudaErrorInvalidValue;
   if (!a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !(a.o || a.o16) || a.rows < 0 || a.H < 1 ||
-      a.H > 65535 * kHeads || a.W < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d ||
+      a.H > 65535 * 16 || a.W < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d ||
       (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
       (a.kind != AttnKind::kSliding && a.m < 1))
     return cudaErrorInvalidValue;
   const int s_ld = s_stride(a.max_keys);
-  const size_t smem = fast_smem(a.max_keys, a.d);
-  auto launch_d = [&](auto kernel) {
-    cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+  // Two blocks an SM where they fit (their shared memory twice; the kernel's 128 registers): at 32
+  // heads a block by default (HCA's few hundred keys), at 16 (CSA's 640 keys) with
+  // MEMRA_CUDA_ATTN_HEADS16=1 until an A/B says which is faster there (each key read by twice the
+  // blocks). MEMRA_CUDA_ATTN_TWO_BLOCKS=0 (A/B timing): one block an SM always. All the same bits.
+  static const bool two_on = switch_on("MEMRA_CUDA_ATTN_TWO_BLOCKS");
+  static const bool heads16_on = switch_count("MEMRA_CUDA_ATTN_HEADS16", 0) == 1;
+  // MEMRA_CUDA_ATTN_ROWS_DOWN=0 (A/B timing; the same bits): blocks in row order.
+  // MEMRA_CUDA_ATTN_EXP2=0 (A/B timing; other bits): the softmax through expf.
+  static const unsigned flags = (switch_on("MEMRA_CUDA_ATTN_ROWS_DOWN") ? kRowsDown : 0u) |
+                                (switch_on("MEMRA_CUDA_ATTN_EXP2") ? kExp2 : 0u);
+  auto run = [&](auto kernel, int heads, bool need_two) -> cudaError_t {
+    const void* k = reinterpret_cast<const void*>(kernel);
+    const size_t smem = fast_smem(a.max_keys, a.d, heads);
+    cudaError_t e = allow_dynamic_smem(k, smem);
     if (e != cudaSuccess) return e;
-    return launch(kernel, dim3(a.rows, (a.H + kHeads - 1) / kHeads), kBlock, smem, stream, a, s_ld);
+    if (need_two) {
+      int per_sm = 0;
+      if ((e = resident_blocks(k, kBlock, smem, per_sm)) != cudaSuccess) return e;
+      if (per_sm < 2) return cudaErrorNotSupported;  // (not launched: the caller takes another form)
+    }
+    return launch(kernel, dim3(a.rows, (a.H + heads - 1) / heads), kBlock, smem, stream, a, s_ld, flags);
   };
+  auto launch_d = [&](auto one, auto two, auto two16) -> cudaError_t {
+    if (form == 1) return run(one, kHeads, false);
+    if (form == 2) return run(two, kHeads, true);
+    if (form == 3) return run(two16, 16, true);
+    if (two_on) {
+      const cudaError_t e = run(two, kHeads, true);
+      if (e != cudaErrorNotSupported) return e;
+      if (heads16_on) {
+        const cudaError_t e16 = run(two16, 16, true);
+        if (e16 != cudaErrorNotSupported) return e16;
+      }
+    }
+    return run(one, kHeads, false);
+  };
+#define MEMRA_ATTN_FORMS(D) attention_fast_kernel<D, 1, kHeads>, attention_fast_kernel<D, 2, kHeads>, attention_fast_kernel<D, 2, 16>
   switch (a.d) {
-    case 64: return launch_d(attention_fast_kernel<64>);
-    case 128: return launch_d(attention_fast_kernel<128>);
-    case 256: return launch_d(attention_fast_kernel<256>);
-    default: return launch_d(attention_fast_kernel<512>);
+    case 64: return launch_d(MEMRA_ATTN_FORMS(64));
+    case 128: return launch_d(MEMRA_ATTN_FORMS(128));
+    case 256: return launch_d(MEMRA_ATTN_FORMS(256));
+    default: return launch_d(MEMRA_ATTN_FORMS(512));
   }
+#undef MEMRA_ATTN_FORMS
 }
 
 }  // namespace memra::cuda

@@ -447,7 +447,7 @@ TiledKernel tiled_kernel(const IndexerArgs& a, int smem_optin, size_t& smem) {
 cudaError_t indexer_scores(const IndexerArgs& a, cudaStream_t stream, bool allow_stage, int form) {
   if (a.rows == 0 || a.max_visible == 0) return cudaSuccess;
   if (!a.seqs || !a.row_seq || !a.row_pos || !a.qi || !a.wi || !a.scores || a.rows < 0 || a.Hi <= 0 || a.di <= 0 ||
-      a.m <= 0 || a.max_visible < 0 || a.score_stride < a.max_visible || form < 0 || form > 2)
+      a.m <= 0 || a.max_visible < 0 || a.score_stride < a.max_visible || form < 0 || form > 2 || a.q_inv_freq)
     return cudaErrorInvalidValue;
   if (form == 2 || (form == 0 && a.rows >= kTiledFrom && tiled_on())) {
     DeviceCaps caps;

@@ -6,8 +6,9 @@
 // summed in the fragments' order (a lane's heads, then a butterfly over the lanes of an entry).
 //
 //   block   one row, up to 64 heads (MT m-tiles of 16; heads past Hi are zeros) staged TF32-rounded
-//           in shared memory with the head weights; then chunks of 128 entries (blockIdx.y, +
-//           gridDim.y, …), each warp 16 of them: two n-tiles × MT m-tiles of accumulators
+//           in shared memory in fragment order (rows g, g + 8 side by side) with the head weights;
+//           then chunks of 128 entries (blockIdx.y, + gridDim.y, …), each warp 16 of them: two
+//           n-tiles × MT m-tiles of accumulators
 //   k-steps a lane's float4 of dims 16j + 4t … + 3 of entry g of each n-tile fills its b-slots of
 //           k-steps 2j (dims + 0, + 1) and 2j + 1 (+ 2, + 3); the same float4 of q's rows g and
 //           g + 8 fill the a-slots (the reduction index in any order both operands agree on)
@@ -18,12 +19,13 @@
 // the heads in the butterfly's. A flipped top-k choice between near-tied entries is the cuda-fast
 // realization's decision band (docs/bands.md); the ops test bounds each score by the rounding.
 //
-//   grid (rows, min(⌈max_visible / 128⌉, 8))   block 256   dynamic smem 16·MT·(di + pad)·4 + 16·MT·4
+//   grid (rows, min(⌈max_visible / 128⌉, 8))   block 256   dynamic smem 8·MT·(2·di + 4)·4 + 16·MT·4
 #include "common.cuh"
 #include "device_caps.h"
 #include "launch.cuh"
 #include "mma_tf32.cuh"
 #include "ops.h"
+#include "rope.cuh"
 
 namespace memra::cuda {
 
@@ -35,29 +37,55 @@ constexpr int kWarpEntries = 16;                          // two 8-entry n-tiles
 constexpr int kChunkEntries = kWarps * kWarpEntries;      // 128 entries a block's chunk
 constexpr int kMaxChunkBlocks = 8;                        // blocks a row at most (each stages its query once)
 constexpr int kMaxMTiles = 4;                             // heads ≤ 64
+constexpr int kStage = 8;                                 // query float4s a thread stages at once
 
-// Q's row stride (floats) ≡ 16 mod 32: lanes g, g + 1 of an 8-lane float4 phase on disjoint banks.
-int q_ld(int di) { return di + (48 - di % 32) % 32; }
+// Q in fragment order: rows g and g + 8 of an m-tile side by side, so a lane's A fragment of a k-step
+// is one float4 (loading rows g and g + 8 as float4s apart took three register moves an mma to
+// assemble the fragments, ~100 of the loop's 165 instructions at 64 heads: SASS, session 41). Head
+// h = 16·mt + 8·hi + g, dim d = 16j + 4t + e sits at pair (mt, g) · pair_ld + 32j + 8t + 2e + hi; the
+// pair stride ≡ 4 mod 32 puts pairs g, g + 1 of a float4 phase on disjoint banks.
+int pair_ld(int di) { return 2 * di + 4; }
 size_t fast_smem(int Hi, int di) {
-  const int rows = (Hi + 15) / 16 * 16;
-  return (static_cast<size_t>(rows) * q_ld(di) + rows) * sizeof(float);
+  const int mt = (Hi + 15) / 16;
+  return (static_cast<size_t>(8 * mt) * pair_ld(di) + 16 * mt) * sizeof(float);
 }
 
 template <int MT>
-__global__ void __launch_bounds__(kBlock, 2) indexer_fast_kernel(IndexerArgs a, int ld) {
+__global__ void __launch_bounds__(kBlock, 2) indexer_fast_kernel(IndexerArgs a, int pl) {
   pdl_begin();
   MEMRA_DYNAMIC_SMEM(float4, smem4, 16);
-  float* Qs = reinterpret_cast<float*>(smem4);  // [16·MT][ld]: TF32-rounded q (heads ≥ Hi: 0)
-  float* ws = Qs + 16 * MT * ld;                // [16·MT]: wi · weight_scale (heads ≥ Hi: 0)
+  float* Qs = reinterpret_cast<float*>(smem4);  // [8·MT][pl]: TF32-rounded q in fragment order (heads ≥ Hi: 0)
+  float* ws = Qs + 8 * MT * pl;                 // [16·MT]: wi · weight_scale (heads ≥ Hi: 0)
   const int row = blockIdx.x, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
   const int64_t visible = (static_cast<int64_t>(a.row_pos[row]) + 1) / a.m;
   if (static_cast<int64_t>(blockIdx.y) * kChunkEntries >= visible) return;  // the whole block, before any barrier
-  const int Hi = a.Hi, di = a.di, d4 = di / 4;
+  const int Hi = a.Hi, di = a.di, d4 = di / 4, total = 16 * MT * d4;
   const float4* q4 = reinterpret_cast<const float4*>(a.qi + static_cast<int64_t>(row) * Hi * di);
-  for (int i = threadIdx.x; i < 16 * MT * d4; i += kBlock) {
-    const int h = i / d4, c = i - h * d4;
-    const float4 v = h < Hi ? q4[static_cast<int64_t>(h) * d4 + c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    *reinterpret_cast<float4*>(Qs + h * ld + 4 * c) = make_float4(tf32f(v.x), tf32f(v.y), tf32f(v.z), tf32f(v.w));
+  const int rope4 = a.q_inv_freq ? (di - 2 * a.q_half) / 4 : d4;  // the first float4 of the RoPE dims
+  const int32_t pos = a.row_pos[row];
+  // kStage float4s a thread, all loads in flight before any store (a loop of load-then-store waited a
+  // round trip per float4: 8 at V4-Flash's 64 heads × 128 dims).
+  for (int i0 = threadIdx.x; i0 < total; i0 += kStage * kBlock) {
+    float4 v[kStage];
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int i = i0 + u * kBlock, h = i / d4;
+      v[u] = i < total && h < Hi ? q4[static_cast<int64_t>(h) * d4 + (i - h * d4)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int i = i0 + u * kBlock, h = i / d4, c = i - h * d4;
+      if (i >= total) break;
+      if (c >= rope4) {  // two RoPE pairs, rotated in f32 as rope_only does, then rounded
+        const int p = 2 * (c - rope4);
+        float pair0[2] = {v[u].x, v[u].y}, pair1[2] = {v[u].z, v[u].w};
+        rope_pair(pair0, a.q_inv_freq[p], pos, 1.0f);
+        rope_pair(pair1, a.q_inv_freq[p + 1], pos, 1.0f);
+        v[u] = make_float4(pair0[0], pair0[1], pair1[0], pair1[1]);
+      }
+      float* dst = Qs + (h / 16 * 8 + h % 8) * pl + 32 * (c / 4) + 8 * (c % 4) + (h % 16) / 8;  // e = 0
+      dst[0] = tf32f(v[u].x), dst[2] = tf32f(v[u].y), dst[4] = tf32f(v[u].z), dst[6] = tf32f(v[u].w);
+    }
   }
   for (int h = threadIdx.x; h < 16 * MT; h += kBlock) ws[h] = h < Hi ? a.wi[static_cast<int64_t>(row) * Hi + h] * a.weight_scale : 0.0f;
   __syncthreads();
@@ -90,13 +118,15 @@ __global__ void __launch_bounds__(kBlock, 2) indexer_fast_kernel(IndexerArgs a, 
       for (int n = 0; n < 2; ++n) b[n][0] = tf32(kv[n].x), b[n][1] = tf32(kv[n].y), b[n][2] = tf32(kv[n].z), b[n][3] = tf32(kv[n].w);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        const float4 qa = *reinterpret_cast<const float4*>(Qs + (16 * mt + g) * ld + 16 * j + 4 * t);
-        const float4 qb = *reinterpret_cast<const float4*>(Qs + (16 * mt + g + 8) * ld + 16 * j + 4 * t);
+        // k-step 2j's fragment (rows g, g + 8 × dims 16j + 4t, + 1), then 2j + 1's (+ 2, + 3)
+        const float* qf = Qs + (8 * mt + g) * pl + 32 * j + 8 * t;
+        const float4 f0 = *reinterpret_cast<const float4*>(qf);
+        const float4 f1 = *reinterpret_cast<const float4*>(qf + 4);
 #pragma unroll
         for (int n = 0; n < 2; ++n) {
-          mma_tf32(acc[mt][n], __float_as_uint(qa.x), __float_as_uint(qb.x), __float_as_uint(qa.y), __float_as_uint(qb.y),
+          mma_tf32(acc[mt][n], __float_as_uint(f0.x), __float_as_uint(f0.y), __float_as_uint(f0.z), __float_as_uint(f0.w),
                    b[n][0], b[n][1]);
-          mma_tf32(acc[mt][n], __float_as_uint(qa.z), __float_as_uint(qb.z), __float_as_uint(qa.w), __float_as_uint(qb.w),
+          mma_tf32(acc[mt][n], __float_as_uint(f1.x), __float_as_uint(f1.y), __float_as_uint(f1.z), __float_as_uint(f1.w),
                    b[n][2], b[n][3]);
         }
       }
@@ -148,7 +178,8 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 bool indexer_fast_ok(const IndexerArgs& a) {
   DeviceCaps caps;
   if (current_device_caps(caps) != cudaSuccess) return false;
-  return a.Hi >= 1 && a.Hi <= 16 * kMaxMTiles && a.di >= 16 && a.di % 16 == 0 && a.m >= 1 && aligned16(a.qi) &&
+  const bool rope_ok = !a.q_inv_freq || (a.q_half >= 1 && 2 * a.q_half <= a.di && (a.di - 2 * a.q_half) % 4 == 0);
+  return a.Hi >= 1 && a.Hi <= 16 * kMaxMTiles && a.di >= 16 && a.di % 16 == 0 && a.m >= 1 && aligned16(a.qi) && rope_ok &&
          fast_smem(a.Hi, a.di) <= static_cast<size_t>(caps.smem_optin);
 }
 
@@ -162,7 +193,7 @@ cudaError_t indexer_scores_fast(const IndexerArgs& a, cudaStream_t stream) {
   if (err != cudaSuccess) return err;
   const int64_t chunks = (static_cast<int64_t>(a.max_visible) + kChunkEntries - 1) / kChunkEntries;
   const unsigned gy = static_cast<unsigned>(chunks < kMaxChunkBlocks ? chunks : kMaxChunkBlocks);
-  return launch(kernel, dim3(static_cast<unsigned>(a.rows), gy), kBlock, smem, stream, a, q_ld(a.di));
+  return launch(kernel, dim3(static_cast<unsigned>(a.rows), gy), kBlock, smem, stream, a, pair_ld(a.di));
 }
 
 }  // namespace memra::cuda

@@ -1,22 +1,29 @@
 // TF32 tensor-core building blocks of cuda-fast's kernels (attention_fast.cu, indexer_fast.cu):
 // rounding f32 to TF32 and one mma.sync m16n8k8 with f32 accumulation. Not exact: TF32 keeps 10
-// mantissa bits (round to nearest, |δ| ≤ 2⁻¹¹), and the tensor cores add in their own order; each
-// caller's ops test derives its band from that.
+// mantissa bits (round to nearest, |δ| ≤ 2⁻¹¹, whichever way ties go), and the tensor cores add in
+// their own order; each caller's ops test derives its band from that.
 #pragma once
 #include <cstdint>
 
 namespace memra::cuda {
 
-// TF32 round to nearest, ties away. ptxas emits cvt.rna.tf32.f32 as three instructions (a finite
-// test, half a TF32 ulp added to the bits, a select) and leaves the low 13 bits, which the tensor
-// cores ignore; tf32f clears them for values kept as floats. (A hand-written integer form took four
-// instructions and was slower, run 141.)
+// TF32 round to nearest. On sm_90+ ties to even: cvt.rn.tf32.f32 is one instruction there
+// (F2FP.TF32.F32.PACK_B), where cvt.rna (ties away, the only form before sm_90) is three (a finite
+// test, half a TF32 ulp added to the bits, a mask), three of every four instructions the passes'
+// conversions cost (SASS read on the dev machine, session 41). The bound is the same; only exact
+// ties (low 13 bits 0x1000) round the other way. The tensor cores ignore the low 13 bits; tf32f
+// clears them for values kept as floats. (A hand-written integer form took four instructions and
+// was slower, run 141.)
 __device__ __forceinline__ uint32_t tf32(float x) {
 #if defined(MEMRA_CUDA_EMU)
-  return emu::tf32_rna(x);
+  return emu::tf32_rn(x);  // sm_90's cvt.rn
 #else
   uint32_t r;
+#if __CUDA_ARCH__ >= 900
+  asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+#else
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+#endif
   return r;
 #endif
 }

@@ -264,6 +264,10 @@ struct IndexerArgs {
   float* scores = nullptr;  // [rows, score_stride]
   int64_t score_stride = 0;
   int max_visible = 0;  // max over rows of (pos+1)/m
+  // cuda-fast's tensor-core scores only: qi not yet rotated; the kernel rotates each head's last
+  // 2·q_half dims (rope_only's bits, position row_pos) while staging it. The exact kernels refuse it.
+  const float* q_inv_freq = nullptr;  // [q_half]
+  int q_half = 0;
 };
 // allow_stage = false reads each row's query from global memory instead of staging it in shared
 // memory (the form taken when it does not fit; the tests run it beside the staged one, same bits).
@@ -331,7 +335,10 @@ cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int h
 // cuda-fast: the same attention on tensor cores (TF32; attention_fast.cu), for rounds of many rows.
 // Falls back to attention() where attention_fast_ok is false (d not 64/128/256/512, or more keys
 // than its shared memory holds).
-cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream);
+// form: 0 the launcher's choice, 1 one block of 32 heads an SM, 2 two such blocks an SM, 3 two
+// blocks of 16 heads an SM (2 and 3: cudaErrorNotSupported, nothing launched, where two blocks do
+// not fit an SM); all forms give the same bits (the tests compare them).
+cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream, int form = 0);
 bool attention_fast_ok(const AttentionArgs& a);
 // Most keys one attention block can hold in shared memory on this device (d = head dim).
 int attention_max_keys(int d, int device);

@@ -1750,7 +1750,28 @@ void test_indexer_fast(Rng& rng, Report& rep) {
         bound.push_back(err + gamma_n(Hi + 8) * mag + kU * std::fabs(ref) + 1e-30);
       }
     }
+    // The queries rotated in the staging (q_inv_freq: rope_only's bits) == rope_only then the kernel,
+    // by bits; the exact kernels refuse unrotated queries.
+    const int half = di / 4;
+    std::vector<float> inv(half);
+    for (int i = 0; i < half; ++i) inv[i] = static_cast<float>(std::pow(10000.0, -2.0 * i / (2.0 * half)));
+    DevVec<float> dinv(inv), droped(c->qi), sfold(static_cast<size_t>(T) * c->max_visible), sref(static_cast<size_t>(T) * c->max_visible);
+    NormRopeArgs ra;
+    ra.x = droped.get(), ra.row_stride = static_cast<int64_t>(Hi) * di, ra.rows = T, ra.segs = Hi, ra.width = di;
+    ra.inv_freq = dinv.get(), ra.half = half, ra.pos = c->dpos->get();
+    check(rope_only(ra, nullptr), "rope_only (indexer queries)");
+    IndexerArgs fa = a, ra_args = a;
+    fa.q_inv_freq = dinv.get(), fa.q_half = half, fa.scores = sfold.get();
+    ra_args.qi = droped.get(), ra_args.scores = sref.get();
+    sfold.poison(), sref.poison();
+    check(indexer_scores_fast(fa, nullptr), "indexer_scores_fast (rotating)");
+    check(indexer_scores_fast(ra_args, nullptr), "indexer_scores_fast (roped)");
+    const bool folded = indexer_fast_ok(fa) && bits_equal(sfold.download(), sref.download()) &&
+                        indexer_scores(fa, nullptr) == cudaErrorInvalidValue;
     const Diff d = compare(got, want, &bound);
+    rep.add("indexer scores cuda-fast, queries rotated in its staging == rope_only first (bits), Hi " + std::to_string(Hi) + " di " +
+                std::to_string(di),
+            folded, folded ? "bit-equal; the exact kernels refuse unrotated queries" : "DIFFER (or not refused)");
     rep.add("indexer scores cuda-fast (tensor cores) vs double, Hi " + std::to_string(Hi) + " di " + std::to_string(di) +
                 ", 2 sequences, up to " + std::to_string(c->max_visible) + " entries",
             ok && d.unwritten == 0 && d.nonfinite == 0 && d.worst_ratio <= 1.0 && past_limit_written == 0 && !got.empty(),
@@ -2020,6 +2041,45 @@ void check_attention_q_raw(Report& rep, const AttentionCase& c, size_t n, const 
           std::to_string(differ) + " of " + std::to_string(got.size()) + " differ");
 }
 
+// cuda-fast's attention in its launch forms against form 1 (one block of 32 heads an SM) by bits:
+// `form` 2 (two such blocks an SM) or 3 (two blocks of 16 heads an SM), each with shallower key rings
+// to fit 128 registers and every head's sums in the same order; into poisoned buffers of n outputs:
+// f32 outputs from normed q, and bf16 outputs from raw q (the staging's norm_rope, the output's RoPE
+// table). The case must be small enough for two blocks' shared memory.
+void check_attention_fast_forms(Report& rep, const AttentionCase& c, size_t n, int form_b, const std::string& tag) {
+  for (bool raw16 : {false, true}) {
+    std::vector<uint16_t> got16[2];
+    std::vector<float> got[2];
+    cudaError_t err[2] = {};
+    for (int i = 0; i < 2; ++i) {
+      const int form = i == 0 ? 1 : form_b;
+      AttentionArgs a = c.a;
+      DevVec<float> o(raw16 ? 1 : n);
+      DevVec<uint16_t> o16(raw16 ? n : 1);
+      o.poison(), o16.poison();
+      a.q_raw = raw16, a.q_eps = 1e-6f;
+      a.o = raw16 ? nullptr : o.get();
+      a.o16 = raw16 ? o16.get() : nullptr;
+      a.o16_type = WType::kBF16;
+      err[i] = attention_fast(a, nullptr, form);
+      check(cudaDeviceSynchronize(), "attention_fast (forms)");
+      if (raw16)
+        got16[i] = o16.download();
+      else
+        got[i] = o.download();
+    }
+    int64_t differ = 0;
+    for (size_t i = 0; i < n; ++i)
+      differ += raw16 ? got16[0][i] != got16[1][i] : std::memcmp(&got[0][i], &got[1][i], 4) != 0;
+    const bool ran = err[0] == cudaSuccess && err[1] == cudaSuccess;
+    rep.add(std::string("attention cuda-fast two blocks of ") + (form_b == 2 ? "32" : "16") +
+                " heads an SM == one block of 32 (bits, " + (raw16 ? "raw q, bf16 outputs) " : "f32 outputs) ") + tag,
+            ran && differ == 0,
+            ran ? std::to_string(differ) + " of " + std::to_string(n) + " differ"
+                : std::string("not run: ") + cudaGetErrorString(err[0] != cudaSuccess ? err[0] : err[1]));
+  }
+}
+
 // cuda-fast's attention on the case's keys against `exact` (the exact kernel's bits on all rows),
 // within the band derived above: the keys each row attends to (key_table's rule) and the exact
 // softmax in double. One report line; `tag` names the case.
@@ -2099,6 +2159,7 @@ void test_attention_fast(Rng& rng, Report& rep, bool quick) {
                               std::to_string(H) + " 70 rows";
       report_other_launches(rep, few, tag);
       check_attention_fast(rep, *c, exact, tag);
+      for (int form : {2, 3}) check_attention_fast_forms(rep, *c, exact.size(), form, tag);
     }
   }
 }
@@ -2127,6 +2188,16 @@ void test_attention_many_keys(Rng& rng, Report& rep) {
     const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=512 H=12 max_keys=" + std::to_string(a.max_keys) + " 64 rows";
     report_other_launches(rep, r, tag);
     check_attention_fast(rep, *c, exact, tag);
+    {  // 640+ keys: two blocks of 32 heads do not fit an SM, so form 2 is refused, never launched short;
+       // two of 16 heads do (CSA's form under MEMRA_CUDA_ATTN_HEADS16=1)
+      AttentionArgs a2 = c->a;
+      DevVec<float> o(exact.size());
+      a2.o = o.get();
+      const cudaError_t e = attention_fast(a2, nullptr, 2);
+      rep.add("attention cuda-fast two blocks of 32 heads an SM refused where they do not fit " + tag, e == cudaErrorNotSupported,
+              cudaGetErrorString(e));
+      check_attention_fast_forms(rep, *c, exact.size(), 3, tag);
+    }
 #if defined(MEMRA_CUDA_EMU)
     if (!r.taken)
       rep.skip("attention cluster kernel, key rows off 16 bytes " + tag, "memra-emu: thread-block clusters are not emulated");
@@ -2239,6 +2310,27 @@ void test_row_moves(Rng& rng, Report& rep) {
                   (pad ? " unaligned" : " aligned"),
               ok && stray == 0, std::string(ok ? "exact" : "DIFFER") + ", padding written " + std::to_string(stray));
     }
+  }
+  // gather_rows16 on wide rows (two uint4s a thread, loaded before either is stored; a third pass
+  // for the first threads at 520): 257, 512 and 520 uint4s a row against the host, by bits, into a
+  // poisoned buffer (the rows above are at most 8 uint4s: one a thread).
+  {
+    bool ok16 = true;
+    for (int width : {2056, 4096, 4160}) {
+      const int n_src = 7, rows = 9;
+      std::vector<uint16_t> src(static_cast<size_t>(n_src) * width);
+      for (auto& v : src) v = static_cast<uint16_t>(rng.integer(0, 65535));
+      std::vector<int32_t> idx(rows);
+      for (auto& v : idx) v = static_cast<int32_t>(rng.integer(0, n_src - 1));
+      DevVec<uint16_t> dsrc(src), dg(static_cast<size_t>(rows) * width);
+      DevVec<int32_t> didx(idx);
+      dg.poison();
+      check(gather_rows16(dsrc.get(), width, didx.get(), rows, width, dg.get(), nullptr), "gather_rows16 (wide rows)");
+      const std::vector<uint16_t> g = dg.download();
+      for (int r = 0; r < rows; ++r)
+        for (int i = 0; i < width; ++i) ok16 = ok16 && g[static_cast<size_t>(r) * width + i] == src[static_cast<size_t>(idx[r]) * width + i];
+    }
+    rep.add("gather_rows16 wide rows (2056 / 4096 / 4160 16-bit values: 257-520 uint4s a row) exact", ok16, ok16 ? "exact" : "DIFFER");
   }
   // swiglu_convert against swiglu() then convert_rows(), by bits: gate and up wide enough for the
   // clamp (limit 7) to bite, on the vector path (n % 4 == 0, aligned) and the scalar one (n odd, and
