@@ -19,7 +19,7 @@
 // the heads in the butterfly's. A flipped top-k choice between near-tied entries is the cuda-fast
 // realization's decision band (docs/bands.md); the ops test bounds each score by the rounding.
 //
-//   grid (rows, min(⌈max_visible / 128⌉, 8))   block 256   dynamic smem 8·MT·(2·di + 4)·4 + 16·MT·4
+//   grid (rows, min(⌈max_visible / 128⌉, 8))   block 256   dynamic smem 8·MT·(2·di + 4)·4 + 16·MT·4 + 8·q_half
 #include "common.cuh"
 #include "device_caps.h"
 #include "launch.cuh"
@@ -37,7 +37,7 @@ constexpr int kWarpEntries = 16;                          // two 8-entry n-tiles
 constexpr int kChunkEntries = kWarps * kWarpEntries;      // 128 entries a block's chunk
 constexpr int kMaxChunkBlocks = 8;                        // blocks a row at most (each stages its query once)
 constexpr int kMaxMTiles = 4;                             // heads ≤ 64
-constexpr int kStage = 8;                                 // query float4s a thread stages at once
+constexpr int kStage = 4;                                 // staging items a thread at once (two float4 loads each)
 
 // Q in fragment order: rows g and g + 8 of an m-tile side by side, so a lane's A fragment of a k-step
 // is one float4 (loading rows g and g + 8 as float4s apart took three register moves an mma to
@@ -45,9 +45,10 @@ constexpr int kStage = 8;                                 // query float4s a thr
 // h = 16·mt + 8·hi + g, dim d = 16j + 4t + e sits at pair (mt, g) · pair_ld + 32j + 8t + 2e + hi; the
 // pair stride ≡ 4 mod 32 puts pairs g, g + 1 of a float4 phase on disjoint banks.
 int pair_ld(int di) { return 2 * di + 4; }
-size_t fast_smem(int Hi, int di) {
+// Shared memory: Q, the head weights, then the RoPE turns (one cos / sin a pair, taken once a block).
+size_t fast_smem(int Hi, int di, int q_half) {
   const int mt = (Hi + 15) / 16;
-  return (static_cast<size_t>(8 * mt) * pair_ld(di) + 16 * mt) * sizeof(float);
+  return (static_cast<size_t>(8 * mt) * pair_ld(di) + 16 * mt) * sizeof(float) + static_cast<size_t>(q_half) * sizeof(RopeTurn);
 }
 
 template <int MT>
@@ -59,32 +60,44 @@ __global__ void __launch_bounds__(kBlock, 2) indexer_fast_kernel(IndexerArgs a, 
   const int row = blockIdx.x, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
   const int64_t visible = (static_cast<int64_t>(a.row_pos[row]) + 1) / a.m;
   if (static_cast<int64_t>(blockIdx.y) * kChunkEntries >= visible) return;  // the whole block, before any barrier
-  const int Hi = a.Hi, di = a.di, d4 = di / 4, total = 16 * MT * d4;
+  const int Hi = a.Hi, di = a.di, d4 = di / 4, items = 8 * MT * d4;
   const float4* q4 = reinterpret_cast<const float4*>(a.qi + static_cast<int64_t>(row) * Hi * di);
   const int rope4 = a.q_inv_freq ? (di - 2 * a.q_half) / 4 : d4;  // the first float4 of the RoPE dims
-  const int32_t pos = a.row_pos[row];
-  // kStage float4s a thread, all loads in flight before any store (a loop of load-then-store waited a
-  // round trip per float4: 8 at V4-Flash's 64 heads × 128 dims).
-  for (int i0 = threadIdx.x; i0 < total; i0 += kStage * kBlock) {
-    float4 v[kStage];
+  RopeTurn* turns = reinterpret_cast<RopeTurn*>(ws + 16 * MT);     // [q_half]: rope_only's cos / sin, a row's angles
+  if (a.q_inv_freq) {
+    for (int p = threadIdx.x; p < a.q_half; p += kBlock) turns[p] = rope_turn(a.q_inv_freq[p], a.row_pos[row], 1.0f);
+    __syncthreads();
+  }
+  // An item is float4 c of heads 16·mt + g and 16·mt + 8 + g (g = i % 8, the fastest: a float4 phase's
+  // eight lanes then store to pairs g = 0…7, disjoint banks), so a thread writes the pair's two rows
+  // interleaved as two float4s. kStage items a thread, all their loads in flight before any store.
+  const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int i0 = threadIdx.x; i0 < items; i0 += kStage * kBlock) {
+    float4 v[kStage][2];
 #pragma unroll
     for (int u = 0; u < kStage; ++u) {
-      const int i = i0 + u * kBlock, h = i / d4;
-      v[u] = i < total && h < Hi ? q4[static_cast<int64_t>(h) * d4 + (i - h * d4)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      const int i = i0 + u * kBlock, c = i / 8 % d4, h = i / (8 * d4) * 16 + i % 8;
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi)
+        v[u][hi] = i < items && h + 8 * hi < Hi ? q4[static_cast<int64_t>(h + 8 * hi) * d4 + c] : zero;
     }
 #pragma unroll
     for (int u = 0; u < kStage; ++u) {
-      const int i = i0 + u * kBlock, h = i / d4, c = i - h * d4;
-      if (i >= total) break;
-      if (c >= rope4) {  // two RoPE pairs, rotated in f32 as rope_only does, then rounded
+      const int i = i0 + u * kBlock, c = i / 8 % d4, pair = i / (8 * d4) * 8 + i % 8;
+      if (i >= items) break;
+      if (c >= rope4) {  // two RoPE pairs of each row, rotated in f32 as rope_only does, then rounded
         const int p = 2 * (c - rope4);
-        float pair0[2] = {v[u].x, v[u].y}, pair1[2] = {v[u].z, v[u].w};
-        rope_pair(pair0, a.q_inv_freq[p], pos, 1.0f);
-        rope_pair(pair1, a.q_inv_freq[p + 1], pos, 1.0f);
-        v[u] = make_float4(pair0[0], pair0[1], pair1[0], pair1[1]);
+#pragma unroll
+        for (int hi = 0; hi < 2; ++hi) {
+          float pair0[2] = {v[u][hi].x, v[u][hi].y}, pair1[2] = {v[u][hi].z, v[u][hi].w};
+          rope_apply(pair0, turns[p]);
+          rope_apply(pair1, turns[p + 1]);
+          v[u][hi] = make_float4(pair0[0], pair0[1], pair1[0], pair1[1]);
+        }
       }
-      float* dst = Qs + (h / 16 * 8 + h % 8) * pl + 32 * (c / 4) + 8 * (c % 4) + (h % 16) / 8;  // e = 0
-      dst[0] = tf32f(v[u].x), dst[2] = tf32f(v[u].y), dst[4] = tf32f(v[u].z), dst[6] = tf32f(v[u].w);
+      float4* dst = reinterpret_cast<float4*>(Qs + pair * pl + 32 * (c / 4) + 8 * (c % 4));  // dims e 0, 1; then 2, 3
+      dst[0] = make_float4(tf32f(v[u][0].x), tf32f(v[u][1].x), tf32f(v[u][0].y), tf32f(v[u][1].y));
+      dst[1] = make_float4(tf32f(v[u][0].z), tf32f(v[u][1].z), tf32f(v[u][0].w), tf32f(v[u][1].w));
     }
   }
   for (int h = threadIdx.x; h < 16 * MT; h += kBlock) ws[h] = h < Hi ? a.wi[static_cast<int64_t>(row) * Hi + h] * a.weight_scale : 0.0f;
@@ -180,7 +193,7 @@ bool indexer_fast_ok(const IndexerArgs& a) {
   if (current_device_caps(caps) != cudaSuccess) return false;
   const bool rope_ok = !a.q_inv_freq || (a.q_half >= 1 && 2 * a.q_half <= a.di && (a.di - 2 * a.q_half) % 4 == 0);
   return a.Hi >= 1 && a.Hi <= 16 * kMaxMTiles && a.di >= 16 && a.di % 16 == 0 && a.m >= 1 && aligned16(a.qi) && rope_ok &&
-         fast_smem(a.Hi, a.di) <= static_cast<size_t>(caps.smem_optin);
+         fast_smem(a.Hi, a.di, a.q_inv_freq ? a.q_half : 0) <= static_cast<size_t>(caps.smem_optin);
 }
 
 cudaError_t indexer_scores_fast(const IndexerArgs& a, cudaStream_t stream) {
@@ -188,7 +201,7 @@ cudaError_t indexer_scores_fast(const IndexerArgs& a, cudaStream_t stream) {
   if (!a.seqs || !a.row_seq || !a.row_pos || !a.qi || !a.wi || !a.scores || a.rows < 0 || a.max_visible < 0 || a.score_stride < a.max_visible || !indexer_fast_ok(a))
     return cudaErrorInvalidValue;
   const FastKernel kernel = fast_kernel(a.Hi);
-  const size_t smem = fast_smem(a.Hi, a.di);
+  const size_t smem = fast_smem(a.Hi, a.di, a.q_inv_freq ? a.q_half : 0);
   cudaError_t err = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (err != cudaSuccess) return err;
   const int64_t chunks = (static_cast<int64_t>(a.max_visible) + kChunkEntries - 1) / kChunkEntries;
