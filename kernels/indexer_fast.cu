@@ -64,16 +64,12 @@ __global__ void __launch_bounds__(kBlock, 2) indexer_fast_kernel(IndexerArgs a, 
   const float4* q4 = reinterpret_cast<const float4*>(a.qi + static_cast<int64_t>(row) * Hi * di);
   const int rope4 = a.q_inv_freq ? (di - 2 * a.q_half) / 4 : d4;  // the first float4 of the RoPE dims
   RopeTurn* turns = reinterpret_cast<RopeTurn*>(ws + 16 * MT);     // [q_half]: rope_only's cos / sin, a row's angles
-  if (a.q_inv_freq) {
-    for (int p = threadIdx.x; p < a.q_half; p += kBlock) turns[p] = rope_turn(a.q_inv_freq[p], a.row_pos[row], 1.0f);
-    __syncthreads();
-  }
   // An item is float4 c of heads 16·mt + g and 16·mt + 8 + g (g = i % 8, the fastest: a float4 phase's
   // eight lanes then store to pairs g = 0…7, disjoint banks), so a thread writes the pair's two rows
   // interleaved as two float4s. kStage items a thread, all their loads in flight before any store.
   const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  for (int i0 = threadIdx.x; i0 < items; i0 += kStage * kBlock) {
-    float4 v[kStage][2];
+  float4 v[kStage][2];
+  auto load = [&](int i0) {
 #pragma unroll
     for (int u = 0; u < kStage; ++u) {
       const int i = i0 + u * kBlock, c = i / 8 % d4, h = i / (8 * d4) * 16 + i % 8;
@@ -81,6 +77,16 @@ __global__ void __launch_bounds__(kBlock, 2) indexer_fast_kernel(IndexerArgs a, 
       for (int hi = 0; hi < 2; ++hi)
         v[u][hi] = i < items && h + 8 * hi < Hi ? q4[static_cast<int64_t>(h + 8 * hi) * d4 + c] : zero;
     }
+  };
+  load(threadIdx.x);  // the first items' loads in flight while the turns are taken (V4-Flash: all of them)
+  const int wh = threadIdx.x;  // the head weight this thread stores (16·MT ≤ 64 < kBlock), loaded beside them
+  const float wv = wh < 16 * MT && wh < Hi ? a.wi[static_cast<int64_t>(row) * Hi + wh] * a.weight_scale : 0.0f;
+  if (a.q_inv_freq) {
+    for (int p = threadIdx.x; p < a.q_half; p += kBlock) turns[p] = rope_turn(a.q_inv_freq[p], a.row_pos[row], 1.0f);
+    __syncthreads();
+  }
+  for (int i0 = threadIdx.x; i0 < items; i0 += kStage * kBlock) {
+    if (i0 != static_cast<int>(threadIdx.x)) load(i0);
 #pragma unroll
     for (int u = 0; u < kStage; ++u) {
       const int i = i0 + u * kBlock, c = i / 8 % d4, pair = i / (8 * d4) * 8 + i % 8;
@@ -100,7 +106,7 @@ __global__ void __launch_bounds__(kBlock, 2) indexer_fast_kernel(IndexerArgs a, 
       dst[1] = make_float4(tf32f(v[u][0].z), tf32f(v[u][1].z), tf32f(v[u][0].w), tf32f(v[u][1].w));
     }
   }
-  for (int h = threadIdx.x; h < 16 * MT; h += kBlock) ws[h] = h < Hi ? a.wi[static_cast<int64_t>(row) * Hi + h] * a.weight_scale : 0.0f;
+  if (wh < 16 * MT) ws[wh] = wv;
   __syncthreads();
   const float* entries = a.seqs[a.row_seq[row]].layers[a.layer].idx.entries;
   const float scale = a.softmax_scale;
