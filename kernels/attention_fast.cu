@@ -35,7 +35,7 @@
 // With q_raw the query heads' norm_rope happens in the staging (above: its bits, one pass over q less).
 //
 //   grid (rows, ceil(H / HB))   block 256   dynamic smem (fast_smem): S, Q, the softmax's row tables, the key table
-//   HB = 32 heads a block (16 in the two-block form for many keys, below)
+//   HB = kHeads = 32 heads a block
 #include "ab_switch.h"
 #include "attention_keys.cuh"
 #include "common.cuh"
@@ -53,7 +53,7 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / kWarp;
-constexpr int kHeads = 32;    // heads per block: two 16-row m-tiles (the 16-head form: one)
+constexpr int kHeads = 32;    // heads per block: two 16-row m-tiles
 constexpr int kKeyTile = 32;  // pass 1: keys per warp tile (four 8-key n-tiles); the key table's padding
 constexpr int kSlice = 32;    // pass 2: output dims per n-tile group (four 8-column n-tiles)
 
@@ -62,9 +62,9 @@ __host__ __device__ constexpr int q_stride(int d) { return d + 4; }
 int round_up(int v, int m) { return (v + m - 1) / m * m; }
 int s_stride(int max_keys) { return round_up(max_keys, kKeyTile) + 4; }
 // The softmax's small tables: each warp's row maxima from pass 1, then 1 / denominator a row.
-constexpr int row_tables(int heads) { return kWarps * heads + heads; }
-size_t fast_smem(int max_keys, int d, int heads = kHeads) {
-  return (static_cast<size_t>(heads) * s_stride(max_keys) + static_cast<size_t>(heads) * q_stride(d) + row_tables(heads)) *
+constexpr int kRowTables = kWarps * kHeads + kHeads;
+size_t fast_smem(int max_keys, int d) {
+  return (static_cast<size_t>(kHeads) * s_stride(max_keys) + static_cast<size_t>(kHeads) * q_stride(d) + kRowTables) *
              sizeof(float) +
          static_cast<size_t>(round_up(max_keys, kKeyTile)) * sizeof(float*);
 }
@@ -103,9 +103,7 @@ struct Pass2Split {
 
 // kMinBlocks 2: two blocks an SM where their shared memory fits (a few hundred keys: HCA at 2k), so
 // one block's staging, barriers and softmax overlap the other's passes; the same arithmetic in the
-// same order (only the key rings are shallower, to fit 128 registers), so the same bits. HB 16: one
-// m-tile of heads a block (half the shared memory: two blocks an SM at 640 keys, each key read by
-// twice the blocks); every head's sums in the same order, so the same bits as HB 32.
+// same order (only the key rings are shallower, to fit 128 registers), so the same bits.
 // flags: kRowsDown: block x takes row rows − 1 − x. A prefill's later rows attend to more keys (CSA:
 // up to 128 + 512 at 2k, against 1 for row 0) and blocks start in x order, so the heaviest go first
 // and the launch's last wave is its lightest (longest first: a shorter tail); the same bits.
@@ -122,11 +120,10 @@ __device__ __forceinline__ float ex2_approx(float x) {
 #endif
 }
 
-template <int D, int kMinBlocks, int HB>
+template <int D, int kMinBlocks>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(AttentionArgs a, int s_ld, unsigned flags) {
   pdl_begin();
-  constexpr int QS = q_stride(D), MT = HB / 16;
-  static_assert(HB == 16 || HB == 32, "one or two m-tiles of heads");
+  constexpr int HB = kHeads, QS = q_stride(D), MT = HB / 16;
   MEMRA_DYNAMIC_SMEM(unsigned char, smem, 128);
   float* S = reinterpret_cast<float*>(smem);  // [HB][s_ld]: logits, then p (TF32-rounded, 0 past the keys)
   float* Qs = S + HB * s_ld;                  // [HB][QS]: TF32-rounded q (heads past H: 0)
@@ -439,7 +436,7 @@ bool attention_fast_ok(const AttentionArgs& a) {
 
 cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream, int form) {
   if (a.rows == 0) return cudaSuccess;
-  if (form < 0 || form > 3) return cudaErrorInvalidValue;
+  if (form < 0 || form > 2) return cudaErrorInvalidValue;
   if (!attention_fast_ok(a)) return attention(a, stream);  // (which refuses o16 and q_raw: no silent fallback)
   if (a.q_raw && (a.half > 0 && !a.inv_freq)) return cudaErrorInvalidValue;
   if (a.o16 && (!(a.o16_type == WType::kBF16 || a.o16_type == WType::kF16) || (2 * a.half) % 4 != 0 ||
@@ -451,19 +448,18 @@ cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream, int form
       (a.kind != AttnKind::kSliding && a.m < 1))
     return cudaErrorInvalidValue;
   const int s_ld = s_stride(a.max_keys);
-  // Two blocks an SM where they fit (their shared memory twice; the kernel's 128 registers): at 32
-  // heads a block by default (HCA's few hundred keys), at 16 (CSA's 640 keys) with
-  // MEMRA_CUDA_ATTN_HEADS16=1 until an A/B says which is faster there (each key read by twice the
-  // blocks). MEMRA_CUDA_ATTN_TWO_BLOCKS=0 (A/B timing): one block an SM always. All the same bits.
+  // Two blocks an SM where they fit (their shared memory twice; the kernel's 128 registers): HCA's
+  // few hundred keys, not CSA's 640 (blocks of 16 heads fit there but read each key twice as often:
+  // 4.9% slower prefill, run 169). MEMRA_CUDA_ATTN_TWO_BLOCKS=0 (A/B timing): one block an SM always.
+  // The same bits.
   static const bool two_on = switch_on("MEMRA_CUDA_ATTN_TWO_BLOCKS");
-  static const bool heads16_on = switch_count("MEMRA_CUDA_ATTN_HEADS16", 0) == 1;
   // MEMRA_CUDA_ATTN_ROWS_DOWN=0 (A/B timing; the same bits): blocks in row order.
   // MEMRA_CUDA_ATTN_EXP2=0 (A/B timing; other bits): the softmax through expf.
   static const unsigned flags = (switch_on("MEMRA_CUDA_ATTN_ROWS_DOWN") ? kRowsDown : 0u) |
                                 (switch_on("MEMRA_CUDA_ATTN_EXP2") ? kExp2 : 0u);
-  auto run = [&](auto kernel, int heads, bool need_two) -> cudaError_t {
+  auto run = [&](auto kernel, bool need_two) -> cudaError_t {
     const void* k = reinterpret_cast<const void*>(kernel);
-    const size_t smem = fast_smem(a.max_keys, a.d, heads);
+    const size_t smem = fast_smem(a.max_keys, a.d);
     cudaError_t e = allow_dynamic_smem(k, smem);
     if (e != cudaSuccess) return e;
     if (need_two) {
@@ -471,23 +467,18 @@ cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream, int form
       if ((e = resident_blocks(k, kBlock, smem, per_sm)) != cudaSuccess) return e;
       if (per_sm < 2) return cudaErrorNotSupported;  // (not launched: the caller takes another form)
     }
-    return launch(kernel, dim3(a.rows, (a.H + heads - 1) / heads), kBlock, smem, stream, a, s_ld, flags);
+    return launch(kernel, dim3(a.rows, (a.H + kHeads - 1) / kHeads), kBlock, smem, stream, a, s_ld, flags);
   };
-  auto launch_d = [&](auto one, auto two, auto two16) -> cudaError_t {
-    if (form == 1) return run(one, kHeads, false);
-    if (form == 2) return run(two, kHeads, true);
-    if (form == 3) return run(two16, 16, true);
+  auto launch_d = [&](auto one, auto two) -> cudaError_t {
+    if (form == 1) return run(one, false);
+    if (form == 2) return run(two, true);
     if (two_on) {
-      const cudaError_t e = run(two, kHeads, true);
+      const cudaError_t e = run(two, true);
       if (e != cudaErrorNotSupported) return e;
-      if (heads16_on) {
-        const cudaError_t e16 = run(two16, 16, true);
-        if (e16 != cudaErrorNotSupported) return e16;
-      }
     }
-    return run(one, kHeads, false);
+    return run(one, false);
   };
-#define MEMRA_ATTN_FORMS(D) attention_fast_kernel<D, 1, kHeads>, attention_fast_kernel<D, 2, kHeads>, attention_fast_kernel<D, 2, 16>
+#define MEMRA_ATTN_FORMS(D) attention_fast_kernel<D, 1>, attention_fast_kernel<D, 2>
   switch (a.d) {
     case 64: return launch_d(MEMRA_ATTN_FORMS(64));
     case 128: return launch_d(MEMRA_ATTN_FORMS(128));

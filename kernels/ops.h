@@ -335,9 +335,9 @@ cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int h
 // cuda-fast: the same attention on tensor cores (TF32; attention_fast.cu), for rounds of many rows.
 // Falls back to attention() where attention_fast_ok is false (d not 64/128/256/512, or more keys
 // than its shared memory holds).
-// form: 0 the launcher's choice, 1 one block of 32 heads an SM, 2 two such blocks an SM, 3 two
-// blocks of 16 heads an SM (2 and 3: cudaErrorNotSupported, nothing launched, where two blocks do
-// not fit an SM); all forms give the same bits (the tests compare them).
+// form: 0 the launcher's choice, 1 one block of 32 heads an SM, 2 two such blocks an SM
+// (cudaErrorNotSupported, nothing launched, where two blocks do not fit an SM); both forms give the
+// same bits (the tests compare them).
 cudaError_t attention_fast(const AttentionArgs& a, cudaStream_t stream, int form = 0);
 bool attention_fast_ok(const AttentionArgs& a);
 // Most keys one attention block can hold in shared memory on this device (d = head dim).

@@ -2042,17 +2042,17 @@ void check_attention_q_raw(Report& rep, const AttentionCase& c, size_t n, const 
 }
 
 // cuda-fast's attention in its launch forms against form 1 (one block of 32 heads an SM) by bits:
-// `form` 2 (two such blocks an SM) or 3 (two blocks of 16 heads an SM), each with shallower key rings
-// to fit 128 registers and every head's sums in the same order; into poisoned buffers of n outputs:
+// form 2 (two such blocks an SM), with shallower key rings to fit 128 registers and every head's sums
+// in the same order; into poisoned buffers of n outputs:
 // f32 outputs from normed q, and bf16 outputs from raw q (the staging's norm_rope, the output's RoPE
 // table). The case must be small enough for two blocks' shared memory.
-void check_attention_fast_forms(Report& rep, const AttentionCase& c, size_t n, int form_b, const std::string& tag) {
+void check_attention_fast_forms(Report& rep, const AttentionCase& c, size_t n, const std::string& tag) {
   for (bool raw16 : {false, true}) {
     std::vector<uint16_t> got16[2];
     std::vector<float> got[2];
     cudaError_t err[2] = {};
     for (int i = 0; i < 2; ++i) {
-      const int form = i == 0 ? 1 : form_b;
+      const int form = i == 0 ? 1 : 2;
       AttentionArgs a = c.a;
       DevVec<float> o(raw16 ? 1 : n);
       DevVec<uint16_t> o16(raw16 ? n : 1);
@@ -2072,8 +2072,8 @@ void check_attention_fast_forms(Report& rep, const AttentionCase& c, size_t n, i
     for (size_t i = 0; i < n; ++i)
       differ += raw16 ? got16[0][i] != got16[1][i] : std::memcmp(&got[0][i], &got[1][i], 4) != 0;
     const bool ran = err[0] == cudaSuccess && err[1] == cudaSuccess;
-    rep.add(std::string("attention cuda-fast two blocks of ") + (form_b == 2 ? "32" : "16") +
-                " heads an SM == one block of 32 (bits, " + (raw16 ? "raw q, bf16 outputs) " : "f32 outputs) ") + tag,
+    rep.add(std::string("attention cuda-fast two blocks of 32 heads an SM == one block of 32 (bits, ") +
+                (raw16 ? "raw q, bf16 outputs) " : "f32 outputs) ") + tag,
             ran && differ == 0,
             ran ? std::to_string(differ) + " of " + std::to_string(n) + " differ"
                 : std::string("not run: ") + cudaGetErrorString(err[0] != cudaSuccess ? err[0] : err[1]));
@@ -2159,7 +2159,7 @@ void test_attention_fast(Rng& rng, Report& rep, bool quick) {
                               std::to_string(H) + " 70 rows";
       report_other_launches(rep, few, tag);
       check_attention_fast(rep, *c, exact, tag);
-      for (int form : {2, 3}) check_attention_fast_forms(rep, *c, exact.size(), form, tag);
+      check_attention_fast_forms(rep, *c, exact.size(), tag);
     }
   }
 }
@@ -2188,15 +2188,13 @@ void test_attention_many_keys(Rng& rng, Report& rep) {
     const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=512 H=12 max_keys=" + std::to_string(a.max_keys) + " 64 rows";
     report_other_launches(rep, r, tag);
     check_attention_fast(rep, *c, exact, tag);
-    {  // 640+ keys: two blocks of 32 heads do not fit an SM, so form 2 is refused, never launched short;
-       // two of 16 heads do (CSA's form under MEMRA_CUDA_ATTN_HEADS16=1)
+    {  // 640+ keys: two blocks of 32 heads do not fit an SM, so form 2 is refused, never launched short
       AttentionArgs a2 = c->a;
       DevVec<float> o(exact.size());
       a2.o = o.get();
       const cudaError_t e = attention_fast(a2, nullptr, 2);
       rep.add("attention cuda-fast two blocks of 32 heads an SM refused where they do not fit " + tag, e == cudaErrorNotSupported,
               cudaGetErrorString(e));
-      check_attention_fast_forms(rep, *c, exact.size(), 3, tag);
     }
 #if defined(MEMRA_CUDA_EMU)
     if (!r.taken)
