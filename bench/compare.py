@@ -3,7 +3,13 @@
 token streams) into the table of issue 13 (memra, floor, transformers, memra/transformers) and a
 plot of decode ms/layer/token against context for memra, transformers and the HBM floor.
 
-    compare.py MEMRA_JSON TRANSFORMERS_JSON [--table OUT.md] [--plot OUT.png]
+    compare.py MEMRA_JSON TRANSFORMERS_JSON [--table OUT.md] [--plot OUT.png] [--tau TAU_JSON]
+
+With --tau (bench/gpu_bench.sh's tau.json: a trained tiny pair's mean accepted length per block
+size, measured), each verify block also gets a projected speculative-generation line: tau tokens a
+round for the measured verify of the block plus a drafter of one layer of this geometry over the
+block (a V4 DSpark drafter, `mtp.*`, is one such layer: its cost taken as the verify's per layer),
+per token and layer, for memra and for transformers alike, and memra's speed-up over its own decode.
 """
 import argparse
 import json
@@ -19,6 +25,7 @@ def main():
     ap.add_argument("transformers")
     ap.add_argument("--table")
     ap.add_argument("--plot")
+    ap.add_argument("--tau")
     a = ap.parse_args()
     m = json.load(open(a.memra))
     t = json.load(open(a.transformers))
@@ -42,6 +49,20 @@ def main():
     mv, tv = by(m["verify"], "block"), by(t.get("verify", []), "block")
     for b, d in sorted(mv.items()):
         row(f"verify {b}-token block @ {d['context']}", d["ms"], d["floor_ms"], tv.get(b, {}).get("ms"), "ms", False)
+    spec = []  # (block, tau, memra speculative ms/layer/token, memra decode ms/layer/token)
+    if a.tau:
+        taus = json.load(open(a.tau)).get("tau", {})
+        L = len(m["geometry"]["layers"])
+        for b, d in sorted(mv.items()):
+            tau, ctx = taus.get(str(b)), d["context"]
+            if not tau or ctx not in md:
+                continue
+            # a round: the block's verify and one drafter layer over the block (~ the verify's per layer)
+            per_token = lambda verify_ms: verify_ms * (1 + 1 / L) / tau / L
+            tver = tv.get(b, {}).get("ms")
+            row(f"speculative generation, block {b} (tau {tau:.2f}, projected) @ {ctx}", per_token(d["ms"]),
+                d["floor_ms"] / tau / L, per_token(tver) if tver else None, "ms/layer/token", False)
+            spec.append((b, tau, per_token(d["ms"]), md[ctx]["ms_per_layer_token"]))
     p, tp = m["prefill"], t.get("prefill", {})
     row(f"prefill {p['tokens']} tokens (cuda-fast)", p["tokens_per_s"], None, tp.get("tokens_per_s"), "tokens/s", True)
 
@@ -62,6 +83,8 @@ def main():
         for b, d in sorted(mv.items()):
             lines.append(f"| verify {b} vs {b} decode steps (memra) | {d['block_over_steps']:.2f} | | | "
                          f"{f(tv.get(b, {}).get('block_over_one_step'), '.2f')} x one step | | block/steps |")
+    for b, tau, spec_ms, plain_ms in spec:
+        lines.append(f"| speculative block {b} vs decode (memra, projected) | {plain_ms / spec_ms:.2f}x | | | | | tokens/s ratio |")
     pp = m["prefill"]
     lines.append(f"| prefill linears (tensor cores) | {pp['linear_TFLOPs']:.0f} | {m['ceilings']['bf16_TFLOPs']:.0f} | "
                  f"{pp['linear_share_of_bf16_rate']:.2f} of rate | | | TFLOP/s |")

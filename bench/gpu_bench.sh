@@ -31,6 +31,35 @@ if [[ "${TRANSFORMERS:-1}" == 1 ]]; then
   timeout "${TF_TIMEOUT:-300}" python3 bench/transformers_bench.py "$OUT/config.json" --out "$OUT/transformers.json" $TF_ARGS > "$OUT/transformers.log" 2>&1
   echo "transformers rc=$? in $(( $(date +%s) - t0 ))s"; tail -3 "$OUT/transformers.log"
 fi
+# tau of the trained tiny pair (models/tiny-trained + its DSpark drafter) at each verify block the
+# bench timed: memra draft on the exact CPU realization (the GPU's exact tokens), four fixed prompts;
+# compare.py applies it to the measured verify and drafter costs (the projected speculative lines).
+if [[ -s "$OUT/memra-bench.json" && -d models/drafters/tiny-trained-dspark && "${TAU:-1}" == 1 ]]; then
+  echo "=== tau (t=$(( $(date +%s) - t0 ))s)"
+  tt=$(mktemp -d)
+  for b in $(python3 -c "import json,sys; print(' '.join(str(v['block']) for v in json.load(open(sys.argv[1])).get('verify', [])))" "$OUT/memra-bench.json"); do
+    for i in 0 1 2 3; do
+      python3 -c "import random; r=random.Random(1000+$i); print(' '.join(str(r.randrange(2,512)) for _ in range(16)))" > "$tt/p$i.txt"
+      timeout 120 "$bin/memra" -q draft models/tiny-trained --drafter models/drafters/tiny-trained-dspark --tokens "$tt/p$i.txt" \
+        --steps 96 --block-size "$b" --ignore-eos --backend cpu --json > "$tt/tau-$b-$i.json" 2>> "$OUT/tau.log"
+    done
+  done
+  python3 - "$tt" "$OUT/tau.json" <<'PY'
+import glob, json, os, statistics, sys
+tau = {}
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "tau-*.json"))):
+    try:
+        j = json.load(open(f))
+    except ValueError:
+        continue
+    if j.get("identical_to_greedy"):
+        tau.setdefault(str(j["block_size"]), []).append(j["tau"])
+json.dump({"pair": "models/tiny-trained + models/drafters/tiny-trained-dspark", "prompts": 4, "steps": 96,
+           "backend": "cpu (exact)", "tau": {b: statistics.mean(v) for b, v in tau.items() if len(v) == 4}},
+          open(sys.argv[2], "w"), indent=1)
+PY
+  rm -rf "$tt"; cat "$OUT/tau.json"
+fi
 if [[ "${PROFILE:-0}" == 1 ]]; then
   echo "=== ncu (t=$(( $(date +%s) - t0 ))s)"
   MEMRA_CUDA_PROFILE_FORWARDS=${NCU_FORWARDS:-6,16,18} timeout "${NCU_TIMEOUT:-200}" ncu --profile-from-start off --clock-control none --section SpeedOfLight \
@@ -41,7 +70,8 @@ if [[ "${PROFILE:-0}" == 1 ]]; then
 fi
 if [[ -s "$OUT/transformers.json" ]]; then
   # the table, the plot, and last a one-line [bench] summary (tools/gpu-check.sh's step detail)
-  python3 bench/compare.py "$OUT/memra-bench.json" "$OUT/transformers.json" --table "$OUT/table.md" --plot "$OUT/decode_vs_context.png"
+  python3 bench/compare.py "$OUT/memra-bench.json" "$OUT/transformers.json" --table "$OUT/table.md" --plot "$OUT/decode_vs_context.png" \
+    $( [[ -s "$OUT/tau.json" ]] && echo --tau "$OUT/tau.json" )
 elif [[ -s "$OUT/memra-bench.json" ]]; then
   python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1])), indent=1))" "$OUT/memra-bench.json" | head -80
 else

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# shell.bench_compare: bench/compare.py joins `memra bench --json` and transformers_bench.py's JSON
+# into issue 13's table; with --tau (a trained pair's tau per block) each verify block gets a
+# projected speculative-generation line: (verify + one drafter layer ~ verify / layers) / tau per
+# token and layer, for memra and transformers, and memra's speed-up over its own decode. (The runs
+# come from a GPU; this checks the arithmetic on made-up files.)
+set -uo pipefail
+src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail=0
+source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
+cmp="$src/bench/compare.py"
+command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+cat > "$work/m.json" <<'JSON'
+{"memra": "0.1.0 (test)", "device": "test GPU", "geometry": {"layers": "CH", "vocab": 4096, "seed": 1},
+ "ceilings": {"copy_GBps": 4000, "bf16_TFLOPs": 780, "pinned_d2h_GBps": 55, "pinned_h2d_GBps": 55},
+ "decode": [{"context": 2048, "ms_per_layer_token": 0.24, "floor_ms_per_layer": 0.15}],
+ "batch": [{"batch": 8, "context": 2048, "tokens_per_s": 4800, "floor_tokens_per_s": 6700}],
+ "verify": [{"block": 6, "context": 2048, "ms": 1.2, "floor_ms": 0.9, "block_over_steps": 0.42}],
+ "prefill": {"tokens": 2048, "tokens_per_s": 160000, "linear_TFLOPs": 600, "linear_share_of_bf16_rate": 0.77},
+ "snapshot": {"snapshot_GBps": 10, "restore_GBps": 54, "snapshot_share_of_pinned_d2h": 0.18, "restore_share_of_pinned_h2d": 0.98},
+ "memory": {"weights_bytes": 26.4e9, "scratch_bytes": 2.08e8, "state_bytes_per_token": 656,
+            "v4_flash_state_bytes_per_token": 13760, "v4_flash_over_note": 2.0}}
+JSON
+cat > "$work/t.json" <<'JSON'
+{"transformers": "5.17.0", "torch": "2.11.0", "decode": [{"context": 2048, "ms_per_layer_token": 8.0}],
+ "batch": [{"batch": 8, "tokens_per_s": 480}], "verify": [{"block": 6, "ms": 24.0, "block_over_one_step": 1.5}],
+ "prefill": {"tokens_per_s": 40000}, "weights_bytes": 26.4e9}
+JSON
+echo '{"pair": "test", "tau": {"6": 6.0}}' > "$work/tau.json"
+# (1.2 + 1.2 / 2) / 6 / 2 = 0.15 ms a layer and token; floor 0.9 / 6 / 2 = 0.075; transformers 3.0
+expect 0 '| speculative generation, block 6 (tau 6.00, projected) @ 2048 | 0.15 | 0.075 | 2.00x | 3 | 20.0x | ms/layer/token |' \
+  -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json"
+expect 0 '| speculative block 6 vs decode (memra, projected) | 1.60x |' -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json"
+expect 0 '| decode batch 1 @ 2048 | 0.24 | 0.15 | 1.60x | 8 | 33.3x | ms/layer/token |' -- python3 "$cmp" "$work/m.json" "$work/t.json"
+out=$(python3 "$cmp" "$work/m.json" "$work/t.json")
+grep -q speculative <<< "$out" && { echo "FAIL: a speculative line without --tau"; fail=1; }
+echo '{"pair": "test", "tau": {"16": 9.0}}' > "$work/tau16.json"  # no block the bench timed
+out=$(python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau16.json")
+grep -q speculative <<< "$out" && { echo "FAIL: a speculative line for a block the bench did not time"; fail=1; }
+exit $fail
