@@ -4,11 +4,7 @@
 # ab_summary.py's lines; a malformed arm or option, or a memra that is not there, is a one-line error
 # with exit 2. (The real runs need a GPU; this drives the script with a stand-in memra.)
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 arms="$src/bench/ab_arms.sh"
 command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
 mkdir -p "$work/a" "$work/b"

@@ -5,11 +5,7 @@
 # no readable arm, a malformed ARM=FILE or a bad regex is a one-line error with exit 2. (The runs
 # themselves come from a GPU; this checks the reader on made-up files.)
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 ab="$src/bench/ab_summary.py"
 command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
 mk() {  # mk FILE TOKENS_PER_S LINEAR_MS

@@ -5,11 +5,7 @@
 # token and layer, for memra and transformers, and memra's speed-up over its own decode. (The runs
 # come from a GPU; this checks the arithmetic on made-up files.)
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 cmp="$src/bench/compare.py"
 command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
 cat > "$work/m.json" <<'JSON'

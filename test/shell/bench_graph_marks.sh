@@ -5,11 +5,7 @@
 # unreadable file is a one-line error with exit 2. (The marks themselves come from a GPU run; this
 # checks the reader on a made-up file.)
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 gm="$src/bench/graph_marks.py"
 cat > "$work/bench.json" <<'JSON'
 {"decode": [{"context": 2048, "step_ms": 0.5, "graph_marks": {"step_ms_marked": 0.52, "marks": [

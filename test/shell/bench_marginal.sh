@@ -6,11 +6,7 @@
 # document are a one-line error with exit 2. (The runs come from a GPU; this checks the arithmetic
 # on made-up files.)
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 mg="$src/bench/marginal.py"
 command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
 mk() {  # mk FILE LAYERS STEP_MS FLOOR_MS BATCH_STEP BATCH_FLOOR VERIFY_MS VERIFY_FLOOR PREFILL_S [SEED]

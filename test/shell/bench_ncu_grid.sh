@@ -4,11 +4,7 @@
 # without an ncu table, an unknown unit or a missing file is a one-line error with exit 2. (The
 # profiles come from a GPU; this checks the reader on made-up tables.)
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 ng="$src/bench/ncu_grid.py"
 command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
 cat > "$work/raw.csv" <<'CSV'

@@ -4,11 +4,7 @@
 # into one row under --top; a file without timelines or an unreadable file is a one-line error with
 # exit 2. (The timelines themselves come from a GPU run; this checks the reader on a made-up file.)
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 tl="$src/bench/timeline.py"
 cat > "$work/bench.json" <<'JSON'
 {"memra": "0.1.0 (commit test)", "device": "test device", "geometry": {"layers": "CH"},

@@ -1,0 +1,7 @@
+# Shared by the shell tests that source it first: src (the source tree, MEMRA_SRC or two folders up),
+# work (a temporary folder, removed at exit), fail=0, and expect (lib/expect.sh).
+src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[1]}")/../.." && pwd)}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail=0
+source "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
