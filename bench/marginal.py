@@ -31,36 +31,27 @@ def load(path):
     return doc
 
 
-def by_key(entries, key):
-    return {e[key]: e for e in entries or [] if isinstance(e, dict) and key in e}
+# Each timed measure: the list in the bench's JSON, the fields that name one entry, its line's label,
+# and the field holding its milliseconds.
+MEASURES = [
+    ("decode", ("context",), lambda k: f"decode batch 1 @ {k[0]}", "step_ms"),
+    ("batch", ("batch", "context"), lambda k: f"decode batch {k[0]} @ {k[1]}", "step_ms"),
+    ("verify", ("block", "context"), lambda k: f"verify {k[0]}-token block @ {k[1]}", "ms"),
+]
 
 
 def rows(short, long_, extra):
     def per_layer(a, b):
         return (b - a) / extra
 
-    s_dec, l_dec = by_key(short.get("decode"), "context"), by_key(long_.get("decode"), "context")
-    for ctx in sorted(set(s_dec) & set(l_dec)):
-        s, l = s_dec[ctx], l_dec[ctx]
-        ms, floor = per_layer(s["step_ms"], l["step_ms"]), per_layer(s["floor_ms"], l["floor_ms"])
-        yield {"measure": f"decode batch 1 @ {ctx}", "ms_per_layer": ms, "floor_ms_per_layer": floor,
-               "ratio_to_floor": ms / floor, "divided_ms_per_layer": s["ms_per_layer_token"],
-               "divided_ratio": s["ratio_to_floor"]}
-    s_bat = {(e["batch"], e["context"]): e for e in short.get("batch") or []}
-    l_bat = {(e["batch"], e["context"]): e for e in long_.get("batch") or []}
-    for key in sorted(set(s_bat) & set(l_bat)):
-        s, l = s_bat[key], l_bat[key]
-        ms, floor = per_layer(s["step_ms"], l["step_ms"]), per_layer(s["floor_ms"], l["floor_ms"])
-        yield {"measure": f"decode batch {key[0]} @ {key[1]}", "ms_per_layer": ms, "floor_ms_per_layer": floor,
-               "ratio_to_floor": ms / floor, "divided_ms_per_layer": None,
-               "divided_ratio": s["ratio_to_floor"]}
-    s_ver = {(e["block"], e["context"]): e for e in short.get("verify") or []}
-    l_ver = {(e["block"], e["context"]): e for e in long_.get("verify") or []}
-    for key in sorted(set(s_ver) & set(l_ver)):
-        s, l = s_ver[key], l_ver[key]
-        ms, floor = per_layer(s["ms"], l["ms"]), per_layer(s["floor_ms"], l["floor_ms"])
-        yield {"measure": f"verify {key[0]}-token block @ {key[1]}", "ms_per_layer": ms, "floor_ms_per_layer": floor,
-               "ratio_to_floor": ms / floor, "divided_ms_per_layer": None, "divided_ratio": s["ratio_to_floor"]}
+    for field, keys, label, ms_key in MEASURES:
+        entries = [{tuple(e[k] for k in keys): e for e in doc.get(field) or [] if all(k in e for k in keys)}
+                   for doc in (short, long_)]
+        for key in sorted(set(entries[0]) & set(entries[1])):
+            s, l = entries[0][key], entries[1][key]
+            ms, floor = per_layer(s[ms_key], l[ms_key]), per_layer(s["floor_ms"], l["floor_ms"])
+            yield {"measure": label(key), "ms_per_layer": ms, "floor_ms_per_layer": floor, "ratio_to_floor": ms / floor,
+                   "divided_ms_per_layer": s.get("ms_per_layer_token"), "divided_ratio": s["ratio_to_floor"]}
     sp, lp = short.get("prefill"), long_.get("prefill")
     if isinstance(sp, dict) and isinstance(lp, dict) and "seconds" in sp and "seconds" in lp and sp.get("tokens") == lp.get("tokens"):
         ms = per_layer(sp["seconds"], lp["seconds"]) * 1e3
