@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../../.."
 source bench/device_preamble.sh
 $m --version | head -1
 left() { echo $(( ${LIMIT:-240} - ( $(date +%s) - T0 ) - 5 )); }
-MA="--json --contexts 2048 --batches 8 32 --verify 6 16 --steps 4 --snapshot-gib 0.05 --prefill 2048 --reps 3"
+MA="--json --contexts 2048 --batches 8,32 --verify 6,16 --steps 4 --snapshot-gib 0.05 --prefill 2048 --reps 3"
 marginal() {
   for layers in CH CHCH; do
     [ $(left) -gt 30 ] || return

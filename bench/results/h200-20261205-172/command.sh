@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../../.."
 source bench/device_preamble.sh
 $m --version | head -1
 OUT_MAIN=$OUT; mkdir -p /tmp/check
-MA="--json --contexts 2048 --batches 8 32 --verify 6 16 --steps 4 --snapshot-gib 0.05 --prefill 2048 --reps 3"
+MA="--json --contexts 2048 --batches 8,32 --verify 6,16 --steps 4 --snapshot-gib 0.05 --prefill 2048 --reps 3"
 for pass in 1 2; do for layers in CH CHCH; do
   [ $(( $(date +%s) - T0 )) -lt 110 ] || break 2
   timeout 45 $m bench --layers $layers $MA > $OUT_MAIN/marginal-$layers-$pass.json 2> /tmp/marginal-$layers-$pass.err
