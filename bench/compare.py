@@ -3,16 +3,23 @@
 token streams) into the table of issue 13 (memra, floor, transformers, memra/transformers) and a
 plot of decode ms/layer/token against context for memra, transformers and the HBM floor.
 
-    compare.py MEMRA_JSON TRANSFORMERS_JSON [--table OUT.md] [--plot OUT.png] [--tau TAU_JSON]
+    compare.py MEMRA_JSON TRANSFORMERS_JSON [--table OUT.md] [--plot OUT.png] [--tau TAU_JSON] [--marginal LONG_JSON]
 
 With --tau (bench/gpu_bench.sh's tau.json: a trained tiny pair's mean accepted length per block
 size, measured), each verify block also gets a projected speculative-generation line: tau tokens a
 round for the measured verify of the block plus a drafter of one layer of this geometry over the
 block (a V4 DSpark drafter, `mtp.*`, is one such layer: its cost taken as the verify's per layer),
 per token and layer, for memra and for transformers alike, and memra's speed-up over its own decode.
+With --marginal (the same bench at more layers), what one layer more costs against its floor
+(bench/marginal.py), for each decode context, batch and verify block both runs timed.
 """
 import argparse
 import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import marginal  # noqa: E402  (bench/marginal.py: what one layer more costs)
 
 
 def by(items, key):
@@ -26,6 +33,7 @@ def main():
     ap.add_argument("--table")
     ap.add_argument("--plot")
     ap.add_argument("--tau")
+    ap.add_argument("--marginal")
     a = ap.parse_args()
     m = json.load(open(a.memra))
     t = json.load(open(a.transformers))
@@ -85,6 +93,13 @@ def main():
                          f"{f(tv.get(b, {}).get('block_over_one_step'), '.2f')} x one step | | block/steps |")
     for b, tau, spec_ms, plain_ms in spec:
         lines.append(f"| speculative block {b} vs decode (memra, projected) | {plain_ms / spec_ms:.2f}x | | | | | tokens/s ratio |")
+    if a.marginal:
+        long_ = json.load(open(a.marginal))
+        extra = len(long_["geometry"]["layers"]) - len(m["geometry"]["layers"])
+        for r in marginal.rows(m, long_, extra) if extra > 0 else []:
+            if r["ratio_to_floor"] is not None:
+                lines.append(f"| one layer more ({long_['geometry']['layers']} − {m['geometry']['layers']}): {r['measure']} | "
+                             f"{r['ms_per_layer']:.4g} | {r['floor_ms_per_layer']:.4g} | {r['ratio_to_floor']:.2f}x | | | ms/layer |")
     pp = m["prefill"]
     lines.append(f"| prefill linears (tensor cores) | {pp['linear_TFLOPs']:.0f} | {m['ceilings']['bf16_TFLOPs']:.0f} | "
                  f"{pp['linear_share_of_bf16_rate']:.2f} of rate | | | TFLOP/s |")

@@ -3,8 +3,10 @@
 # tools/gpu-check.sh --pack built the binaries here:
 #   1. memra bench --json (V4-Flash layer geometry, seeded weights made on the GPU)
 #   2. bench/transformers_bench.py on the same config, weights and token streams
-#   3. bench/compare.py: the table with memra/transformers ratios and the decode-vs-context plot
-#   4. (PROFILE=1) ncu, SpeedOfLight per kernel, of the exact backend's forward calls NCU_FORWARDS
+#   3. memra bench at twice the layers (one layer more: bench/marginal.py), the trained tiny pair's tau
+#   4. bench/compare.py: the table with memra/transformers ratios, the marginal layer, the projected
+#      speculative lines and the decode-vs-context plot
+#   5. (PROFILE=1) ncu, SpeedOfLight per kernel, of the exact backend's forward calls NCU_FORWARDS
 #      (counted from 1: the exact prefill is 1, the 2k decode steps 2-8 without graphs and 9-15 with
 #      graphs, the 6-token verify 16-17, the batch-32 steps 18-24; default 6,16,18: a decode step,
 #      a verify and a batch-32 step, each launched kernel by kernel (the traced or ungraphed ones:
@@ -30,6 +32,15 @@ if [[ "${TRANSFORMERS:-1}" == 1 ]]; then
   echo "=== transformers (t=$(( $(date +%s) - t0 ))s)"
   timeout "${TF_TIMEOUT:-300}" python3 bench/transformers_bench.py "$OUT/config.json" --out "$OUT/transformers.json" $TF_ARGS > "$OUT/transformers.log" 2>&1
   echo "transformers rc=$? in $(( $(date +%s) - t0 ))s"; tail -3 "$OUT/transformers.log"
+fi
+# One layer more: the same bench at twice the layers (decode at the first context, batches 8 and 32,
+# verify 6 and 16), so that compare.py --marginal prints what a layer costs without the ends a
+# 2-layer step divides over its two layers (bench/marginal.py).
+if [[ -s "$OUT/memra-bench.json" && "${MARGINAL:-1}" == 1 ]]; then
+  echo "=== memra bench --layers $layers$layers (t=$(( $(date +%s) - t0 ))s)"
+  timeout "${MARGINAL_TIMEOUT:-120}" "$bin/memra" bench --layers "$layers$layers" --json --contexts 2048 --batches 8,32 \
+    --verify 6,16 --steps 4 --snapshot-gib 0.05 --prefill 2048 --reps 3 > "$OUT/memra-bench-2x.json" 2> "$OUT/memra-bench-2x.log"
+  echo "memra bench 2x rc=$?"; [[ -s "$OUT/memra-bench-2x.json" ]] && python3 bench/marginal.py "$OUT/memra-bench.json" "$OUT/memra-bench-2x.json"
 fi
 # tau of the trained tiny pair (models/tiny-trained + its DSpark drafter) at each verify block the
 # bench timed: memra draft on the exact CPU realization (the GPU's exact tokens), four fixed prompts;
@@ -71,7 +82,7 @@ fi
 if [[ -s "$OUT/transformers.json" ]]; then
   # the table, the plot, and last a one-line [bench] summary (tools/gpu-check.sh's step detail)
   python3 bench/compare.py "$OUT/memra-bench.json" "$OUT/transformers.json" --table "$OUT/table.md" --plot "$OUT/decode_vs_context.png" \
-    $( [[ -s "$OUT/tau.json" ]] && echo --tau "$OUT/tau.json" )
+    $( [[ -s "$OUT/tau.json" ]] && echo --tau "$OUT/tau.json" ) $( [[ -s "$OUT/memra-bench-2x.json" ]] && echo --marginal "$OUT/memra-bench-2x.json" )
 elif [[ -s "$OUT/memra-bench.json" ]]; then
   python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1])), indent=1))" "$OUT/memra-bench.json" | head -80
 else

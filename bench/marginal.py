@@ -45,7 +45,8 @@ def rows(short, long_, extra):
         return (b - a) / extra
 
     for field, keys, label, ms_key in MEASURES:
-        entries = [{tuple(e[k] for k in keys): e for e in doc.get(field) or [] if all(k in e for k in keys)}
+        needed = keys + (ms_key, "floor_ms", "ratio_to_floor")  # an entry without them (an error line) is not timed
+        entries = [{tuple(e[k] for k in keys): e for e in doc.get(field) or [] if all(k in e for k in needed)}
                    for doc in (short, long_)]
         for key in sorted(set(entries[0]) & set(entries[1])):
             s, l = entries[0][key], entries[1][key]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # shell.bench_compare: bench/compare.py joins `memra bench --json` and transformers_bench.py's JSON
-# into issue 13's table; with --tau (a trained pair's tau per block) each verify block gets a
+# into issue 13's table; with --marginal (the same bench at more layers) what one layer more costs;
+# with --tau (a trained pair's tau per block) each verify block gets a
 # projected speculative-generation line: (verify + one drafter layer ~ verify / layers) / tau per
 # token and layer, for memra and transformers, and memra's speed-up over its own decode. (The runs
 # come from a GPU; this checks the arithmetic on made-up files.)
@@ -11,7 +12,8 @@ command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 7
 cat > "$work/m.json" <<'JSON'
 {"memra": "0.1.0 (test)", "device": "test GPU", "geometry": {"layers": "CH", "vocab": 4096, "seed": 1},
  "ceilings": {"copy_GBps": 4000, "bf16_TFLOPs": 780, "pinned_d2h_GBps": 55, "pinned_h2d_GBps": 55},
- "decode": [{"context": 2048, "ms_per_layer_token": 0.24, "floor_ms_per_layer": 0.15}],
+ "decode": [{"context": 2048, "ms_per_layer_token": 0.24, "floor_ms_per_layer": 0.15, "step_ms": 0.48, "floor_ms": 0.30,
+             "ratio_to_floor": 1.6}],
  "batch": [{"batch": 8, "context": 2048, "tokens_per_s": 4800, "floor_tokens_per_s": 6700}],
  "verify": [{"block": 6, "context": 2048, "ms": 1.2, "floor_ms": 0.9, "block_over_steps": 0.42}],
  "prefill": {"tokens": 2048, "tokens_per_s": 160000, "linear_TFLOPs": 600, "linear_share_of_bf16_rate": 0.77},
@@ -35,4 +37,14 @@ grep -q speculative <<< "$out" && { echo "FAIL: a speculative line without --tau
 echo '{"pair": "test", "tau": {"16": 9.0}}' > "$work/tau16.json"  # no block the bench timed
 out=$(python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau16.json")
 grep -q speculative <<< "$out" && { echo "FAIL: a speculative line for a block the bench did not time"; fail=1; }
+# one layer more: (0.90 − 0.48) / 2 = 0.21 ms against (0.58 − 0.30) / 2 = 0.14
+python3 - "$work/m.json" "$work/long.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["geometry"]["layers"] = "CHCH"
+d["decode"] = [{"context": 2048, "ms_per_layer_token": 0.225, "step_ms": 0.90, "floor_ms": 0.58, "ratio_to_floor": 1.55}]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect 0 '| one layer more (CHCH − CH): decode batch 1 @ 2048 | 0.21 | 0.14 | 1.50x | | | ms/layer |' \
+  -- python3 "$cmp" "$work/m.json" "$work/t.json" --marginal "$work/long.json"
 exit $fail
