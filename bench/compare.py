@@ -22,6 +22,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import marginal  # noqa: E402  (bench/marginal.py: what one layer more costs)
 
 
+def optional_json(path, what):
+    """A side input of the table (tau, the longer run): unreadable is a note on stderr, not a lost table."""
+    try:
+        return json.load(open(path))
+    except (OSError, ValueError) as e:
+        print(f"compare.py: note: {what} {path} unreadable ({e}); its lines are left out", file=sys.stderr)
+        return None
+
+
 def by(items, key):
     return {i[key]: i for i in items if "error" not in i}
 
@@ -58,8 +67,9 @@ def main():
     for b, d in sorted(mv.items()):
         row(f"verify {b}-token block @ {d['context']}", d["ms"], d["floor_ms"], tv.get(b, {}).get("ms"), "ms", False)
     spec = []  # (block, tau, memra speculative ms/layer/token, memra decode ms/layer/token)
-    if a.tau:
-        taus = json.load(open(a.tau)).get("tau", {})
+    tau_doc = optional_json(a.tau, "--tau") if a.tau else None
+    if tau_doc:
+        taus = tau_doc.get("tau", {})
         L = len(m["geometry"]["layers"])
         for b, d in sorted(mv.items()):
             tau, ctx = taus.get(str(b)), d["context"]
@@ -93,8 +103,8 @@ def main():
                          f"{f(tv.get(b, {}).get('block_over_one_step'), '.2f')} x one step | | block/steps |")
     for b, tau, spec_ms, plain_ms in spec:
         lines.append(f"| speculative block {b} vs decode (memra, projected) | {plain_ms / spec_ms:.2f}x | | | | | tokens/s ratio |")
-    if a.marginal:
-        long_ = json.load(open(a.marginal))
+    long_ = optional_json(a.marginal, "--marginal") if a.marginal else None
+    if long_ and "geometry" in long_:
         extra = len(long_["geometry"]["layers"]) - len(m["geometry"]["layers"])
         for r in marginal.rows(m, long_, extra) if extra > 0 else []:
             if r["ratio_to_floor"] is not None:

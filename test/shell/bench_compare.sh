@@ -47,4 +47,8 @@ json.dump(d, open(sys.argv[2], "w"))
 PY
 expect 0 '| one layer more (CHCH − CH): decode batch 1 @ 2048 | 0.21 | 0.14 | 1.50x | | | ms/layer |' \
   -- python3 "$cmp" "$work/m.json" "$work/t.json" --marginal "$work/long.json"
+# an unreadable side input is a note on stderr; the table is still made
+echo '{not json' > "$work/bad.json"
+expect 0 'compare.py: note: --tau .*bad.json unreadable' -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/bad.json"
+expect 0 '| decode batch 1 @ 2048 | 0.24 |' -- python3 "$cmp" "$work/m.json" "$work/t.json" --marginal "$work/missing.json"
 exit $fail
