@@ -34,8 +34,7 @@
 //
 // With q_raw the query heads' norm_rope happens in the staging (above: its bits, one pass over q less).
 //
-//   grid (rows, ceil(H / HB))   block 256   dynamic smem (fast_smem): S, Q, the softmax's row tables, the key table
-//   HB = kHeads = 32 heads a block
+//   grid (rows, ceil(H / 32))   block 256   dynamic smem (fast_smem): S, Q, the softmax's row tables, the key table
 #include "ab_switch.h"
 #include "attention_keys.cuh"
 #include "common.cuh"
@@ -88,16 +87,15 @@ __device__ __forceinline__ void load_a(uint32_t (&r)[4], const float* base, int 
 __device__ __forceinline__ float comp(const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 __device__ __forceinline__ float4 load_key(const float* k) { return __ldg(reinterpret_cast<const float4*>(k)); }
 
-// Pass 2's split of the MT m-tiles × d / 32 dim slices over the 8 warps: MW m-tiles and SW slices
-// a warp (MT 2: d = 512: 2 × 2, all warps; 256: 2 × 1; 128: 1 × 1; 64: 1 × 1 on four warps; MT 1:
-// one m-tile, the same slices).
-template <int D, int MT>
+// Pass 2's split of the 2 m-tiles × d / 32 dim slices over the 8 warps: MW m-tiles and SW slices
+// a warp (d = 512: 2 × 2, all warps; 256: 2 × 1; 128: 1 × 1; 64: 1 × 1 on four warps).
+template <int D>
 struct Pass2Split {
   static constexpr int kSlices = D / kSlice;
-  static constexpr int MW = D >= 256 ? MT : 1;
+  static constexpr int MW = D >= 256 ? 2 : 1;
   static constexpr int SW = D >= 512 ? D / 256 : 1;
   static constexpr int kGroups = kSlices / SW;  // slice groups; warp w: group w % kGroups, m-tiles from w / kGroups
-  static constexpr int kActive = kGroups * (MT / MW);
+  static constexpr int kActive = kGroups * (2 / MW);
   static_assert(kActive <= kWarps, "pass 2 needs more warps than the block has");
 };
 
@@ -123,18 +121,18 @@ __device__ __forceinline__ float ex2_approx(float x) {
 template <int D, int kMinBlocks>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(AttentionArgs a, int s_ld, unsigned flags) {
   pdl_begin();
-  constexpr int HB = kHeads, QS = q_stride(D), MT = HB / 16;
+  constexpr int QS = q_stride(D), MT = kHeads / 16;  // two m-tiles of heads
   MEMRA_DYNAMIC_SMEM(unsigned char, smem, 128);
-  float* S = reinterpret_cast<float*>(smem);  // [HB][s_ld]: logits, then p (TF32-rounded, 0 past the keys)
-  float* Qs = S + HB * s_ld;                  // [HB][QS]: TF32-rounded q (heads past H: 0)
-  float* rowmax = Qs + HB * QS;               // [kWarps][HB]: pass 1's largest logit a warp and head row (−inf: none)
-  float* inv_den = rowmax + kWarps * HB;      // [HB]: the softmax's 1 / denominator, applied to the outputs
-  const float** keys = reinterpret_cast<const float**>(inv_den + HB);  // [round_up(keys, 32)]
+  float* S = reinterpret_cast<float*>(smem);  // [kHeads][s_ld]: logits, then p (TF32-rounded, 0 past the keys)
+  float* Qs = S + kHeads * s_ld;                  // [kHeads][QS]: TF32-rounded q (heads past H: 0)
+  float* rowmax = Qs + kHeads * QS;               // [kWarps][kHeads]: pass 1's largest logit a warp and head row (−inf: none)
+  float* inv_den = rowmax + kWarps * kHeads;      // [kHeads]: the softmax's 1 / denominator, applied to the outputs
+  const float** keys = reinterpret_cast<const float**>(inv_den + kHeads);  // [round_up(keys, 32)]
   __shared__ int s_ncmp;
 
   const int row = flags & kRowsDown ? a.rows - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
-  const int h0 = blockIdx.y * HB;
-  const int nh = min(HB, a.H - h0);
+  const int h0 = blockIdx.y * kHeads;
+  const int nh = min(kHeads, a.H - h0);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
   const int64_t pos = a.row_pos[row];
   const float* q = a.q + (static_cast<int64_t>(row) * a.H + h0) * D;
@@ -143,7 +141,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
   // column 16u + 8s + 4w + t, where ldmatrix's natural order finds it.
   if (!a.q_raw) {
 #pragma unroll  // all of a thread's q loads in flight at once
-    for (int i = threadIdx.x; i < HB * D / 4; i += kBlock) {
+    for (int i = threadIdx.x; i < kHeads * D / 4; i += kBlock) {
       const int hh = i / (D / 4), c = (i % (D / 4)) * 4, u = c / 16, tq = (c % 16) / 4;
       const float4 v = hh < nh ? *reinterpret_cast<const float4*>(q + static_cast<int64_t>(hh) * D + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       float* dst = Qs + hh * QS + 16 * u + tq;
@@ -156,7 +154,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
     // does after its norm). All four heads' loads in flight at once (one round trip, not four), and
     // one cosf / sinf a dim pair for the four heads.
     constexpr int kPer = D > kNormBlock ? D / kNormBlock : 1;
-    constexpr int kPlayed = kNormBlock / kWarp, kMine = HB / kWarps;
+    constexpr int kPlayed = kNormBlock / kWarp, kMine = kHeads / kWarps;
     const int rope0 = D - 2 * a.half;
     auto col = [](int i) { return 16 * (i / 16) + (i % 16) / 4 + 4 * (i % 4); };
     float v[kMine][kPlayed][kPer];
@@ -203,7 +201,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
   // Pass 1: a lane's float4 of dims 16u + 4t … + 3 of key g of each n-tile gives its b-slots of k-steps
   // 2u and 2u + 1 (Q's columns above); the keys' loads a ring of four 16-dim groups, three ahead.
   {
-    constexpr int G = D / 16, kRing = kMinBlocks == 1 || MT == 1 ? 4 : 2;  // a divisor of G
+    constexpr int G = D / 16, kRing = kMinBlocks == 1 ? 4 : 2;  // a divisor of G
     float rmax[MT][2];  // rows g, g + 8 of each m-tile, over this lane's keys below n_keys
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) rmax[mt][0] = rmax[mt][1] = -INFINITY;
@@ -262,7 +260,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
         float v = rmax[mt][h8];
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-        if (t == 0) rowmax[warp * HB + 16 * mt + 8 * h8 + g] = v;
+        if (t == 0) rowmax[warp * kHeads + 16 * mt + 8 * h8 + g] = v;
       }
   }
   __syncthreads();
@@ -273,7 +271,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
   // at b + 4·(g / 2) + 16·(g % 2) gives the four n-tiles' b-slot, and its accumulators c0 / c1
   // (columns 2t, 2t + 1) hold dims b + 4t + v and b + 16 + 4t + v: one float4 store a lane, the four
   // lanes of a head row 64 contiguous bytes.
-  using Split = Pass2Split<D, MT>;
+  using Split = Pass2Split<D>;
   constexpr int MW = Split::MW, SW = Split::SW;
   const int64_t out0 = (static_cast<int64_t>(row) * a.H + h0) * D;  // the block's first output element
   float* orow = a.o ? a.o + out0 : nullptr;
@@ -286,7 +284,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
   const int boff = dim0 + 4 * (g / 2) + 16 * (g % 2);
   // The keys' loads a ring of kRing k-steps, kRing − 1 ahead of the tensor cores; the first ones
   // asked for before the softmax, which hides their round trip.
-  constexpr int kRing = kMinBlocks == 1 ? 6 : MT == 1 ? 4 : D >= 512 ? 2 : 3;
+  constexpr int kRing = kMinBlocks == 1 ? 6 : D >= 512 ? 2 : 3;
   float4 kb[kRing][SW][2];
   auto fetch = [&](float4 (&dst)[SW][2], int j) {
     const float* k_lo = keys[8 * j + t];
@@ -313,7 +311,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
   // instructions and the key test a branch (~22 instructions an element, SASS, session 41); the
   // padding keys' logits are keys[0]'s (≤ the row maximum: finite), so they are computed and dropped.
   {
-    constexpr int kRows = HB / kWarps;
+    constexpr int kRows = kHeads / kWarps;
     float* lg[kRows];
     float sink[kRows], mx[kRows], sum[kRows];
 #pragma unroll
@@ -323,7 +321,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
       sink[i] = hh < nh ? a.sink[h0 + hh] : 0.0f;
       float m = -INFINITY;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, rowmax[w * HB + hh]);
+      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, rowmax[w * kHeads + hh]);
       mx[i] = fmaxf(sink[i], m * a.scale), sum[i] = 0.0f;
     }
     if (flags & kExp2) {
