@@ -887,10 +887,7 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh, bool
   // Staging (pinned, one upload): order [P] | slot rows [slots] | slot of each pair by order [Pg] |
   // slot of each pair by pair [P] | pointers.
   const size_t n_idx = static_cast<size_t>(P) + static_cast<size_t>(slots) + static_cast<size_t>(Pg) + static_cast<size_t>(P);
-  // Pointers: w1 / x / g, w3 / x / u, w2 / h / eo (G each), then gate and up as one batch of 2G
-  // (weights / x / outputs, each bucket's w1 entries followed by its w3 entries).
-  const size_t n_ptr = 15 * static_cast<size_t>(G);
-  const size_t idx_bytes = (n_idx * 4 + 7) / 8 * 8, ptr_bytes = n_ptr * 8;
+  const size_t idx_bytes = (n_idx * 4 + 7) / 8 * 8, ptr_bytes = 9 * static_cast<size_t>(G) * 8;
   order_host_.ensure(idx_bytes + ptr_bytes, "batched-expert staging");
   auto* hidx = reinterpret_cast<int32_t*>(order_host_.get());
   std::memcpy(hidx, order.data(), order.size() * 4);
@@ -908,7 +905,7 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh, bool
   const int32_t* d_slot_rows = d_idx + P;
   const int32_t* d_pair_slot = d_slot_rows + slots;
   const int32_t* d_slot_of_pair = d_pair_slot + Pg;
-  uint64_t* d_ptr = gptr_.ensure(device_, n_ptr, "batched-expert pointers");
+  uint64_t* d_ptr = gptr_.ensure(device_, 9 * static_cast<size_t>(G), "batched-expert pointers");
   const size_t act = static_cast<size_t>(std::max(D, I)) * 2;  // bf16/f16 bytes per slot row
   const size_t S = static_cast<size_t>(slots);
   uint8_t* xb = xb_.ensure(device_, S * act, "batched-expert bf16 rows");
@@ -939,16 +936,6 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh, bool
     ptr[7 * G + gi] = reinterpret_cast<uint64_t>(xb + r0 * I * 2);
     ptr[8 * G + gi] = reinterpret_cast<uint64_t>(reinterpret_cast<uint8_t*>(eo) + r0 * D * eo_bytes);
   }
-  for (int b0 = 0; b0 < G;) {  // the gate-up batch: bucket [b0, b1) at 2·b0, its w1 entries then its w3 entries
-    int b1 = b0;
-    while (b1 < G && touched[b1].slot == touched[b0].slot) ++b1;
-    for (int gi = b0; gi < b1; ++gi)
-      for (int which = 0; which < 2; ++which) {
-        const int at = 2 * b0 + which * (b1 - b0) + (gi - b0);
-        for (int a = 0; a < 3; ++a) ptr[(9 + 2 * a) * G + at] = ptr[(3 * which + a) * G + gi];
-      }
-    b0 = b1;
-  }
   check(cudaMemcpyAsync(d_idx, order_host_.get(), idx_bytes, cudaMemcpyHostToDevice, stream_), "batched-expert index upload");
   check(cudaMemcpyAsync(d_ptr, ptr, ptr_bytes, cudaMemcpyHostToDevice, stream_), "batched-expert pointer upload");
   const cudaDataType_t t = wt == WType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
@@ -956,20 +943,16 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh, bool
   const float alpha = 1.0f, beta = 0.0f;
   // y_slot = x_slot · Wᵀ per expert, column-major as in linear_fast: m = out, n = slot rows, k = in;
   // one batched call per bucket of equal slot sizes.
-  // which 0 / 1 / 2: w1 / w3 / w2, G entries from (3·which)·G; 3: gate and up as one batch (2G
-  // entries from 9G, bucket b's at 2·b0, its pointer arrays 2G apart).
   auto gemm = [&](int which, int out, int in, const char* what) {
     cublasStatus_t st = cublasSetStream(cublas_, stream_);
-    const int64_t base = which < 3 ? 3 * which * G : 9 * G, apart = which < 3 ? G : 2 * G, per = which < 3 ? 1 : 2;
     for (int b0 = 0; b0 < G && st == CUBLAS_STATUS_SUCCESS;) {
       int b1 = b0;
       while (b1 < G && touched[b1].slot == touched[b0].slot) ++b1;
-      const int64_t at = base + per * b0;
       st = cublasGemmBatchedEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, touched[b0].slot, in, &alpha,
-                               reinterpret_cast<const void* const*>(d_ptr + at), t, in,
-                               reinterpret_cast<const void* const*>(d_ptr + at + apart), t, in, &beta,
-                               reinterpret_cast<void* const*>(d_ptr + at + 2 * apart), which == 2 ? eo_t : gu_t, out,
-                               static_cast<int>(per * (b1 - b0)), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                               reinterpret_cast<const void* const*>(d_ptr + (3 * which + 0) * G + b0), t, in,
+                               reinterpret_cast<const void* const*>(d_ptr + (3 * which + 1) * G + b0), t, in, &beta,
+                               reinterpret_cast<void* const*>(d_ptr + (3 * which + 2) * G + b0), which < 2 ? gu_t : eo_t, out, b1 - b0,
+                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
       b0 = b1;
     }
     if (st != CUBLAS_STATUS_SUCCESS) check_text(cublasGetStatusString(st), what);
@@ -986,15 +969,8 @@ bool Shard::batched_experts(const DevLayer& w, const float* x, HalfRows xh, bool
     launched(gather_rows16(xh.p, D, d_slot_rows, static_cast<int>(slots), D, xb, stream_), "gather (batched experts, 16-bit rows)");
   else
     launched(convert_rows(x, D, static_cast<int>(slots), D, xb, wt, stream_, d_slot_rows), "gather+convert (batched experts)");
-  // Gate and up as one batched call a bucket (half the calls, and their tails).
-  // MEMRA_CUDA_EXPERT_GU_ONE_CALL=0 (A/B timing): one call each.
-  static const bool gu_one_call = switch_on("MEMRA_CUDA_EXPERT_GU_ONE_CALL");
-  if (gu_one_call) {
-    gemm(3, I, D, "batched GEMM (expert w1 + w3)");
-  } else {
-    gemm(0, I, D, "batched GEMM (expert w1)");
-    gemm(1, I, D, "batched GEMM (expert w3)");
-  }
+  gemm(0, I, D, "batched GEMM (expert w1)");
+  gemm(1, I, D, "batched GEMM (expert w3)");
   const float limit = static_cast<float>(cfg_.swiglu_limit);
   if (half_gu)
     launched(swiglu16_convert(g, u, xb, wt, static_cast<int64_t>(slots) * I, limit, stream_), "swiglu+convert (batched experts)");
