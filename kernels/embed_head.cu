@@ -68,17 +68,7 @@ __global__ void gather16_kernel(const uint16_t* src, int64_t src_stride, const i
     const uint16_t* s = src + static_cast<int64_t>(rows_idx[r]) * src_stride;
     uint16_t* d = dst + static_cast<int64_t>(r) * cols;
     if (vec) {
-      // Two uint4s a thread, both loads before either store (the compiler cannot move a load above
-      // a store it cannot prove apart: one round trip a row of 4096 instead of two).
-      const uint4* s4 = reinterpret_cast<const uint4*>(s);
-      uint4* d4 = reinterpret_cast<uint4*>(d);
-      const int n4 = cols / 8;
-      for (int i = threadIdx.x; i < n4; i += 2 * kBlock) {
-        const bool two = i + kBlock < n4;
-        const uint4 a = s4[i], b = two ? s4[i + kBlock] : a;
-        d4[i] = a;
-        if (two) d4[i + kBlock] = b;
-      }
+      for (int i = threadIdx.x; i < cols / 8; i += kBlock) reinterpret_cast<uint4*>(d)[i] = reinterpret_cast<const uint4*>(s)[i];
     } else {
       for (int i = threadIdx.x; i < cols; i += kBlock) d[i] = s[i];
     }
