@@ -2309,9 +2309,9 @@ void test_row_moves(Rng& rng, Report& rep) {
               ok && stray == 0, std::string(ok ? "exact" : "DIFFER") + ", padding written " + std::to_string(stray));
     }
   }
-  // gather_rows16 on wide rows (two uint4s a thread, loaded before either is stored; a third pass
-  // for the first threads at 520): 257, 512 and 520 uint4s a row against the host, by bits, into a
-  // poisoned buffer (the rows above are at most 8 uint4s: one a thread).
+  // gather_rows16 on wide rows (several uint4s a thread; a third pass for the first threads at 520):
+  // 257, 512 and 520 uint4s a row against the host, by bits, into a poisoned buffer (the rows above
+  // are at most 8 uint4s: one a thread).
   {
     bool ok16 = true;
     for (int width : {2056, 4096, 4160}) {
