@@ -5,11 +5,12 @@ plot of decode ms/layer/token against context for memra, transformers and the HB
 
     compare.py MEMRA_JSON TRANSFORMERS_JSON [--table OUT.md] [--plot OUT.png] [--tau TAU_JSON] [--marginal LONG_JSON]
 
-With --tau (bench/gpu_bench.sh's tau.json: a trained tiny pair's mean accepted length per block
-size, measured), each verify block also gets a projected speculative-generation line: tau tokens a
-round for the measured verify of the block plus a drafter of one layer of this geometry over the
-block (a V4 DSpark drafter, `mtp.*`, is one such layer: its cost taken as the verify's per layer),
-per token and layer, for memra and for transformers alike, and memra's speed-up over its own decode.
+With --tau (bench/tau.py's tau.json: the trained tiny pair's rounds at each verify block, measured),
+each verify block also gets two projected speculative-generation lines per token and layer, for
+memra and for transformers alike (bench/tau.py's project()): the block's measured verify plus one
+drafter layer over it, per tau tokens, with the state cropped to the accepted rows, and the same
+with memra's loop's re-runs of the accepted rows after a partial block; and memra's speed-up over
+its own decode for both.
 With --marginal (the same bench at more layers), what one layer more costs against its floor
 (bench/marginal.py), for each decode context, batch and verify block both runs timed.
 """
@@ -20,6 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import marginal  # noqa: E402  (bench/marginal.py: what one layer more costs)
+import tau as tau_py  # noqa: E402  (bench/tau.py: speculative rounds projected onto measured steps)
 
 
 def optional_json(path, what):
@@ -66,21 +68,29 @@ def main():
     mv, tv = by(m["verify"], "block"), by(t.get("verify", []), "block")
     for b, d in sorted(mv.items()):
         row(f"verify {b}-token block @ {d['context']}", d["ms"], d["floor_ms"], tv.get(b, {}).get("ms"), "ms", False)
-    spec = []  # (block, tau, memra speculative ms/layer/token, memra decode ms/layer/token)
+    spec = []  # (block, tau, memra crop / re-run ms/layer/token, memra decode ms/layer/token)
     tau_doc = optional_json(a.tau, "--tau") if a.tau else None
-    if tau_doc:
-        taus = tau_doc.get("tau", {})
+    if tau_doc and "blocks" not in tau_doc:
+        print(f"compare.py: note: --tau {a.tau} has no per-verify-block rounds (an older tau.json, whose tau was "
+              "measured at one draft more than the verify checks); its lines are left out", file=sys.stderr)
+    elif tau_doc:
         L = len(m["geometry"]["layers"])
+        msteps = {b: d["ms"] for b, d in mv.items()}
+        tsteps = {b: d["ms"] for b, d in tv.items() if "ms" in d}
         for b, d in sorted(mv.items()):
-            tau, ctx = taus.get(str(b)), d["context"]
-            if not tau or ctx not in md:
+            tb, ctx = tau_doc["blocks"].get(str(b)), d["context"]
+            if not tb or not tb.get("tau") or ctx not in md:
                 continue
-            # a round: the block's verify and one drafter layer over the block (~ the verify's per layer)
-            per_token = lambda verify_ms: verify_ms * (1 + 1 / L) / tau / L
-            tver = tv.get(b, {}).get("ms")
-            row(f"speculative generation, block {b} (tau {tau:.2f}, projected) @ {ctx}", per_token(d["ms"]),
-                d["floor_ms"] / tau / L, per_token(tver) if tver else None, "ms/layer/token", False)
-            spec.append((b, tau, per_token(d["ms"]), md[ctx]["ms_per_layer_token"]))
+            tau = tb["tau"]
+            crop, rerun = tau_py.project(d["ms"], md[ctx]["step_ms"], L, tb, msteps)
+            tcrop = trerun = None
+            if b in tsteps and ctx in td:
+                tcrop, trerun = tau_py.project(tsteps[b], td[ctx]["ms_per_layer_token"] * L, L, tb, tsteps)
+            head = f"speculative generation, verify {b} ({b - 1} drafts, tau {tau:.2f}, projected)"
+            row(f"{head}, state cropped @ {ctx}", crop, d["floor_ms"] / tau / L, tcrop, "ms/layer/token", False)
+            row(f"{head}, memra's loop (accepted rows re-run) @ {ctx}", rerun, d["floor_ms"] / tau / L, trerun,
+                "ms/layer/token", False)
+            spec.append((b, tau, crop, rerun, md[ctx]["ms_per_layer_token"]))
     p, tp = m["prefill"], t.get("prefill", {})
     row(f"prefill {p['tokens']} tokens (cuda-fast)", p["tokens_per_s"], None, tp.get("tokens_per_s"), "tokens/s", True)
 
@@ -101,8 +111,9 @@ def main():
         for b, d in sorted(mv.items()):
             lines.append(f"| verify {b} vs {b} decode steps (memra) | {d['block_over_steps']:.2f} | | | "
                          f"{f(tv.get(b, {}).get('block_over_one_step'), '.2f')} x one step | | block/steps |")
-    for b, tau, spec_ms, plain_ms in spec:
-        lines.append(f"| speculative block {b} vs decode (memra, projected) | {plain_ms / spec_ms:.2f}x | | | | | tokens/s ratio |")
+    for b, tau, crop, rerun, plain_ms in spec:
+        lines.append(f"| speculative verify {b} vs decode (memra, projected): cropped / memra's loop | "
+                     f"{plain_ms / crop:.2f}x / {f(plain_ms / rerun if rerun else None, '.2f')}x | | | | | tokens/s ratio |")
     long_ = optional_json(a.marginal, "--marginal") if a.marginal else None
     if long_ and "geometry" in long_:
         extra = len(long_["geometry"]["layers"]) - len(m["geometry"]["layers"])

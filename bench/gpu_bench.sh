@@ -42,34 +42,13 @@ if [[ -s "$OUT/memra-bench.json" && "${MARGINAL:-1}" == 1 ]]; then
     --verify 6,16 --steps 4 --snapshot-gib 0.05 --prefill 2048 --reps 3 > "$OUT/memra-bench-2x.json" 2> "$OUT/memra-bench-2x.log"
   echo "memra bench 2x rc=$?"; [[ -s "$OUT/memra-bench-2x.json" ]] && python3 bench/marginal.py "$OUT/memra-bench.json" "$OUT/memra-bench-2x.json"
 fi
-# tau of the trained tiny pair (models/tiny-trained + its DSpark drafter) at each verify block the
-# bench timed: memra draft on the exact CPU realization (the GPU's exact tokens), four fixed prompts;
-# compare.py applies it to the measured verify and drafter costs (the projected speculative lines).
+# The trained tiny pair's speculative rounds (models/tiny-trained + its DSpark drafter) at each
+# verify block the bench timed, a verify of v rows checking v − 1 drafts: bench/tau.py, memra draft
+# on the exact CPU realization (the GPU's exact tokens), four fixed prompts; compare.py projects
+# them onto the measured verify and decode steps (the speculative lines).
 if [[ -s "$OUT/memra-bench.json" && -d models/drafters/tiny-trained-dspark && "${TAU:-1}" == 1 ]]; then
   echo "=== tau (t=$(( $(date +%s) - t0 ))s)"
-  tt=$(mktemp -d)
-  for b in $(python3 -c "import json,sys; print(' '.join(str(v['block']) for v in json.load(open(sys.argv[1])).get('verify', [])))" "$OUT/memra-bench.json"); do
-    for i in 0 1 2 3; do
-      python3 -c "import random; r=random.Random(1000+$i); print(' '.join(str(r.randrange(2,512)) for _ in range(16)))" > "$tt/p$i.txt"
-      timeout 120 "$bin/memra" -q draft models/tiny-trained --drafter models/drafters/tiny-trained-dspark --tokens "$tt/p$i.txt" \
-        --steps 96 --block-size "$b" --ignore-eos --backend cpu --json > "$tt/tau-$b-$i.json" 2>> "$OUT/tau.log"
-    done
-  done
-  python3 - "$tt" "$OUT/tau.json" <<'PY'
-import glob, json, os, statistics, sys
-tau = {}
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "tau-*.json"))):
-    try:
-        j = json.load(open(f))
-    except ValueError:
-        continue
-    if j.get("identical_to_greedy"):
-        tau.setdefault(str(j["block_size"]), []).append(j["tau"])
-json.dump({"pair": "models/tiny-trained + models/drafters/tiny-trained-dspark", "prompts": 4, "steps": 96,
-           "backend": "cpu (exact)", "tau": {b: statistics.mean(v) for b, v in tau.items() if len(v) == 4}},
-          open(sys.argv[2], "w"), indent=1)
-PY
-  rm -rf "$tt"; cat "$OUT/tau.json"
+  python3 bench/tau.py "$bin/memra" "$OUT/memra-bench.json" "$OUT/tau.json" 2>> "$OUT/tau.log"; echo "tau rc=$?"
 fi
 if [[ "${PROFILE:-0}" == 1 ]]; then
   echo "=== ncu (t=$(( $(date +%s) - t0 ))s)"

@@ -144,6 +144,8 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
     j["acceptance_by_position"] = st.acceptance_by_position();
     j["accepted_histogram"] = st.histogram;
     j["rollbacks"] = st.rollbacks;
+    j["rerun_rows_histogram"] = st.rerun_histogram;  // [k]: rollbacks that re-ran k committed rows
+    j["verify_rows"] = st.verify_rows;
     j["trunk_rows"] = st.trunk_rows;
     j["drafts_per_s"] = drafts_per_s;
     j["seconds"] = {

@@ -143,6 +143,17 @@ TEST_CASE("speculative decoding is lossless: plain greedy's tokens and state, bl
         CHECK(stats.tokens == steps);
         CHECK(stats.rounds == static_cast<int64_t>(stats.accepted.size()));
         CHECK(stats.rollbacks > 0);  // the loop's rollback path ran
+        // What each round ran through the trunk (bench/compare.py charges memra's loop by these):
+        // the verifies' rows plus, per rollback, the committed rows it re-ran.
+        int64_t reruns = 0, rerun_rows = 0;
+        for (size_t k = 0; k < stats.rerun_histogram.size(); ++k)
+          reruns += stats.rerun_histogram[k], rerun_rows += static_cast<int64_t>(k) * stats.rerun_histogram[k];
+        CHECK(stats.rerun_histogram.size() == static_cast<size_t>(stats.drafts + 1));
+        CHECK(stats.rerun_histogram[0] == 0);
+        CHECK(reruns == stats.rollbacks);
+        CHECK(stats.trunk_rows == stats.verify_rows + rerun_rows);
+        CHECK(stats.verify_rows <= stats.rounds * (stats.drafts + 1));
+        CHECK(stats.verify_rows > stats.rounds);  // drafts were verified beside the anchors
       }
   }
 }

@@ -67,6 +67,7 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
   st = SpeculativeStats{};
   st.drafts = nd;
   st.histogram.assign(nd + 1, 0);
+  st.rerun_histogram.assign(nd + 1, 0);
 
   std::vector<float> logits, taps;
   while (static_cast<int64_t>(out.size()) < steps) {
@@ -87,6 +88,7 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
     while (acc < n_verify && prop.tokens[acc] == argmax(std::span<const float>(logits.data() + acc * V, V))) ++acc;
     st.verify_s += since(t0);
     st.trunk_rows += static_cast<int64_t>(block.size());
+    st.verify_rows += static_cast<int64_t>(block.size());
     int64_t commit = acc + 1;
     bool stopped = false;
     for (int64_t i = 0; i < commit && !stopped; ++i)
@@ -102,6 +104,7 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
       st.rollback_s += since(t0);
       st.trunk_rows += commit;
       ++st.rollbacks;
+      ++st.rerun_histogram[commit];  // commit < block.size() <= nd + 1
     }
     t0 = Clock::now();
     drafter.feed(state, taps, commit);  // the last forward ran exactly the committed tokens

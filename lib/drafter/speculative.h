@@ -24,6 +24,8 @@ struct SpeculativeStats {
   std::vector<int64_t> accepted;   // [rounds] acc of each round (before the last round's trim)
   std::vector<int64_t> histogram;  // [nd+1] rounds that accepted exactly k drafts
   int64_t rollbacks = 0;           // rounds that rewound and re-ran
+  std::vector<int64_t> rerun_histogram;  // [nd+1] rollbacks that re-ran exactly k committed rows
+  int64_t verify_rows = 0;         // tokens run through the trunk by the verifies (anchor + drafts)
   int64_t trunk_rows = 0;          // tokens run through the trunk (verify + re-run)
   double propose_s = 0, verify_s = 0, rollback_s = 0, feed_s = 0, total_s = 0;
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # shell.bench_compare: bench/compare.py joins `memra bench --json` and transformers_bench.py's JSON
 # into issue 13's table; with --marginal (the same bench at more layers) what one layer more costs;
-# with --tau (a trained pair's tau per block) each verify block gets a
-# projected speculative-generation line: (verify + one drafter layer ~ verify / layers) / tau per
-# token and layer, for memra and transformers, and memra's speed-up over its own decode. (The runs
-# come from a GPU; this checks the arithmetic on made-up files.)
+# with --tau (bench/tau.py's rounds of a trained pair at each verify block) each verify block gets
+# two projected speculative-generation lines: (verify + one drafter layer ~ verify / layers) per
+# round over its tokens, per layer, with the state cropped and with memra's loop's re-runs (k rows
+# charged at the smallest measured step holding k), for memra and transformers, and memra's
+# speed-ups over its own decode. (The runs come from a GPU; this checks the arithmetic on made-up
+# files.)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 cmp="$src/bench/compare.py"
@@ -26,17 +28,29 @@ cat > "$work/t.json" <<'JSON'
  "batch": [{"batch": 8, "tokens_per_s": 480}], "verify": [{"block": 6, "ms": 24.0, "block_over_one_step": 1.5}],
  "prefill": {"tokens_per_s": 40000}, "weights_bytes": 26.4e9}
 JSON
-echo '{"pair": "test", "tau": {"6": 6.0}}' > "$work/tau.json"
-# (1.2 + 1.2 / 2) / 6 / 2 = 0.15 ms a layer and token; floor 0.9 / 6 / 2 = 0.075; transformers 3.0
-expect 0 '| speculative generation, block 6 (tau 6.00, projected) @ 2048 | 0.15 | 0.075 | 2.00x | 3 | 20.0x | ms/layer/token |' \
+# 16 rounds, 96 tokens (tau 6); re-runs: one of 1 row (a decode step) and two of 4 (verify 6)
+echo '{"pair": "test", "blocks": {"6": {"tau": 6.0, "rounds": 16, "tokens": 96, "verify_rows": 96,
+  "rerun_rows_histogram": [0, 1, 0, 0, 2, 0]}}}' > "$work/tau.json"
+# cropped: 1.2 · (1 + 1/2) · 16 / 96 / 2 = 0.15 ms a layer and token; floor 0.9 / 6 / 2 = 0.075;
+# transformers 24 · 1.5 · 16 / 96 / 2 = 3.0
+expect 0 '| speculative generation, verify 6 (5 drafts, tau 6.00, projected), state cropped @ 2048 | 0.15 | 0.075 | 2.00x | 3 | 20.0x | ms/layer/token |' \
   -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json"
-expect 0 '| speculative block 6 vs decode (memra, projected) | 1.60x |' -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json"
+# re-runs: 0.15 + (0.48 + 2 · 1.2) / 96 / 2 = 0.165; transformers 3.0 + (8 · 2 + 2 · 24) / 192 = 3.333
+expect 0 "| speculative generation, verify 6 (5 drafts, tau 6.00, projected), memra's loop (accepted rows re-run) @ 2048 | 0.165 | 0.075 | 2.20x | 3.333 | 20.2x |" \
+  -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json"
+expect 0 "| speculative verify 6 vs decode (memra, projected): cropped / memra's loop | 1.60x / 1.45x |" \
+  -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json"
 expect 0 '| decode batch 1 @ 2048 | 0.24 | 0.15 | 1.60x | 8 | 33.3x | ms/layer/token |' -- python3 "$cmp" "$work/m.json" "$work/t.json"
 out=$(python3 "$cmp" "$work/m.json" "$work/t.json")
 grep -q speculative <<< "$out" && { echo "FAIL: a speculative line without --tau"; fail=1; }
-echo '{"pair": "test", "tau": {"16": 9.0}}' > "$work/tau16.json"  # no block the bench timed
+echo '{"pair": "test", "blocks": {"16": {"tau": 9.0, "rounds": 1, "tokens": 9, "verify_rows": 16, "rerun_rows_histogram": []}}}' \
+  > "$work/tau16.json"  # no block the bench timed
 out=$(python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau16.json")
 grep -q speculative <<< "$out" && { echo "FAIL: a speculative line for a block the bench did not time"; fail=1; }
+# an older tau.json (tau per drafter block: one draft more than the verify checks) is refused
+echo '{"pair": "test", "tau": {"6": 6.0}}' > "$work/tau-old.json"
+expect 0 'compare.py: note: --tau .*tau-old.json has no per-verify-block rounds' \
+  -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau-old.json"
 # one layer more: (0.90 − 0.48) / 2 = 0.21 ms against (0.58 − 0.30) / 2 = 0.14
 python3 - "$work/m.json" "$work/long.json" <<'PY'
 import json, sys
