@@ -3,14 +3,16 @@
 token streams) into the table of issue 13 (memra, floor, transformers, memra/transformers) and a
 plot of decode ms/layer/token against context for memra, transformers and the HBM floor.
 
-    compare.py MEMRA_JSON TRANSFORMERS_JSON [--table OUT.md] [--plot OUT.png] [--tau TAU_JSON] [--marginal LONG_JSON]
+    compare.py MEMRA_JSON TRANSFORMERS_JSON [--table OUT.md] [--plot OUT.png] [--tau TAU_JSON]
+               [--rerun-steps VERIFY_JSON] [--marginal LONG_JSON]
 
 With --tau (bench/tau.py's tau.json: the trained tiny pair's rounds at each verify block, measured),
 each verify block also gets two projected speculative-generation lines per token and layer, for
 memra and for transformers alike (bench/tau.py's project()): the block's measured verify plus one
 drafter layer over it, per tau tokens, with the state cropped to the accepted rows, and the same
-with memra's loop's re-runs of the accepted rows after a partial block; and memra's speed-up over
-its own decode for both.
+with memra's loop's re-runs of the accepted rows after a partial block (k rows charged at the
+smallest measured verify of ≥ k rows: the main bench's, or with --rerun-steps those of a bench run
+at many verify sizes in the same call); and memra's speed-up over its own decode for both.
 With --marginal (the same bench at more layers), what one layer more costs against its floor
 (bench/marginal.py), for each decode context, batch and verify block both runs timed.
 """
@@ -44,6 +46,7 @@ def main():
     ap.add_argument("--table")
     ap.add_argument("--plot")
     ap.add_argument("--tau")
+    ap.add_argument("--rerun-steps")
     ap.add_argument("--marginal")
     a = ap.parse_args()
     m = json.load(open(a.memra))
@@ -76,6 +79,9 @@ def main():
     elif tau_doc:
         L = len(m["geometry"]["layers"])
         msteps = {b: d["ms"] for b, d in mv.items()}
+        rs = optional_json(a.rerun_steps, "--rerun-steps") if a.rerun_steps else None
+        if rs:
+            msteps.update({b: d["ms"] for b, d in by(rs.get("verify", []), "block").items()})
         tsteps = {b: d["ms"] for b, d in tv.items() if "ms" in d}
         for b, d in sorted(mv.items()):
             tb, ctx = tau_doc["blocks"].get(str(b)), d["context"]

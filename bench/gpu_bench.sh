@@ -49,6 +49,10 @@ fi
 if [[ -s "$OUT/memra-bench.json" && -d models/drafters/tiny-trained-dspark && "${TAU:-1}" == 1 ]]; then
   echo "=== tau (t=$(( $(date +%s) - t0 ))s)"
   python3 bench/tau.py "$bin/memra" "$OUT/memra-bench.json" "$OUT/tau.json" 2>> "$OUT/tau.log"; echo "tau rc=$?"
+  # what memra's loop re-runs after a partial block (1-15 rows): verify steps at ten sizes (~5 s)
+  timeout 60 "$bin/memra" bench --layers "$layers" --json --contexts 2048 --batches 8 --verify 2,3,4,5,6,8,10,12,14,16 \
+    --steps 4 --snapshot-gib 0.05 --prefill 64 --reps 3 > "$OUT/memra-bench-verify.json" 2> "$OUT/memra-bench-verify.log"
+  echo "memra bench (verify sizes) rc=$?"
 fi
 if [[ "${PROFILE:-0}" == 1 ]]; then
   echo "=== ncu (t=$(( $(date +%s) - t0 ))s)"
@@ -61,7 +65,7 @@ fi
 if [[ -s "$OUT/transformers.json" ]]; then
   # the table, the plot, and last a one-line [bench] summary (tools/gpu-check.sh's step detail)
   python3 bench/compare.py "$OUT/memra-bench.json" "$OUT/transformers.json" --table "$OUT/table.md" --plot "$OUT/decode_vs_context.png" \
-    $( [[ -s "$OUT/tau.json" ]] && echo --tau "$OUT/tau.json" ) $( [[ -s "$OUT/memra-bench-2x.json" ]] && echo --marginal "$OUT/memra-bench-2x.json" )
+    $( [[ -s "$OUT/tau.json" ]] && echo --tau "$OUT/tau.json" ) $( [[ -s "$OUT/memra-bench-verify.json" ]] && echo --rerun-steps "$OUT/memra-bench-verify.json" ) $( [[ -s "$OUT/memra-bench-2x.json" ]] && echo --marginal "$OUT/memra-bench-2x.json" )
 elif [[ -s "$OUT/memra-bench.json" ]]; then
   python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1])), indent=1))" "$OUT/memra-bench.json" | head -80
 else

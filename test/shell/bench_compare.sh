@@ -40,6 +40,13 @@ expect 0 "| speculative generation, verify 6 (5 drafts, tau 6.00, projected), me
   -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json"
 expect 0 "| speculative verify 6 vs decode (memra, projected): cropped / memra's loop | 1.60x / 1.45x |" \
   -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json"
+# --rerun-steps: a bench at more verify sizes prices the re-runs of 4 rows at its verify 4 (0.72 ms):
+# 0.15 + (0.48 + 2 · 0.72) / 192 = 0.16
+echo '{"verify": [{"block": 4, "context": 2048, "ms": 0.72}, {"block": 5, "context": 2048, "ms": 0.8}]}' > "$work/sizes.json"
+expect 0 "memra's loop (accepted rows re-run) @ 2048 | 0.16 | 0.075 | 2.13x |" \
+  -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json" --rerun-steps "$work/sizes.json"
+expect 0 "| speculative verify 6 vs decode (memra, projected): cropped / memra's loop | 1.60x / 1.50x |" \
+  -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json" --rerun-steps "$work/sizes.json"
 expect 0 '| decode batch 1 @ 2048 | 0.24 | 0.15 | 1.60x | 8 | 33.3x | ms/layer/token |' -- python3 "$cmp" "$work/m.json" "$work/t.json"
 out=$(python3 "$cmp" "$work/m.json" "$work/t.json")
 grep -q speculative <<< "$out" && { echo "FAIL: a speculative line without --tau"; fail=1; }
