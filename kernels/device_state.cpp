@@ -57,6 +57,13 @@ std::vector<ClassSpec> trunk_specs(const ModelConfig& config, int64_t pos) {
   return out;
 }
 
+std::vector<ClassSpec> mark_specs(const ModelConfig& config, int64_t pos) {
+  std::vector<ClassSpec> out;
+  for (ClassSpec& s : trunk_specs(config, pos))
+    if (!append_only(s.part)) out.push_back(std::move(s));
+  return out;
+}
+
 DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, int64_t capacity)
     : cfg_(config), placement_(placement), capacity_(capacity) {
   if (capacity < 1) throw Error("decode state capacity " + std::to_string(capacity) + " is less than 1");
@@ -67,6 +74,7 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
   host_layers_.assign(L, LayerDev{});
   tables_.assign(S, nullptr);
   minus_inf_.assign(S, {});
+  mutable_.assign(S, {});
   streams_.assign(S, nullptr);
   // Plan each shard's allocation: [table][layer buffers…][last_logits].
   std::vector<size_t> size(S, align_up(sizeof(LayerDev) * std::max(L, 1)));
@@ -75,9 +83,12 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
     size_t floats;
     int shard;
     bool minus_inf;
+    bool entries;  // append-only (engine/decode_state.h): left alone by reset_mutable()
   };
   std::vector<Plan> plans;
-  auto want = [&](float** ptr, size_t floats, int shard, bool minus_inf = false) { plans.push_back({ptr, floats, shard, minus_inf}); };
+  auto want = [&](float** ptr, size_t floats, int shard, bool minus_inf = false, bool entries = false) {
+    plans.push_back({ptr, floats, shard, minus_inf, entries});
+  };
   for (int l = 0; l < L; ++l) {
     const int s = placement.layer_shard[l];
     LayerDev& ld = host_layers_[l];
@@ -90,7 +101,7 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
         want(&c.prev_kv, static_cast<size_t>(m * w), s);
         want(&c.prev_score, static_cast<size_t>(m * w), s, true);
       }
-      want(&c.entries, static_cast<size_t>((capacity / m) * w), s);
+      want(&c.entries, static_cast<size_t>((capacity / m) * w), s, false, true);
     };
     if (cfg_.layer_types[l] == LayerKind::kCSA) {
       comp(ld.cmp, 2, d);
@@ -114,6 +125,7 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
     uint8_t* base = memory_[plans[i].shard].as<uint8_t>();
     *plans[i].ptr = reinterpret_cast<float*>(base + offsets[i]);
     if (plans[i].minus_inf) minus_inf_[plans[i].shard].push_back({*plans[i].ptr, plans[i].floats});
+    if (!plans[i].entries) mutable_[plans[i].shard].push_back({*plans[i].ptr, plans[i].floats});
   }
   for (int s = 0; s < S; ++s) {
     std::vector<LayerDev> table(std::max(L, 1));
@@ -153,6 +165,17 @@ void DeviceTrunk::reset() {
     DeviceGuard guard(placement_.devices[s]);
     check(cudaMemsetAsync(memory_[s].as<uint8_t>() + table, 0, memory_[s].bytes() - table, streams_[s]),
           "reset of the decode state");
+    for (const auto& [ptr, n] : minus_inf_[s])
+      check_launch(fill_f32(ptr, static_cast<int64_t>(n), -std::numeric_limits<float>::infinity(), streams_[s]),
+                   "fill_f32 (state reset)");
+  }
+}
+
+void DeviceTrunk::reset_mutable() {
+  for (int s = 0; s < placement_.shards(); ++s) {
+    DeviceGuard guard(placement_.devices[s]);
+    for (const auto& [ptr, n] : mutable_[s])
+      check(cudaMemsetAsync(ptr, 0, n * sizeof(float), streams_[s]), "reset of the decode state (a mark's parts)");
     for (const auto& [ptr, n] : minus_inf_[s])
       check_launch(fill_f32(ptr, static_cast<int64_t>(n), -std::numeric_limits<float>::infinity(), streams_[s]),
                    "fill_f32 (state reset)");
@@ -226,7 +249,17 @@ std::vector<CacheClass> CudaTrunkComponent::export_classes(int64_t pos) const {
   if (pos < 0 || pos > trunk_.capacity())
     throw Error("cannot export a state at position " + std::to_string(pos) + " (capacity " +
                 std::to_string(trunk_.capacity()) + ")");
-  const std::vector<ClassSpec> specs = trunk_specs(cfg_, pos);
+  return export_specs(pos, trunk_specs(cfg_, pos));
+}
+
+std::vector<CacheClass> CudaTrunkComponent::export_mark(int64_t pos) const {
+  if (pos < 0 || pos > trunk_.capacity())
+    throw Error("cannot mark a state at position " + std::to_string(pos) + " (capacity " +
+                std::to_string(trunk_.capacity()) + ")");
+  return export_specs(pos, mark_specs(cfg_, pos));
+}
+
+std::vector<CacheClass> CudaTrunkComponent::export_specs(int64_t pos, const std::vector<ClassSpec>& specs) const {
   const std::vector<Segment> segs = trunk_.segments(specs, pos);
   std::vector<CacheClass> out;
   std::vector<size_t> class_off;
@@ -295,13 +328,12 @@ std::vector<CacheClass> CudaTrunkComponent::export_classes(int64_t pos) const {
 }
 
 void CudaTrunkComponent::check_classes(int64_t pos, const std::vector<CacheClass>& classes,
-                                       std::vector<ClassSpec>& specs) const {
+                                       const std::vector<ClassSpec>& specs) const {
   if (pos < 0) throw Error("decode state position " + std::to_string(pos) + " is negative");
   if (pos > trunk_.capacity())
     throw negative("capacity " + std::to_string(trunk_.capacity()) + " is smaller than the state's position " +
                        std::to_string(pos),
                    "restore with a capacity of at least " + std::to_string(pos));
-  specs = trunk_specs(cfg_, pos);
   for (size_t i = 0; i < std::max(specs.size(), classes.size()); ++i) {
     if (i >= classes.size())
       throw Error("cache class " + specs[i].layout.name + " is missing (a state at position " + std::to_string(pos) +
@@ -324,7 +356,15 @@ void CudaTrunkComponent::check_classes(int64_t pos, const std::vector<CacheClass
 }
 
 void CudaTrunkComponent::import_classes(int64_t pos, const std::vector<CacheClass>& classes) {
-  std::vector<ClassSpec> specs;
+  import_specs(pos, classes, trunk_specs(cfg_, pos), true);
+}
+
+void CudaTrunkComponent::import_mark(int64_t pos, const std::vector<CacheClass>& mark) {
+  import_specs(pos, mark, mark_specs(cfg_, pos), false);
+}
+
+void CudaTrunkComponent::import_specs(int64_t pos, const std::vector<CacheClass>& classes,
+                                      const std::vector<ClassSpec>& specs, bool full) {
   check_classes(pos, classes, specs);
   const std::vector<Segment> segs = trunk_.segments(specs, pos);
   std::vector<size_t> class_off;
@@ -335,7 +375,10 @@ void CudaTrunkComponent::import_classes(int64_t pos, const std::vector<CacheClas
   }
   class_off.push_back(total);
   trunk_.sync();
-  trunk_.reset();
+  if (full)
+    trunk_.reset();
+  else
+    trunk_.reset_mutable();
   // Chunk c: host copy into staging[c % 2] (after that buffer's previous H2D finished), then H2D.
   const size_t chunk = std::min(kChunk, std::max<size_t>(total, 1));
   staging_[0].ensure(chunk, "state import staging");

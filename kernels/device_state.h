@@ -43,8 +43,10 @@ struct ClassSpec {
   bool indexer = false;
   Part part = Part::kWindow;
 };
-// The trunk's classes at `pos`: trunk_class_specs (engine/decode_state.h) with f32 layouts.
+// The trunk's classes at `pos`: trunk_class_specs (engine/decode_state.h) with f32 layouts; the
+// mark's (trunk_mark_specs: without the append-only entries).
 std::vector<ClassSpec> trunk_specs(const ModelConfig& config, int64_t pos);
+std::vector<ClassSpec> mark_specs(const ModelConfig& config, int64_t pos);
 
 // A contiguous device range that maps to [offset, offset + bytes) of the classes laid end to end.
 struct Segment {
@@ -72,6 +74,8 @@ class DeviceTrunk {
   std::vector<Segment> segments(const std::vector<ClassSpec>& specs, int64_t pos) const;
   // Back to the state of a fresh sequence (zeros; CSA PREV scores −inf). Asynchronous on the copy streams.
   void reset();
+  // The same for every buffer but the compressors' entries (append-only): what a mark puts back.
+  void reset_mutable();
   cudaStream_t copy_stream(int shard) const { return streams_[shard]; }
   int device(int shard) const { return placement_.devices[shard]; }
   void sync() const;
@@ -84,6 +88,7 @@ class DeviceTrunk {
   std::vector<LayerDev*> tables_;       // per shard, device pointer
   std::vector<LayerDev> host_layers_;   // [L]
   std::vector<std::vector<std::pair<float*, size_t>>> minus_inf_;  // per shard: CSA PREV score ranges
+  std::vector<std::vector<std::pair<float*, size_t>>> mutable_;    // per shard: every buffer but the entries
   float* last_logits_ = nullptr;
   std::vector<cudaStream_t> streams_;
 };
@@ -98,6 +103,9 @@ class CudaTrunkComponent final : public StateComponent {
   std::vector<ClassLayout> layout(int64_t pos) const override;
   std::vector<CacheClass> export_classes(int64_t pos) const override;
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes) override;
+  // A mark: the live classes but the entries (mark_specs), D2H; back to it: reset_mutable(), H2D.
+  std::vector<CacheClass> export_mark(int64_t pos) const override;
+  void import_mark(int64_t pos, const std::vector<CacheClass>& mark) override;
 
   // Bytes of every live class at pos, end to end (what export_stream writes).
   size_t live_bytes(int64_t pos) const;
@@ -123,7 +131,10 @@ class CudaTrunkComponent final : public StateComponent {
   const DeviceTrunk& trunk() const { return trunk_; }
 
  private:
-  void check_classes(int64_t pos, const std::vector<CacheClass>& classes, std::vector<ClassSpec>& specs) const;
+  void check_classes(int64_t pos, const std::vector<CacheClass>& classes, const std::vector<ClassSpec>& specs) const;
+  std::vector<CacheClass> export_specs(int64_t pos, const std::vector<ClassSpec>& specs) const;
+  // H2D of `classes` (exactly `specs`) after reset() (full) or reset_mutable().
+  void import_specs(int64_t pos, const std::vector<CacheClass>& classes, const std::vector<ClassSpec>& specs, bool full);
 
   const void* owner_;
   ModelConfig cfg_;

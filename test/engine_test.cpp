@@ -225,26 +225,52 @@ TEST_CASE("cpu-fast is a second realization: close to the exact path, not equal 
 }
 
 TEST_CASE("mark and rewind: a rejected block leaves no trace (exact path)", "[cpu][engine]") {
-  // Speculative verify: mark at 40, run an 8-token block, rewind, run the 3 accepted tokens; the
+  // Speculative verify: mark at P, run an 8-token block, rewind, run the 3 accepted tokens; the
   // state and logits equal a run that never saw the rejected 5. Windows close inside the block (CSA
-  // every 4) so pending rows, the carry and entries all have to come back.
+  // every 4) so pending rows, the carry and entries all have to come back; at P = 2 the block closes
+  // the first CSA window, so the carry must go back to "no previous window" (−inf scores), which no
+  // class of a state at 2 holds.
   const Model& model = tiny_model("tiny");
   auto backend = make_backend("cpu", model);
-  const auto tokens = random_tokens(48, model.config().vocab_size, 31);
+  const auto tokens = random_tokens(60, model.config().vocab_size, 31);
+  for (int64_t P : {2, 13, 40}) {
+    INFO("mark at " << P);
+    auto st = backend->new_state(60);
+    prefill(*backend, *st, std::span<const int32_t>(tokens).first(P), 0, nullptr);
+    const StateMark mark = st->mark();
+    // A mark holds what a later position can change, not the closed entries (they only grow).
+    size_t full = 0;
+    for (const auto& c : st->export_classes()) full += c.bytes.size();
+    for (const auto& c : mark.components.front()) {
+      CHECK(c.name.find(".cmp") == std::string::npos);
+      CHECK(c.name.find(".idxk") == std::string::npos);
+    }
+    if (P >= 40) CHECK(mark.bytes() < full);
+    std::vector<int32_t> block(tokens.begin() + P, tokens.begin() + P + 8);
+    block[3] = (block[3] + 1) % static_cast<int32_t>(model.config().vocab_size);  // rejected from here
+    prefill(*backend, *st, block, 0, nullptr);
+    CHECK(st->position() == P + 8);
+    st->rewind(mark);
+    CHECK(st->position() == P);
+    std::vector<float> accepted;
+    prefill(*backend, *st, std::span<const int32_t>(block).first(3), 0, &accepted);
+    auto ref = backend->new_state(60);
+    std::vector<float> ref_logits;
+    prefill(*backend, *ref, std::span<const int32_t>(tokens).first(P + 3), 0, &ref_logits);
+    CHECK(bits_equal(accepted, std::vector<float>(ref_logits.end() - accepted.size(), ref_logits.end())));
+    CHECK(first_class_difference(*st, *ref) == "");
+    // ... and stays so over the next positions (the entries past P's live rows were rewritten).
+    std::vector<float> more, ref_more;
+    prefill(*backend, *st, std::span<const int32_t>(tokens).subspan(P + 3, 12), 0, &more);
+    prefill(*backend, *ref, std::span<const int32_t>(tokens).subspan(P + 3, 12), 0, &ref_more);
+    CHECK(bits_equal(more, ref_more));
+    CHECK(first_class_difference(*st, *ref) == "");
+  }
+  // A mark comes back only from its own position or a later one.
   auto st = backend->new_state(60);
-  prefill(*backend, *st, std::span<const int32_t>(tokens).first(40), 0, nullptr);
+  prefill(*backend, *st, std::span<const int32_t>(tokens).first(10), 0, nullptr);
   const StateMark mark = st->mark();
-  std::vector<int32_t> block(tokens.begin() + 40, tokens.begin() + 48);
-  block[3] = (block[3] + 1) % static_cast<int32_t>(model.config().vocab_size);  // rejected from here
-  prefill(*backend, *st, block, 0, nullptr);
-  CHECK(st->position() == 48);
-  st->rewind(mark);
-  CHECK(st->position() == 40);
-  std::vector<float> accepted;
-  prefill(*backend, *st, std::span<const int32_t>(block).first(3), 0, &accepted);
-  auto ref = backend->new_state(60);
-  std::vector<float> ref_logits;
-  prefill(*backend, *ref, std::span<const int32_t>(tokens).first(43), 0, &ref_logits);
-  CHECK(bits_equal(accepted, std::vector<float>(ref_logits.end() - accepted.size(), ref_logits.end())));
-  CHECK(first_class_difference(*st, *ref) == "");
+  auto other = backend->new_state(60);
+  prefill(*backend, *other, std::span<const int32_t>(tokens).first(5), 0, nullptr);
+  CHECK_THROWS(other->rewind(mark));
 }

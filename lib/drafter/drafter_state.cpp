@@ -62,6 +62,21 @@ std::vector<CacheClass> DrafterComponent::export_classes(int64_t pos) const {
   return out;
 }
 
+std::vector<CacheClass> DrafterComponent::export_mark(int64_t pos) const {
+  if (config_.family == DrafterFamily::kDspark) return export_classes(pos);
+  if (pos != position())
+    throw Error("the drafter holds " + std::to_string(position()) + " committed positions, the state " + std::to_string(pos));
+  return {};
+}
+
+void DrafterComponent::import_mark(int64_t pos, const std::vector<CacheClass>& mark) {
+  if (config_.family == DrafterFamily::kDspark) return import_classes(pos, mark);
+  if (!mark.empty() || pos > position())
+    throw Error("a DFlash drafter at " + std::to_string(position()) + " committed positions cannot come back to a mark at " +
+                std::to_string(pos) + " holding " + std::to_string(mark.size()) + " classes");
+  dflash_context_truncate(config_, context, pos);
+}
+
 void DrafterComponent::import_classes(int64_t pos, const std::vector<CacheClass>& classes) {
   const std::vector<ClassLayout> lay = layout(pos);
   for (size_t i = 0; i < std::max(lay.size(), classes.size()); ++i) {

@@ -33,6 +33,10 @@ class DrafterComponent final : public StateComponent {
   std::vector<ClassLayout> layout(int64_t pos) const override { return drafter_layout(config_, pos); }
   std::vector<CacheClass> export_classes(int64_t pos) const override;
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes) override;
+  // DFlash: the context only grows by position, so a mark holds nothing and coming back to it drops
+  // the positions past it; DSpark: the rings (at most W rows a stage), as export_classes.
+  std::vector<CacheClass> export_mark(int64_t pos) const override;
+  void import_mark(int64_t pos, const std::vector<CacheClass>& mark) override;
 
   const DrafterConfig& config() const { return config_; }
   int64_t position() const;  // committed positions held (the next anchor position)

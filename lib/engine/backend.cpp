@@ -63,6 +63,28 @@ HostBuffer Backend::host_buffer(size_t bytes) const {
   return HostBuffer(static_cast<uint8_t*>(p), bytes, [](uint8_t* q) { std::free(q); });
 }
 
+size_t StateMark::bytes() const {
+  size_t n = 0;
+  for (const auto& c : components)
+    for (const auto& k : c) n += k.bytes.size();
+  return n;
+}
+
+StateMark State::mark() const {
+  StateMark m{position_, {}};
+  for (const auto& c : components_) m.components.push_back(c->export_mark(position_));
+  return m;
+}
+
+void State::rewind(const StateMark& mark) {
+  if (mark.position < 0 || mark.position > position_ || mark.components.size() != components_.size())
+    throw Error("cannot rewind a state at position " + std::to_string(position_) + " with " +
+                std::to_string(components_.size()) + " components to a mark at position " +
+                std::to_string(mark.position) + " with " + std::to_string(mark.components.size()));
+  for (size_t i = 0; i < components_.size(); ++i) components_[i]->import_mark(mark.position, mark.components[i]);
+  position_ = mark.position;
+}
+
 void State::export_stream(uint8_t* dst, size_t size, const ChunkFn& on_chunk) const {
   size_t offset = 0;
   for (const auto& c : components_) {

@@ -98,6 +98,13 @@ class StateComponent {
   // The inverse: replaces its contents with the classes at `pos` laid end to end in `src`
   // (export_stream's layout). Default: import_classes().
   virtual void import_stream(int64_t pos, const uint8_t* src, size_t size);
+
+  // A mark to come back to (State::mark / rewind): the classes at `pos` that running positions past
+  // `pos` can change, and putting them back from a later position. A component leaves out what later
+  // positions only append past pos's live rows (the trunk's closed compressor entries, a DFlash
+  // drafter's context), so a mark's size does not grow with the context. Default: every class.
+  virtual std::vector<CacheClass> export_mark(int64_t pos) const { return export_classes(pos); }
+  virtual void import_mark(int64_t pos, const std::vector<CacheClass>& mark) { import_classes(pos, mark); }
 };
 
 // A saved point of a state to come back to: speculative decoding marks before verifying a block
@@ -105,7 +112,8 @@ class StateComponent {
 // result is bit-identical to never having run the rejected ones: chunk invariance).
 struct StateMark {
   int64_t position = 0;
-  std::vector<CacheClass> classes;  // every component's live classes at `position`
+  std::vector<std::vector<CacheClass>> components;  // per component, its export_mark(position)
+  size_t bytes() const;
 };
 
 // A sequence's decode state. Made by Backend::new_state (trunk) and extended by attach().
@@ -131,9 +139,10 @@ class State {
   // component claims is refused by name; so is a missing one. Throws Error (negative, exit 1).
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes);
 
-  // The state as it is now, and back to it (any later position, same components).
-  StateMark mark() const { return {position_, export_classes()}; }
-  void rewind(const StateMark& mark) { import_classes(mark.position, mark.classes); }
+  // The state as it is now, and back to it from any later position (same components): the
+  // components' export_mark / import_mark.
+  StateMark mark() const;
+  void rewind(const StateMark& mark);
 
  protected:
   State(int64_t capacity) : capacity_(capacity) {}

@@ -14,6 +14,13 @@ void CpuTrunk::import_classes(int64_t pos, const std::vector<CacheClass>& classe
   host = decode_state_from_classes(config_, pos, host.capacity, classes);
 }
 
+std::vector<CacheClass> CpuTrunk::export_mark(int64_t pos) const {
+  if (pos != host.pos) throw Error("trunk state is at position " + std::to_string(host.pos) + ", not " + std::to_string(pos));
+  return mark_classes(config_, host);
+}
+
+void CpuTrunk::import_mark(int64_t pos, const std::vector<CacheClass>& mark) { rewind_decode_state(config_, host, pos, mark); }
+
 CpuState& cpu_state(State& state, const ModelConfig& config) {
   auto* s = dynamic_cast<CpuState*>(&state);
   if (!s) throw Error("this state was not made by a CPU backend", "run it on the backend that made it");

@@ -16,6 +16,8 @@ class CpuTrunk final : public StateComponent {
   std::vector<ClassLayout> layout(int64_t pos) const override { return trunk_layout(config_, pos); }
   std::vector<CacheClass> export_classes(int64_t pos) const override;
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes) override;
+  std::vector<CacheClass> export_mark(int64_t pos) const override;
+  void import_mark(int64_t pos, const std::vector<CacheClass>& mark) override;
 
   const ModelConfig& config_;
   DecodeState host;  // host.pos mirrors State::position()

@@ -142,6 +142,43 @@ void transfer(const ModelConfig& config, const ClassSpec& spec, DecodeState& sta
   }
 }
 
+// `classes` are exactly `layout`'s (names, F32, shapes, byte counts); throws Error naming the first
+// disagreement.
+void check_classes(const std::vector<ClassSpec>& layout, const std::vector<CacheClass>& classes, int64_t pos) {
+  for (size_t i = 0; i < std::max(layout.size(), classes.size()); ++i) {
+    if (i >= classes.size())
+      throw Error("cache class " + layout[i].name + " is missing (a state at position " + std::to_string(pos) + " has it)");
+    if (i >= layout.size())
+      throw Error("cache class " + classes[i].name + " is not expected at position " + std::to_string(pos));
+    const ClassSpec& want = layout[i];
+    const CacheClass& have = classes[i];
+    if (have.name != want.name)
+      throw Error("cache class " + std::to_string(i) + " is " + have.name + ", expected " + want.name);
+    if (have.dtype != DType::kF32)
+      throw Error("cache class " + have.name + " is " + dtype_name(have.dtype) + ", expected F32");
+    if (have.shape != want.shape)
+      throw Error("cache class " + have.name + " has shape " + shape_text(have.shape) + ", expected " + shape_text(want.shape));
+    if (have.bytes.size() != have.nbytes())
+      throw Error("cache class " + have.name + " holds " + std::to_string(have.bytes.size()) + " bytes, its shape needs " +
+                  std::to_string(have.nbytes()));
+  }
+}
+
+std::vector<CacheClass> classes_of(const ModelConfig& config, const std::vector<ClassSpec>& specs, const DecodeState& state) {
+  std::vector<CacheClass> out;
+  DecodeState& source = const_cast<DecodeState&>(state);  // transfer() only reads it when to_class
+  for (const auto& spec : specs) {
+    CacheClass c;
+    c.name = spec.name;
+    c.dtype = DType::kF32;
+    c.shape = spec.shape;
+    c.bytes.resize(c.nbytes());
+    transfer(config, spec, source, c.f32_mut().data(), true);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
 
 // THE table of the trunk's classes (decode_state.h).
@@ -218,18 +255,7 @@ std::vector<ClassLayout> trunk_layout(const ModelConfig& config, int64_t pos) {
 
 std::vector<CacheClass> cache_classes(const ModelConfig& config, const DecodeState& state) {
   check_state(config, state);
-  std::vector<CacheClass> out;
-  DecodeState& source = const_cast<DecodeState&>(state);  // transfer() only reads it when to_class
-  for (auto& spec : trunk_class_specs(config, state.pos)) {
-    CacheClass c;
-    c.name = spec.name;
-    c.dtype = DType::kF32;
-    c.shape = spec.shape;
-    c.bytes.resize(c.nbytes());
-    transfer(config, spec, source, c.f32_mut().data(), true);
-    out.push_back(std::move(c));
-  }
-  return out;
+  return classes_of(config, trunk_class_specs(config, state.pos), state);
 }
 
 DecodeState decode_state_from_classes(const ModelConfig& config, int64_t pos, int64_t capacity,
@@ -239,28 +265,46 @@ DecodeState decode_state_from_classes(const ModelConfig& config, int64_t pos, in
     throw negative("capacity " + std::to_string(capacity) + " is smaller than the state's position " + std::to_string(pos),
                    "restore with a capacity of at least " + std::to_string(pos));
   const std::vector<ClassSpec> layout = trunk_class_specs(config, pos);
-  for (size_t i = 0; i < std::max(layout.size(), classes.size()); ++i) {
-    if (i >= classes.size())
-      throw Error("cache class " + layout[i].name + " is missing (a state at position " + std::to_string(pos) + " has it)");
-    if (i >= layout.size())
-      throw Error("cache class " + classes[i].name + " is not expected at position " + std::to_string(pos));
-    const ClassSpec& want = layout[i];
-    const CacheClass& have = classes[i];
-    if (have.name != want.name)
-      throw Error("cache class " + std::to_string(i) + " is " + have.name + ", expected " + want.name);
-    if (have.dtype != DType::kF32)
-      throw Error("cache class " + have.name + " is " + dtype_name(have.dtype) + ", expected F32");
-    if (have.shape != want.shape)
-      throw Error("cache class " + have.name + " has shape " + shape_text(have.shape) + ", expected " + shape_text(want.shape));
-    if (have.bytes.size() != have.nbytes())
-      throw Error("cache class " + have.name + " holds " + std::to_string(have.bytes.size()) + " bytes, its shape needs " +
-                  std::to_string(have.nbytes()));
-  }
+  check_classes(layout, classes, pos);
   DecodeState state = make_decode_state(config, capacity);
   state.pos = pos;
   for (size_t i = 0; i < layout.size(); ++i)
     transfer(config, layout[i], state, reinterpret_cast<float*>(const_cast<uint8_t*>(classes[i].bytes.data())), false);
   return state;
+}
+
+std::vector<TrunkClassSpec> trunk_mark_specs(const ModelConfig& config, int64_t pos) {
+  std::vector<TrunkClassSpec> out;
+  for (auto& spec : trunk_class_specs(config, pos))
+    if (!append_only(spec.part)) out.push_back(std::move(spec));
+  return out;
+}
+
+std::vector<CacheClass> mark_classes(const ModelConfig& config, const DecodeState& state) {
+  check_state(config, state);
+  return classes_of(config, trunk_mark_specs(config, state.pos), state);
+}
+
+void rewind_decode_state(const ModelConfig& config, DecodeState& state, int64_t pos, const std::vector<CacheClass>& mark) {
+  check_state(config, state);
+  if (pos < 0 || pos > state.pos)
+    throw Error("cannot rewind a decode state at position " + std::to_string(state.pos) + " to " + std::to_string(pos));
+  const std::vector<ClassSpec> layout = trunk_mark_specs(config, pos);
+  check_classes(layout, mark, pos);
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {  // make_decode_state's values, entries kept
+    LayerState& ls = state.layers[l];
+    std::fill(ls.window.begin(), ls.window.end(), 0.0f);
+    for (CompressorState* c : {&ls.compressor, &ls.indexer}) {
+      std::fill(c->pend_kv.begin(), c->pend_kv.end(), 0.0f);
+      std::fill(c->pend_score.begin(), c->pend_score.end(), 0.0f);
+      std::fill(c->prev_kv.begin(), c->prev_kv.end(), 0.0f);
+      std::fill(c->prev_score.begin(), c->prev_score.end(), -std::numeric_limits<float>::infinity());
+    }
+  }
+  state.last_logits.clear();
+  state.pos = pos;
+  for (size_t i = 0; i < layout.size(); ++i)
+    transfer(config, layout[i], state, reinterpret_cast<float*>(const_cast<uint8_t*>(mark[i].bytes.data())), false);
 }
 
 }  // namespace memra

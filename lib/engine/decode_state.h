@@ -66,6 +66,19 @@ struct TrunkClassSpec {
 // the buffer each maps to. Every realization's trunk component is driven by it.
 std::vector<TrunkClassSpec> trunk_class_specs(const ModelConfig& config, int64_t pos);
 
+// A part a later position only appends to, past the live rows at `pos` (the compressors' closed
+// entries): a speculative mark (StateComponent::export_mark) need not copy it to come back to pos.
+inline bool append_only(TrunkPart part) { return part == TrunkPart::kEntries; }
+// trunk_class_specs without the append-only parts: what a mark at `pos` holds.
+std::vector<TrunkClassSpec> trunk_mark_specs(const ModelConfig& config, int64_t pos);
+
+// A mark of `state` (its classes but the append-only ones), and back to it: `state` (at a position
+// ≥ pos, same capacity) gets every buffer but the entries reset as make_decode_state leaves them,
+// then the mark's classes; the entries' rows live at pos were never written since. Throws Error
+// naming the first class that is not trunk_mark_specs(config, pos)'s.
+std::vector<CacheClass> mark_classes(const ModelConfig& config, const DecodeState& state);
+void rewind_decode_state(const ModelConfig& config, DecodeState& state, int64_t pos, const std::vector<CacheClass>& mark);
+
 // The classes that a trunk state at `pos` holds: names, dtypes (F32) and shapes, in cache_classes()
 // order (trunk_class_specs without the buffer mapping).
 std::vector<ClassLayout> trunk_layout(const ModelConfig& config, int64_t pos);

@@ -6,6 +6,7 @@
 //  - batch invariance: four sequences of different lengths in one forward, and batched decode
 //    steps, give each sequence's solo bits;
 //  - speculative verify: a block of 6 tokens in one forward = 6 single steps, by bits;
+//  - mark and rewind: a rejected block of 8 leaves no trace in what follows, by bits;
 //  - restore round trip into a larger capacity, bits; cpu ⇄ cuda state exchange through classes;
 //  - --devices 0,1 (when two GPUs exist): every logit and class of the one-GPU run, by bits;
 //  - cuda-fast: prefill logits against the exact CPU within the band rule (docs/bands.md); on a
@@ -243,6 +244,31 @@ DeviceRun check_exact(const Model& model, const Backend& cpu, const std::vector<
     rep.add("speculative verify block == single steps" + tag,
             bits_equal(verify, single) && classes_bit_equal(a->export_classes(), b->export_classes()),
             std::string("logits ") + (bits_equal(verify, single) ? "equal" : "DIFFER"));
+  }
+
+  // 4b. a rejected block leaves no trace: mark, a block of 8, rewind, the 3 accepted tokens and 6
+  // more equal a run that never saw the rejected 5 (logits and classes), by bits. The mark holds no
+  // compressor entries (they only grow past the mark's live rows; State::mark).
+  {
+    auto a = gpu->new_state(P + 20), b = gpu->new_state(P + 20);
+    run(*gpu, *a, prompt);
+    run(*gpu, *b, prompt);
+    const StateMark mark = a->mark();
+    bool no_entries = true;
+    for (const auto& c : mark.components.front())
+      no_entries &= c.name.find(".cmp") == std::string::npos && c.name.find(".idxk") == std::string::npos;
+    std::vector<int32_t> block = prompt_ids(V, 9, 77);
+    std::vector<int32_t> rejected(block.begin(), block.begin() + 8);
+    rejected[3] = (rejected[3] + 1) % static_cast<int32_t>(V);
+    run(*gpu, *a, rejected);
+    a->rewind(mark);
+    std::vector<int32_t> kept(block.begin(), block.begin() + 3), more = prompt_ids(V, 6, 78);
+    kept.insert(kept.end(), more.begin(), more.end());
+    const auto got = run(*gpu, *a, kept), want = run(*gpu, *b, kept);
+    const bool logits = bits_equal(got, want), classes = classes_bit_equal(a->export_classes(), b->export_classes());
+    rep.add("mark and rewind: a rejected block leaves no trace" + tag, no_entries && logits && classes,
+            std::string("logits ") + (logits ? "equal" : "DIFFER") + ", classes " + (classes ? "equal" : "DIFFER") +
+                (no_entries ? "" : ", the mark holds entries"));
   }
 
   // 5. restore round trip into a larger capacity; 6. cpu ⇄ cuda through classes.
