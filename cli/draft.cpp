@@ -148,8 +148,9 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
     j["verify_rows"] = st.verify_rows;
     j["trunk_rows"] = st.trunk_rows;
     j["drafts_per_s"] = drafts_per_s;
-    j["seconds"] = {
-        {"propose", st.propose_s}, {"verify", st.verify_s}, {"rollback", st.rollback_s}, {"feed", st.feed_s}};
+    j["mark_bytes"] = st.mark_bytes;
+    j["seconds"] = {{"propose", st.propose_s}, {"mark", st.mark_s}, {"verify", st.verify_s}, {"rollback", st.rollback_s},
+                    {"feed", st.feed_s}};
     j["speculative_seconds"] = cmp.speculative_s;
     j["greedy_seconds"] = cmp.greedy_s;
     j["speculative_tokens_per_s"] = cmp.speculative_tokens_per_s();

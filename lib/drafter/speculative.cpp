@@ -83,6 +83,9 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
 
     t0 = Clock::now();
     const StateMark mark = state.mark();
+    st.mark_s += since(t0);
+    st.mark_bytes = std::max(st.mark_bytes, static_cast<int64_t>(mark.bytes()));
+    t0 = Clock::now();
     traced_forward(backend, drafter, state, block, logits, taps);
     int64_t acc = 0;
     while (acc < n_verify && prop.tokens[acc] == argmax(std::span<const float>(logits.data() + acc * V, V))) ++acc;

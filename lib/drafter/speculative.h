@@ -27,7 +27,8 @@ struct SpeculativeStats {
   std::vector<int64_t> rerun_histogram;  // [nd+1] rollbacks that re-ran exactly k committed rows
   int64_t verify_rows = 0;         // tokens run through the trunk by the verifies (anchor + drafts)
   int64_t trunk_rows = 0;          // tokens run through the trunk (verify + re-run)
-  double propose_s = 0, verify_s = 0, rollback_s = 0, feed_s = 0, total_s = 0;
+  int64_t mark_bytes = 0;          // the largest round's mark (State::mark: does not grow with the context)
+  double propose_s = 0, mark_s = 0, verify_s = 0, rollback_s = 0, feed_s = 0, total_s = 0;
 
   double tau() const;                                  // mean acc + 1 per round
   std::vector<double> acceptance_by_position() const;  // [nd] fraction of rounds with acc ≥ k (k = 1..nd)
