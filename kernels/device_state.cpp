@@ -32,19 +32,10 @@ void for_pieces(const std::vector<Segment>& segs, size_t begin, size_t end, F&& 
   }
 }
 
-}  // namespace
-
-Placement split_layers(const std::vector<int>& devices, int64_t layers) {
-  Placement p;
-  p.devices = devices.empty() ? std::vector<int>{0} : devices;
-  const int64_t S = p.shards();
-  for (int64_t l = 0; l < layers; ++l) p.layer_shard.push_back(static_cast<int>(l * S / std::max<int64_t>(layers, 1)));
-  return p;
-}
-
-std::vector<ClassSpec> trunk_specs(const ModelConfig& config, int64_t pos) {
+// The engine's table entries with f32 layouts (one conversion for the full and the mark tables).
+std::vector<ClassSpec> with_layouts(std::vector<TrunkClassSpec> table) {
   std::vector<ClassSpec> out;
-  for (TrunkClassSpec& t : trunk_class_specs(config, pos)) {
+  for (TrunkClassSpec& t : table) {
     ClassSpec s;
     s.layout.name = std::move(t.name);
     s.layout.dtype = DType::kF32;
@@ -57,11 +48,22 @@ std::vector<ClassSpec> trunk_specs(const ModelConfig& config, int64_t pos) {
   return out;
 }
 
+}  // namespace
+
+Placement split_layers(const std::vector<int>& devices, int64_t layers) {
+  Placement p;
+  p.devices = devices.empty() ? std::vector<int>{0} : devices;
+  const int64_t S = p.shards();
+  for (int64_t l = 0; l < layers; ++l) p.layer_shard.push_back(static_cast<int>(l * S / std::max<int64_t>(layers, 1)));
+  return p;
+}
+
+std::vector<ClassSpec> trunk_specs(const ModelConfig& config, int64_t pos) {
+  return with_layouts(trunk_class_specs(config, pos));
+}
+
 std::vector<ClassSpec> mark_specs(const ModelConfig& config, int64_t pos) {
-  std::vector<ClassSpec> out;
-  for (ClassSpec& s : trunk_specs(config, pos))
-    if (!append_only(s.part)) out.push_back(std::move(s));
-  return out;
+  return with_layouts(trunk_mark_specs(config, pos));
 }
 
 DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, int64_t capacity)
