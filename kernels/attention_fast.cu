@@ -124,9 +124,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) attention_fast_kernel(Atte
   constexpr int QS = q_stride(D), MT = kHeads / 16;  // two m-tiles of heads
   MEMRA_DYNAMIC_SMEM(unsigned char, smem, 128);
   float* S = reinterpret_cast<float*>(smem);  // [kHeads][s_ld]: logits, then p (TF32-rounded, 0 past the keys)
-  float* Qs = S + kHeads * s_ld;                  // [kHeads][QS]: TF32-rounded q (heads past H: 0)
-  float* rowmax = Qs + kHeads * QS;               // [kWarps][kHeads]: pass 1's largest logit a warp and head row (−inf: none)
-  float* inv_den = rowmax + kWarps * kHeads;      // [kHeads]: the softmax's 1 / denominator, applied to the outputs
+  float* Qs = S + kHeads * s_ld;              // [kHeads][QS]: TF32-rounded q (heads past H: 0)
+  float* rowmax = Qs + kHeads * QS;           // [kWarps][kHeads]: pass 1's largest logit a warp and head row (−inf: none)
+  float* inv_den = rowmax + kWarps * kHeads;  // [kHeads]: the softmax's 1 / denominator, applied to the outputs
   const float** keys = reinterpret_cast<const float**>(inv_den + kHeads);  // [round_up(keys, 32)]
   __shared__ int s_ncmp;
 
