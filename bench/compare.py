@@ -9,10 +9,12 @@ plot of decode ms/layer/token against context for memra, transformers and the HB
 With --tau (bench/tau.py's tau.json: the trained tiny pair's rounds at each verify block, measured),
 each verify block also gets two projected speculative-generation lines per token and layer, for
 memra and for transformers alike (bench/tau.py's project()): the block's measured verify plus one
-drafter layer over it, per tau tokens, with the state cropped to the accepted rows, and the same
-with memra's loop's re-runs of the accepted rows after a partial block (k rows charged at the
-smallest measured verify of ≥ k rows: the main bench's, or with --rerun-steps those of a bench run
-at many verify sizes in the same call); and memra's speed-up over its own decode for both.
+drafter layer over it, per tau tokens, with the accepted rows kept (memra's loop: the verify's
+journal, State::rewind(mark, rows); the reference loop's KV crop), and the same with
+`memra draft --rollback rerun`'s second forward over the accepted rows after a partial block (k
+rows charged at the smallest measured verify of ≥ k rows: the main bench's, or with --rerun-steps
+those of a bench run at many verify sizes in the same call); and memra's speed-up over its own
+decode for both.
 With --marginal (the same bench at more layers), what one layer more costs against its floor
 (bench/marginal.py), for each decode context, batch and verify block both runs timed.
 """
@@ -93,8 +95,8 @@ def main():
             if b in tsteps and ctx in td:
                 tcrop, trerun = tau_py.project(tsteps[b], td[ctx]["ms_per_layer_token"] * L, L, tb, tsteps)
             head = f"speculative generation, verify {b} ({b - 1} drafts, tau {tau:.2f}, projected)"
-            row(f"{head}, state cropped @ {ctx}", crop, d["floor_ms"] / tau / L, tcrop, "ms/layer/token", False)
-            row(f"{head}, memra's loop (accepted rows re-run) @ {ctx}", rerun, d["floor_ms"] / tau / L, trerun,
+            row(f"{head}, accepted rows kept @ {ctx}", crop, d["floor_ms"] / tau / L, tcrop, "ms/layer/token", False)
+            row(f"{head}, --rollback rerun (accepted rows re-run) @ {ctx}", rerun, d["floor_ms"] / tau / L, trerun,
                 "ms/layer/token", False)
             spec.append((b, tau, crop, rerun, md[ctx]["ms_per_layer_token"]))
     p, tp = m["prefill"], t.get("prefill", {})
@@ -118,7 +120,7 @@ def main():
             lines.append(f"| verify {b} vs {b} decode steps (memra) | {d['block_over_steps']:.2f} | | | "
                          f"{f(tv.get(b, {}).get('block_over_one_step'), '.2f')} x one step | | block/steps |")
     for b, tau, crop, rerun, plain_ms in spec:
-        lines.append(f"| speculative verify {b} vs decode (memra, projected): cropped / memra's loop | "
+        lines.append(f"| speculative verify {b} vs decode (memra, projected): rows kept / --rollback rerun | "
                      f"{plain_ms / crop:.2f}x / {f(plain_ms / rerun if rerun else None, '.2f')}x | | | | | tokens/s ratio |")
     long_ = optional_json(a.marginal, "--marginal") if a.marginal else None
     if long_ and "geometry" in long_:

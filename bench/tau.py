@@ -8,14 +8,16 @@ A verify of v rows checks the anchor and v − 1 drafts (drafters.md §1.4), so 
 drafter (whose drafts are its block) runs at block v − 1: `memra draft` on the exact CPU
 realization (the GPU's exact tokens), `--prompts` fixed prompts of 16 ids, `--steps` tokens each.
 OUT_JSON, per verify block v: tau (tokens / rounds), rounds, tokens, the verifies' rows, and the
-rollbacks by the rows they re-ran (memra's loop re-runs the accepted rows after a partial block).
+rollbacks by the accepted rows they kept (`--rollback rerun` runs them again).
 
 project() (bench/compare.py's speculative lines) costs a round as the measured verify of v rows
 plus one drafter layer over the block (a V4 DSpark drafter, `mtp.*`, is one such layer: its cost
 taken as the verify's per layer), two ways:
-  - crop: the state cut back to the accepted rows (the reference loop's KV crop), nothing re-run;
-  - memra's loop: also each rollback's re-run of k rows, charged at the smallest measured step
-    that holds k rows (a decode step for 1, else a verify block): an upper bound.
+  - kept: the state cut back to the accepted rows, nothing re-run (memra's loop, which keeps them
+    from the verify's journal; the reference loop's KV crop);
+  - rerun: also each rollback's re-run of k rows (`memra draft --rollback rerun`, memra's loop
+    before session 45), charged at the smallest measured step that holds k rows (a decode step for
+    1, else a verify block): an upper bound.
 """
 import argparse
 import json
@@ -66,7 +68,7 @@ def measure(memra, blocks, prompts, steps):
 
 
 def project(verify_ms, decode_step_ms, layers, tau_block, steps_ms):
-    """ms per layer per token (crop, memra's loop) of speculative generation at a verify block.
+    """ms per layer per token (rows kept, --rollback rerun) of speculative generation at a verify block.
 
     verify_ms: the measured verify of the block (all layers and the ends); decode_step_ms: a decode
     step at the same context; steps_ms: {rows: ms} of every measured verify block (for re-runs)."""

@@ -34,6 +34,7 @@ struct DraftOptions {
   bool ignore_eos = false;
   int64_t block_size = 0;
   std::string harvest;
+  std::string rollback = "keep";
   bool propose = false;
   int64_t runs = 1;
   int64_t chunk = 0;
@@ -129,7 +130,8 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
     }
   } else {
     const std::vector<int32_t> stop = eos_stop_tokens(opt.ignore_eos, opt.model_dir, model.config().vocab_size);
-    const SpeculativeComparison cmp = compare_speculative(*backend, drafter, *state, steps, shape, opt.runs, stop);
+    const SpeculativeComparison cmp = compare_speculative(*backend, drafter, *state, steps, shape, opt.runs, stop,
+                                                         opt.rollback == "rerun" ? Rollback::kRerun : Rollback::kKeep);
     const SpeculativeStats& st = cmp.stats;
     const int64_t emitted = static_cast<int64_t>(cmp.speculative.size());
     const double drafts_per_s = st.propose_s > 0 ? static_cast<double>(st.rounds * st.drafts) / st.propose_s : 0.0;
@@ -143,8 +145,9 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
     j["tau"] = st.tau();
     j["acceptance_by_position"] = st.acceptance_by_position();
     j["accepted_histogram"] = st.histogram;
+    j["rollback"] = rollback_name(st.rollback);
     j["rollbacks"] = st.rollbacks;
-    j["rerun_rows_histogram"] = st.rerun_histogram;  // [k]: rollbacks that re-ran k committed rows
+    j["rerun_rows_histogram"] = st.rerun_histogram;  // [k]: rollbacks that kept (or re-ran) k committed rows
     j["verify_rows"] = st.verify_rows;
     j["trunk_rows"] = st.trunk_rows;
     j["drafts_per_s"] = drafts_per_s;
@@ -224,6 +227,9 @@ void setup_draft(CLI::App& app, Context& ctx) {
   add_count(sub, "--block-size", opt->block_size, "Block size b (default: the drafter's)", 1, 4096);
   sub->add_option("--harvest", opt->harvest, "Harvest convention when the drafter config names none, or to override it")
       ->check(CLI::IsMember({"dflash", "dspark"}));
+  sub->add_option("--rollback", opt->rollback,
+                  "After rejected drafts: keep the verify's committed rows (keep, default) or run them again (rerun)")
+      ->check(CLI::IsMember({"keep", "rerun"}));
   add_count(sub, "--runs", opt->runs, "Interleaved timing runs of both decodings (median reported)", 1, 100);
   add_count(sub, "--chunk", opt->chunk, "Tokens per forward call when priming (default: all in one call)", 1);
   add_count(sub, "--capacity", opt->capacity, "Tokens the state can hold (default: start + --steps)", 1);

@@ -36,7 +36,7 @@ _memra() {
       "memra prefill --tokens"|"memra prefill --prompt"|"memra prefill --chunk"|"memra prefill --capacity"|"memra prefill -o"|"memra prefill --output"|"memra prefill --logits"|"memra prefill --generate"|"memra prefill --max-memory"|"memra prefill --key"|"memra prefill --backend"|"memra prefill --devices") skip=1 ;;
       "memra snapshot --diff"|"memra snapshot --write-manifest"|"memra snapshot --check"|"memra snapshot --max-memory"|"memra snapshot --key") skip=1 ;;
       "memra restore --model"|"memra restore --capacity"|"memra restore --tokens"|"memra restore --prompt"|"memra restore --chunk"|"memra restore --steps"|"memra restore --logits"|"memra restore -o"|"memra restore --output"|"memra restore --max-memory"|"memra restore --key"|"memra restore --drafter"|"memra restore --backend"|"memra restore --devices") skip=1 ;;
-      "memra draft --drafter"|"memra draft --tokens"|"memra draft --state"|"memra draft --steps"|"memra draft --block-size"|"memra draft --harvest"|"memra draft --runs"|"memra draft --chunk"|"memra draft --capacity"|"memra draft -o"|"memra draft --output"|"memra draft --backend"|"memra draft --devices") skip=1 ;;
+      "memra draft --drafter"|"memra draft --tokens"|"memra draft --state"|"memra draft --steps"|"memra draft --block-size"|"memra draft --harvest"|"memra draft --rollback"|"memra draft --runs"|"memra draft --chunk"|"memra draft --capacity"|"memra draft -o"|"memra draft --output"|"memra draft --backend"|"memra draft --devices") skip=1 ;;
       "memra parity --drafter"|"memra parity --stages"|"memra parity --backend"|"memra parity --devices") skip=1 ;;
       "memra gate all") cmd="memra gate all"; npos=0 ;;
       "memra gate speculative") cmd="memra gate speculative"; npos=0 ;;
@@ -104,6 +104,7 @@ _memra() {
     "memra draft --steps") :; return 0 ;;
     "memra draft --block-size") :; return 0 ;;
     "memra draft --harvest") _memra_words "dflash dspark" "$cur"; return 0 ;;
+    "memra draft --rollback") _memra_words "keep rerun" "$cur"; return 0 ;;
     "memra draft --runs") :; return 0 ;;
     "memra draft --chunk") :; return 0 ;;
     "memra draft --capacity") :; return 0 ;;
@@ -268,7 +269,7 @@ _memra() {
       fi ;;
     "memra draft")
       if [[ $cur == -* ]]; then
-        _memra_words "-h --help --drafter --tokens --state --steps --ignore-eos --propose --block-size --harvest --runs --chunk --capacity -o --output --backend --devices --qat --json" "$cur"
+        _memra_words "-h --help --drafter --tokens --state --steps --ignore-eos --propose --block-size --harvest --rollback --runs --chunk --capacity -o --output --backend --devices --qat --json" "$cur"
       else
         case $npos in
           0) _memra_dirs "$cur" ;;

@@ -41,7 +41,7 @@ function __memra_command
                 set skip 1
             case 'memra_restore --model' 'memra_restore --capacity' 'memra_restore --tokens' 'memra_restore --prompt' 'memra_restore --chunk' 'memra_restore --steps' 'memra_restore --logits' 'memra_restore -o' 'memra_restore --output' 'memra_restore --max-memory' 'memra_restore --key' 'memra_restore --drafter' 'memra_restore --backend' 'memra_restore --devices'
                 set skip 1
-            case 'memra_draft --drafter' 'memra_draft --tokens' 'memra_draft --state' 'memra_draft --steps' 'memra_draft --block-size' 'memra_draft --harvest' 'memra_draft --runs' 'memra_draft --chunk' 'memra_draft --capacity' 'memra_draft -o' 'memra_draft --output' 'memra_draft --backend' 'memra_draft --devices'
+            case 'memra_draft --drafter' 'memra_draft --tokens' 'memra_draft --state' 'memra_draft --steps' 'memra_draft --block-size' 'memra_draft --harvest' 'memra_draft --rollback' 'memra_draft --runs' 'memra_draft --chunk' 'memra_draft --capacity' 'memra_draft -o' 'memra_draft --output' 'memra_draft --backend' 'memra_draft --devices'
                 set skip 1
             case 'memra_parity --drafter' 'memra_parity --stages' 'memra_parity --backend' 'memra_parity --devices'
                 set skip 1
@@ -186,6 +186,7 @@ complete -c memra -n '__memra_in memra_draft' -l ignore-eos -d 'Generate the ful
 complete -c memra -n '__memra_in memra_draft' -l propose -d 'Propose one block from the state and print it (no generation)'
 complete -c memra -n '__memra_in memra_draft' -l block-size -x -d 'Block size b (default: the drafter\'s); N in [1, 2^12]'
 complete -c memra -n '__memra_in memra_draft' -l harvest -x -a 'dflash dspark' -d 'Harvest convention when the drafter config names none, or to override it'
+complete -c memra -n '__memra_in memra_draft' -l rollback -x -a 'keep rerun' -d 'After rejected drafts: keep the verify\'s committed rows (keep, default) or run them again (rerun)'
 complete -c memra -n '__memra_in memra_draft' -l runs -x -d 'Interleaved timing runs of both decodings (median reported); N in [1, 100]'
 complete -c memra -n '__memra_in memra_draft' -l chunk -x -d 'Tokens per forward call when priming (default: all in one call); N in [1, 2^40]'
 complete -c memra -n '__memra_in memra_draft' -l capacity -x -d 'Tokens the state can hold (default: start + --steps); N in [1, 2^40]'

@@ -13,7 +13,8 @@
 // round, chunk or batch.
 //
 //   grid (rows, H)   block 256   dynamic smem: max_keys·(4 + 8) + 16 + d·4 bytes (key pointers, logits, o)
-// window_update: grid rows, block 256: the last min(T, W) rows of each sequence into its ring.
+// window_update: grid rows, block 256: the last min(T, W) rows of each sequence into its ring (and
+//   every row of a journaled sequence into its journal).
 #include "attention_keys.cuh"
 #include "common.cuh"
 #include "device_caps.h"
@@ -253,9 +254,13 @@ __global__ void __launch_bounds__(kBlock) window_update_kernel(const SeqDesc* se
   const int row = blockIdx.x;
   const SeqDesc& s = seqs[row_seq[row]];
   const int64_t pos = row_pos[row];
+  const float* src = kv + static_cast<int64_t>(row) * d;
+  if (s.journal_row >= 0) {  // every row to the journal (State::rewind keeping rows: keep_rows.cu)
+    float* j = s.layers[layer].journal_window + (s.journal_row + (pos - s.pos0)) * d;
+    for (int i = threadIdx.x; i < d; i += kBlock) j[i] = src[i];
+  }
   if (pos - s.pos0 < static_cast<int64_t>(s.T) - W) return;  // overwritten later in this round
   float* dst = s.layers[layer].window + (pos % W) * d;
-  const float* src = kv + static_cast<int64_t>(row) * d;
   for (int i = threadIdx.x; i < d; i += kBlock) dst[i] = src[i];
 }
 

@@ -19,9 +19,11 @@
 // compressor_finish  grid n_closings   block 256   the RMSNorm and RoPE above, in place in the entry
 // compressor_update  grid n_seqs       block 256
 //   PREV ← Ca half of the last window closed in the round (CSA); barrier; PEND ← the round's rows of
-//   the open window. The barrier orders PREV's reads of old PEND rows before PEND is overwritten.
+//   the open window (compressor_moves.cuh). A journaled sequence's rows also go to its journal
+//   (keep_rows.cu replays them).
 #include "ab_switch.h"
 #include "common.cuh"
+#include "compressor_moves.cuh"
 #include "launch.cuh"
 #include "ops.h"
 #include "rope.cuh"
@@ -293,31 +295,20 @@ __global__ void __launch_bounds__(kBlock) compressor_update_kernel(CompressorArg
   pdl_begin();
   const SeqDesc& s = a.seqs[blockIdx.x];
   const CompressorDev& st = state_of(a, s);
-  const int m = a.m, w = a.w, cw = a.c * a.w;
-  const int64_t pos0 = s.pos0, pos1 = pos0 + s.T;
-  // 32-bit indices (m·w and a round's open rows · c·w are far below 2^31): the 64-bit division per
-  // element cost more than its loads.
-  if (a.c == 2 && pos1 / m > pos0 / m) {
-    const int64_t base = (pos1 / m - 1) * m;  // first position of the last window closed
-    for (int id = threadIdx.x; id < m * w; id += kBlock) {
-      const int j = id / w, ch = id - j * w;
-      float kv, sc;
-      fetch(a, s, st, base + j, ch, kv, sc);
-      st.prev_kv[static_cast<int64_t>(j) * w + ch] = kv;
-      st.prev_score[static_cast<int64_t>(j) * w + ch] = sc;
-    }
-  }
-  __syncthreads();
-  const int64_t open = pos1 - pos1 % m;
-  const int64_t first = open > pos0 ? open : pos0;
-  const int n = static_cast<int>(pos1 - first) * cw;
-  for (int id = threadIdx.x; id < n; id += kBlock) {
+  const int m = a.m, cw = a.c * a.w;
+  const int64_t pos0 = s.pos0;
+  compressor_moves<kBlock>(st, m, a.c, a.w, pos0, pos0 + s.T, [&](int64_t p, int col, float& kv, float& sc) {
+    const int64_t row = s.row0 + (p - pos0), slot = p % m;
+    kv = a.kv[row * cw + col];
+    sc = a.score[row * cw + col] + a.ape[slot * cw + col];
+  });
+  if (s.journal_row < 0) return;
+  // Every row of the round into the journal (State::rewind keeping rows replays them: keep_rows.cu).
+  for (int id = threadIdx.x; id < s.T * cw; id += kBlock) {
     const int r = id / cw, col = id - r * cw;
-    const int64_t p = first + r;
-    const int64_t row = s.row0 + (p - pos0);
-    const int64_t slot = p % m;
-    st.pend_kv[slot * cw + col] = a.kv[row * cw + col];
-    st.pend_score[slot * cw + col] = a.score[row * cw + col] + a.ape[slot * cw + col];
+    const int64_t row = s.row0 + r, slot = (pos0 + r) % m, at = static_cast<int64_t>(s.journal_row + r) * cw + col;
+    st.journal_kv[at] = a.kv[row * cw + col];
+    st.journal_score[at] = a.score[row * cw + col] + a.ape[slot * cw + col];
   }
 }
 

@@ -298,6 +298,9 @@ void CudaBackend::forward(std::span<const SequenceStep> batch) const {
       throw Error("internal: a CUDA trunk component in a state the CUDA backend did not make");
     it.pos0 = step.state->position();
     it.T = static_cast<int64_t>(step.tokens.size());
+    // A journal describes the last forward only (State::rewind keeping rows).
+    if (step.journal && it.T > 0) it.trunk->trunk().start_journal(it.pos0, it.T);
+    else it.trunk->trunk().drop_journal();
     if (it.T > 0) items.push_back(it);
   }
   for (;;) {
@@ -351,12 +354,13 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
     const Item& it = items[in_round[j]];
     const int s = plan_add_sequence(plan, cfg_, static_cast<int32_t>(it.pos0 + it.done),
                                     it.step->tokens.subspan(it.done, take[j]));
+    if (it.step->journal) plan.seqs[s].journal_row = static_cast<int32_t>(it.done);
     Out o;
     o.seq = s;
     o.last = it.done + take[j] == it.T;
     o.logit_begin = static_cast<int64_t>(plan.logit_rows.size());
     const int32_t row0 = plan.seqs[s].row0;
-    if (it.step->logits) {
+    if (it.step->logits || it.step->journal) {  // a journal keeps every row's logits
       for (int64_t t = 0; t < take[j]; ++t) plan.logit_rows.push_back(row0 + static_cast<int32_t>(t));
     } else if (o.last) {
       plan.logit_rows.push_back(row0 + static_cast<int32_t>(take[j] - 1));
@@ -522,6 +526,10 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
       check(cudaMemcpyAsync(it.step->logits + it.done * V, logits + o.logit_begin * V, o.logit_count * V * sizeof(float),
                             cudaMemcpyDeviceToHost, last.stream()),
             "logits copy");
+    if (it.step->journal && o.logit_count > 0)
+      check(cudaMemcpyAsync(it.trunk->trunk().journal_logits() + it.done * V, logits + o.logit_begin * V,
+                            o.logit_count * V * sizeof(float), cudaMemcpyDeviceToDevice, last.stream()),
+            "logits copy (forward journal)");
   }
   for (const auto& sh : shards_) sh->sync();
 }

@@ -104,6 +104,7 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
         want(&c.prev_score, static_cast<size_t>(m * w), s, true);
       }
       want(&c.entries, static_cast<size_t>((capacity / m) * w), s, false, true);
+      c.m = static_cast<int32_t>(m), c.c = static_cast<int32_t>(cc), c.w = static_cast<int32_t>(w);
     };
     if (cfg_.layer_types[l] == LayerKind::kCSA) {
       comp(ld.cmp, 2, d);
@@ -158,7 +159,55 @@ DeviceTrunk::~DeviceTrunk() {
 size_t DeviceTrunk::device_bytes() const {
   size_t b = 0;
   for (const auto& m : memory_) b += m.bytes();
+  for (const auto& m : journal_memory_) b += m.bytes();
   return b;
+}
+
+void DeviceTrunk::start_journal(int64_t pos0, int64_t rows) {
+  if (pos0 < 0 || rows < 1) throw Error("a forward journal needs a position ≥ 0 and at least one row");
+  if (rows > journal_capacity_) {
+    sync();  // no copy of this state is in flight (a forward has synchronised its own streams)
+    const int S = placement_.shards(), L = static_cast<int>(cfg_.num_hidden_layers);
+    const size_t J = static_cast<size_t>(rows), d = static_cast<size_t>(cfg_.head_dim);
+    std::vector<size_t> size(S, 0);
+    std::vector<std::pair<float**, size_t>> plans;  // (pointer, floats) in order, per shard below
+    std::vector<int> plan_shard;
+    auto want = [&](float** ptr, size_t floats, int shard) {
+      plans.push_back({ptr, floats});
+      plan_shard.push_back(shard);
+      size[shard] += align_up(floats * sizeof(float));
+    };
+    for (int l = 0; l < L; ++l) {
+      const int s = placement_.layer_shard[l];
+      LayerDev& ld = host_layers_[l];
+      want(&ld.journal_window, J * d, s);
+      for (CompressorDev* c : {&ld.cmp, &ld.idx}) {
+        if (c->m == 0) continue;
+        want(&c->journal_kv, J * static_cast<size_t>(c->c * c->w), s);
+        want(&c->journal_score, J * static_cast<size_t>(c->c * c->w), s);
+      }
+    }
+    want(&journal_logits_, J * static_cast<size_t>(cfg_.vocab_size), placement_.last());
+    journal_memory_.clear();
+    for (int s = 0; s < S; ++s) journal_memory_.emplace_back(placement_.devices[s], std::max<size_t>(size[s], 1), "forward journal");
+    std::vector<size_t> used(S, 0);
+    for (size_t i = 0; i < plans.size(); ++i) {
+      const int s = plan_shard[i];
+      *plans[i].first = reinterpret_cast<float*>(journal_memory_[s].as<uint8_t>() + used[s]);
+      used[s] += align_up(plans[i].second * sizeof(float));
+    }
+    for (int s = 0; s < S; ++s) {  // the kernels find the journal through the layer tables
+      std::vector<LayerDev> table(std::max(L, 1));
+      for (int l = 0; l < L; ++l)
+        if (placement_.layer_shard[l] == s) table[l] = host_layers_[l];
+      DeviceGuard guard(placement_.devices[s]);
+      check(cudaMemcpy(tables_[s], table.data(), sizeof(LayerDev) * table.size(), cudaMemcpyHostToDevice),
+            "upload of the state's layer table");
+    }
+    journal_capacity_ = rows;
+  }
+  journal_pos0_ = pos0;
+  journal_rows_ = rows;
 }
 
 void DeviceTrunk::reset() {
@@ -358,11 +407,47 @@ void CudaTrunkComponent::check_classes(int64_t pos, const std::vector<CacheClass
 }
 
 void CudaTrunkComponent::import_classes(int64_t pos, const std::vector<CacheClass>& classes) {
+  trunk_.drop_journal();
   import_specs(pos, classes, trunk_specs(cfg_, pos), true);
 }
 
 void CudaTrunkComponent::import_mark(int64_t pos, const std::vector<CacheClass>& mark) {
+  trunk_.drop_journal();
   import_specs(pos, mark, mark_specs(cfg_, pos), false);
+}
+
+void CudaTrunkComponent::import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows) {
+  const int64_t j0 = trunk_.journal_pos0(), jn = trunk_.journal_rows();
+  if (j0 < 0 || j0 != pos || rows < 0 || rows > jn)
+    throw Error("cannot keep " + std::to_string(rows) + " rows of a forward from position " + std::to_string(pos) +
+                    ": the state holds " +
+                    (j0 < 0 ? std::string("no journal")
+                            : "a journal of " + std::to_string(jn) + " rows from " + std::to_string(j0)),
+                "run the forward with SequenceStep::journal, and rewind before any other forward");
+  trunk_.drop_journal();
+  import_specs(pos, mark, mark_specs(cfg_, pos), false);
+  if (rows == 0) return;
+  const Placement& pl = trunk_.placement();
+  for (int s = 0; s < pl.shards(); ++s) {
+    KeepArgs a;
+    a.layers = trunk_.table(s);
+    a.first = static_cast<int>(std::find(pl.layer_shard.begin(), pl.layer_shard.end(), s) - pl.layer_shard.begin());
+    a.count = static_cast<int>(std::count(pl.layer_shard.begin(), pl.layer_shard.end(), s));
+    a.pos0 = static_cast<int32_t>(pos);
+    a.rows = static_cast<int32_t>(rows);
+    a.d = static_cast<int>(cfg_.head_dim);
+    a.W = static_cast<int>(cfg_.sliding_window);
+    DeviceGuard guard(trunk_.device(s));
+    check_launch(keep_rows(a, trunk_.copy_stream(s)), "keep_rows");
+  }
+  {
+    const int64_t V = cfg_.vocab_size;
+    DeviceGuard guard(trunk_.device(pl.last()));
+    check(cudaMemcpyAsync(trunk_.last_logits(), trunk_.journal_logits() + (rows - 1) * V, V * sizeof(float),
+                          cudaMemcpyDeviceToDevice, trunk_.copy_stream(pl.last())),
+          "last logits from the forward journal");
+  }
+  trunk_.sync();
 }
 
 void CudaTrunkComponent::import_specs(int64_t pos, const std::vector<CacheClass>& classes,
@@ -503,6 +588,7 @@ void CudaTrunkComponent::export_stream(int64_t pos, uint8_t* dst, size_t size, c
 }
 
 void CudaTrunkComponent::import_stream(int64_t pos, const uint8_t* src, size_t size) {
+  trunk_.drop_journal();
   if (pos < 0) throw Error("decode state position " + std::to_string(pos) + " is negative");
   if (pos > trunk_.capacity())
     throw negative("capacity " + std::to_string(trunk_.capacity()) + " is smaller than the state's position " +

@@ -80,6 +80,16 @@ class DeviceTrunk {
   int device(int shard) const { return placement_.devices[shard]; }
   void sync() const;
 
+  // The journal of the last forward when it asked for one (SequenceStep::journal): each layer's
+  // window and compressor rows (LayerDev / CompressorDev journal_*) and the logits [J, V], one
+  // allocation a device, made on the state's first journaled forward and grown to the longest (the
+  // layer tables are uploaded again then). start_journal waits for the state's copy streams.
+  void start_journal(int64_t pos0, int64_t rows);
+  void drop_journal() { journal_pos0_ = -1, journal_rows_ = 0; }
+  int64_t journal_pos0() const { return journal_pos0_; }  // −1: none
+  int64_t journal_rows() const { return journal_rows_; }
+  float* journal_logits() const { return journal_logits_; }  // [J, V] on the last shard
+
  private:
   ModelConfig cfg_;
   Placement placement_;
@@ -91,6 +101,10 @@ class DeviceTrunk {
   std::vector<std::vector<std::pair<float*, size_t>>> mutable_;    // per shard: every buffer but the entries
   float* last_logits_ = nullptr;
   std::vector<cudaStream_t> streams_;
+  std::vector<DeviceBuffer> journal_memory_;  // per shard, empty until the first journaled forward
+  int64_t journal_capacity_ = 0;              // J
+  int64_t journal_pos0_ = -1, journal_rows_ = 0;
+  float* journal_logits_ = nullptr;
 };
 
 // The trunk as a StateComponent of a cuda/cuda-fast state.
@@ -106,6 +120,9 @@ class CudaTrunkComponent final : public StateComponent {
   // A mark: the live classes but the entries (mark_specs), D2H; back to it: reset_mutable(), H2D.
   std::vector<CacheClass> export_mark(int64_t pos) const override;
   void import_mark(int64_t pos, const std::vector<CacheClass>& mark) override;
+  // Back to the mark, then the journaled forward's first rows by position (keep_rows.cu) and
+  // last_logits from the journal's row rows − 1.
+  void import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows) override;
 
   // Bytes of every live class at pos, end to end (what export_stream writes).
   size_t live_bytes(int64_t pos) const;

@@ -51,12 +51,18 @@ struct CompressorDev {
   float* prev_kv = nullptr;     // [m, w]    CSA: Ca half of the last closed window
   float* prev_score = nullptr;  // [m, w]
   float* entries = nullptr;     // [capacity/m, w]
+  // A journaled forward's rows as PEND takes them (SequenceStep::journal; null until the state's
+  // first one): [J, c·w] kv and score with ape, row = position − the forward's first position.
+  float* journal_kv = nullptr;
+  float* journal_score = nullptr;
+  int32_t m = 0, c = 0, w = 0;  // its geometry (m = 0: no such compressor in this layer)
 };
 
 struct LayerDev {
-  float* window = nullptr;  // [W, d] ring, slot = position % W
-  CompressorDev cmp;        // CSA/HCA main compressor
-  CompressorDev idx;        // CSA indexer compressor
+  float* window = nullptr;          // [W, d] ring, slot = position % W
+  float* journal_window = nullptr;  // [J, d] a journaled forward's window rows (as above)
+  CompressorDev cmp;                // CSA/HCA main compressor
+  CompressorDev idx;                // CSA indexer compressor
 };
 
 // One sequence of a round (a contiguous run of its positions).
@@ -64,7 +70,7 @@ struct SeqDesc {
   int32_t pos0 = 0;                 // position of its first row
   int32_t T = 0;                    // rows
   int32_t row0 = 0;                 // its first row in the round's activations
-  int32_t pad = 0;
+  int32_t journal_row = -1;         // ≥ 0: its rows go to the state's journal from this row on; −1: none
   const LayerDev* layers = nullptr; // [L] device table of its state (valid for this device's layers)
 };
 
@@ -246,8 +252,25 @@ struct CompressorArgs {
 cudaError_t compressor_close(const CompressorArgs& a, const Closing* closings, int n_closings, cudaStream_t stream,
                              int form = 0);
 // Then moves the round's rows into the state: PREV (CSA) from the last closed window, PEND from
-// the open one (one block per sequence).
+// the open one (one block per sequence); a sequence with a journal_row also gets every row of the
+// round, as PEND takes it, into its journal.
 cudaError_t compressor_update(const CompressorArgs& a, int n_seqs, cudaStream_t stream);
+
+// ---- keeping a journaled forward's first rows (keep_rows.cu) -----------------------------------
+
+// A state that ran a journaled forward from pos0 and was then put back to its mark at pos0
+// (entries untouched): layers [first, first + count) of `layers` take the forward's first `rows`
+// rows from their journals, the window ring's rows and, per compressor, PREV from the last window
+// those rows close and PEND from the open one (compressor_update's moves, sources the journal):
+// the state of a forward over those rows alone (the entries they close are the forward's own).
+// Grid (count, 3): window, main compressor, indexer compressor of each layer.
+struct KeepArgs {
+  const LayerDev* layers = nullptr;  // device [L]
+  int first = 0, count = 0;
+  int32_t pos0 = 0, rows = 0;
+  int d = 0, W = 0;
+};
+cudaError_t keep_rows(const KeepArgs& a, cudaStream_t stream);
 
 // ---- indexer and top-k (indexer.cu, topk.cu) --------------------------------------------------
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "loader_test_util.h"
 #include "state_test_util.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -222,6 +223,53 @@ TEST_CASE("cpu-fast is a second realization: close to the exact path, not equal 
     REQUIRE(ce.size() == cf.size());
     for (size_t i = 0; i < ce.size(); ++i) CHECK((ce[i].name == cf[i].name && ce[i].shape == cf[i].shape));
   }
+}
+
+TEST_CASE("rewind keeping rows of a journaled forward: the state of running only them (exact path)", "[cpu][engine]") {
+  // Speculative verify without a re-run: mark at P, run a journaled block of B tokens, rewind keeping
+  // its first k rows; the state (every class, last_logits) equals a run of P + k tokens, and so do
+  // the next 12 positions. Blocks close CSA windows (m = 4) and an HCA window (m = 16) at various
+  // offsets, and B = 30 is longer than the window (24), so kept window rows come from the journal.
+  const Model& model = tiny_model("tiny");
+  auto backend = make_backend("cpu", model);
+  const auto tokens = random_tokens(120, model.config().vocab_size, 37);
+  for (int64_t P : {2, 13, 40}) {
+    for (int64_t B : {8, 30}) {
+      for (int64_t k : std::initializer_list<int64_t>{1, 3, 4, 7, B - 1}) {
+        INFO("mark at " << P << ", block " << B << ", keep " << k);
+        auto st = backend->new_state(120);
+        prefill(*backend, *st, std::span<const int32_t>(tokens).first(P), 0, nullptr);
+        const StateMark mark = st->mark();
+        std::vector<int32_t> block(tokens.begin() + P, tokens.begin() + P + B);
+        block[k] = (block[k] + 1) % static_cast<int32_t>(model.config().vocab_size);  // rejected from k on
+        SequenceStep step{st.get(), block, nullptr, nullptr, true};
+        backend->forward(std::span<const SequenceStep>(&step, 1));
+        st->rewind(mark, k);
+        CHECK(st->position() == P + k);
+        auto ref = backend->new_state(120);
+        prefill(*backend, *ref, std::span<const int32_t>(tokens).first(P + k), 0, nullptr);
+        CHECK(bits_equal(backend->last_logits(*st), backend->last_logits(*ref)));
+        CHECK(first_class_difference(*st, *ref) == "");
+        std::vector<float> more, ref_more;
+        prefill(*backend, *st, std::span<const int32_t>(tokens).subspan(P + k, 12), 0, &more);
+        prefill(*backend, *ref, std::span<const int32_t>(tokens).subspan(P + k, 12), 0, &ref_more);
+        CHECK(bits_equal(more, ref_more));
+        CHECK(first_class_difference(*st, *ref) == "");
+      }
+    }
+  }
+  // Keeping rows needs the journal of the forward that ran from the mark, and nothing since.
+  auto st = backend->new_state(60);
+  prefill(*backend, *st, std::span<const int32_t>(tokens).first(10), 0, nullptr);
+  const StateMark mark = st->mark();
+  prefill(*backend, *st, std::span<const int32_t>(tokens).subspan(10, 5), 0, nullptr);  // no journal
+  loader_test::require_error([&] { st->rewind(mark, 2); }, {"no journal"});
+  st->rewind(mark);
+  SequenceStep step{st.get(), std::span<const int32_t>(tokens).subspan(10, 5), nullptr, nullptr, true};
+  backend->forward(std::span<const SequenceStep>(&step, 1));
+  prefill(*backend, *st, std::span<const int32_t>(tokens).subspan(15, 1), 0, nullptr);  // drops the journal
+  loader_test::require_error([&] { st->rewind(mark, 2); }, {"no journal"});
+  CHECK_THROWS(st->rewind(mark, 7));  // more rows than ran since the mark
 }
 
 TEST_CASE("mark and rewind: a rejected block leaves no trace (exact path)", "[cpu][engine]") {

@@ -131,12 +131,14 @@ TEST_CASE("speculative decoding is lossless: plain greedy's tokens and state, bl
     auto ref = p.primed(prompt, 128);
     const std::vector<int32_t> greedy = generate_greedy_primed(*p.backend, *p.drafter, *ref, steps);
     const auto ref_classes = ref->export_classes();
+    for (Rollback rb : {Rollback::kKeep, Rollback::kRerun})
     for (Harvest h : {Harvest::kDspark, Harvest::kDflash})
       for (int64_t b : {2, 3, 5, 8, 16}) {
-        INFO(name << " harvest " << harvest_name(h) << " block " << b);
+        INFO(name << " rollback " << rollback_name(rb) << " harvest " << harvest_name(h) << " block " << b);
         auto st = p.primed(prompt, 128);
         SpeculativeStats stats;
-        const auto got = generate_speculative(*p.backend, *p.drafter, *st, steps, p.drafter->shape(b, h), &stats);
+        const auto got =
+            generate_speculative(*p.backend, *p.drafter, *st, steps, p.drafter->shape(b, h), &stats, {}, rb);
         CHECK(got == greedy);
         CHECK(st->position() == ref->position());
         CHECK(classes_bit_equal(st->export_classes(), ref_classes));
@@ -144,14 +146,16 @@ TEST_CASE("speculative decoding is lossless: plain greedy's tokens and state, bl
         CHECK(stats.rounds == static_cast<int64_t>(stats.accepted.size()));
         CHECK(stats.rollbacks > 0);  // the loop's rollback path ran
         // What each round ran through the trunk (bench/compare.py charges memra's loop by these):
-        // the verifies' rows plus, per rollback, the committed rows it re-ran.
+        // the verifies' rows, plus with kRerun, per rollback, the committed rows it re-ran (kKeep
+        // keeps them from the verify's journal: no second forward).
         int64_t reruns = 0, rerun_rows = 0;
         for (size_t k = 0; k < stats.rerun_histogram.size(); ++k)
           reruns += stats.rerun_histogram[k], rerun_rows += static_cast<int64_t>(k) * stats.rerun_histogram[k];
         CHECK(stats.rerun_histogram.size() == static_cast<size_t>(stats.drafts + 1));
         CHECK(stats.rerun_histogram[0] == 0);
         CHECK(reruns == stats.rollbacks);
-        CHECK(stats.trunk_rows == stats.verify_rows + rerun_rows);
+        CHECK(stats.rollback == rb);
+        CHECK(stats.trunk_rows == stats.verify_rows + (rb == Rollback::kRerun ? rerun_rows : 0));
         CHECK(stats.verify_rows <= stats.rounds * (stats.drafts + 1));
         CHECK(stats.verify_rows > stats.rounds);  // drafts were verified beside the anchors
         // The mark leaves out the closed entries (and a DFlash drafter's context): below the state's size.

@@ -15,18 +15,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// One traced trunk forward over `tokens`: logits [T, V] and taps [T, n_taps·D]; the drafter is not fed.
+// One traced trunk forward over `tokens`: logits [T, V] and taps [T, n_taps·D]; the drafter is not
+// fed. `journal`: the state keeps what State::rewind(mark, rows) needs to keep a prefix of it.
 void traced_forward(const Backend& backend, const Drafter& drafter, State& state, std::span<const int32_t> tokens,
-                    std::vector<float>& logits, std::vector<float>& taps) {
+                    std::vector<float>& logits, std::vector<float>& taps, bool journal) {
   ForwardTrace trace;
   trace.only = tap_arrays(drafter.config());  // the taps alone: a CUDA trunk keeps its graph
   logits.resize(tokens.size() * backend.vocab_size());
-  SequenceStep step{&state, tokens, logits.data(), &trace};
+  SequenceStep step{&state, tokens, logits.data(), &trace, journal};
   backend.forward(std::span<const SequenceStep>(&step, 1));
   taps = drafter.taps(trace, tokens);
 }
 
 }  // namespace
+
+const char* rollback_name(Rollback r) { return r == Rollback::kKeep ? "keep" : "rerun"; }
 
 double SpeculativeStats::tau() const {
   if (accepted.empty()) return 0.0;
@@ -45,7 +48,7 @@ std::vector<double> SpeculativeStats::acceptance_by_position() const {
 
 std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
                                           const DraftShape& shape, SpeculativeStats* stats,
-                                          std::span<const int32_t> stop) {
+                                          std::span<const int32_t> stop, Rollback rollback) {
   const auto t_start = Clock::now();
   if (!backend.realization().exact)
     throw Error("speculative decoding rewinds and re-runs tokens, which is lossless only on an exact realization; " +
@@ -66,6 +69,7 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
   SpeculativeStats& st = stats ? *stats : local;
   st = SpeculativeStats{};
   st.drafts = nd;
+  st.rollback = rollback;
   st.histogram.assign(nd + 1, 0);
   st.rerun_histogram.assign(nd + 1, 0);
 
@@ -86,7 +90,8 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
     st.mark_s += since(t0);
     st.mark_bytes = std::max(st.mark_bytes, static_cast<int64_t>(mark.bytes()));
     t0 = Clock::now();
-    traced_forward(backend, drafter, state, block, logits, taps);
+    traced_forward(backend, drafter, state, block, logits, taps, rollback == Rollback::kKeep);
+    int64_t tap_rows = static_cast<int64_t>(block.size());  // rows of `taps`
     int64_t acc = 0;
     while (acc < n_verify && prop.tokens[acc] == argmax(std::span<const float>(logits.data() + acc * V, V))) ++acc;
     st.verify_s += since(t0);
@@ -100,17 +105,24 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
         stopped = true;
       }
     if (commit < static_cast<int64_t>(block.size())) {
-      // Rejected drafts: back to the mark, then run only the committed tokens.
+      // Rejected drafts: back to the mark with only the committed rows (the verify's logits and taps
+      // of rows < commit are those a forward of the committed tokens alone gives: chunk invariance).
       t0 = Clock::now();
-      state.rewind(mark);
-      traced_forward(backend, drafter, state, std::span<const int32_t>(block.data(), commit), logits, taps);
+      if (rollback == Rollback::kKeep) {
+        state.rewind(mark, commit);
+      } else {
+        state.rewind(mark);
+        traced_forward(backend, drafter, state, std::span<const int32_t>(block.data(), commit), logits, taps, false);
+        tap_rows = commit;
+        st.trunk_rows += commit;
+      }
       st.rollback_s += since(t0);
-      st.trunk_rows += commit;
       ++st.rollbacks;
       ++st.rerun_histogram[commit];  // commit < block.size() <= nd + 1
     }
     t0 = Clock::now();
-    drafter.feed(state, taps, commit);  // the last forward ran exactly the committed tokens
+    const size_t tap_width = taps.size() / static_cast<size_t>(tap_rows);
+    drafter.feed(state, std::span<const float>(taps.data(), commit * tap_width), commit);  // rows 0 … commit − 1
     st.feed_s += since(t0);
     last.assign(logits.begin() + (commit - 1) * V, logits.begin() + commit * V);
     out.insert(out.end(), block.begin(), block.begin() + commit);

@@ -4,10 +4,11 @@
 // trunk's next argmax is the bonus (the next round's anchor). Committed per round: x_0, d_1..d_acc.
 //
 // Rollback: on partial acceptance the state (trunk compressors, indexer keys, window, drafter) goes
-// back to the mark taken before verifying (State::mark/rewind) and the acc+1 committed tokens are
-// run again. On an exact realization a position's result does not depend on how tokens were split
-// into calls, so the emitted tokens are exactly plain greedy's and the final state is bit-identical
-// to plain greedy's (trunk and drafter). A non-exact realization is refused.
+// back to the mark taken before verifying (State::mark/rewind) and keeps the acc+1 committed rows of
+// the journaled verify (Rollback::kKeep: SequenceStep::journal, no second forward), or runs them
+// again (kRerun). On an exact realization a position's result does not depend on how tokens were
+// split into calls, so the emitted tokens are exactly plain greedy's and the final state is
+// bit-identical to plain greedy's (trunk and drafter) either way. A non-exact realization is refused.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -17,16 +18,24 @@
 
 namespace memra {
 
+// How a round with rejected drafts gets back to its committed rows.
+enum class Rollback {
+  kKeep,   // rewind to the mark keeping the verify's committed rows (its journal)
+  kRerun,  // rewind to the mark, then a second trunk forward over the committed rows
+};
+const char* rollback_name(Rollback r);
+
 struct SpeculativeStats {
   int64_t rounds = 0;
   int64_t tokens = 0;              // emitted
   int64_t drafts = 0;              // nd (per round)
   std::vector<int64_t> accepted;   // [rounds] acc of each round (before the last round's trim)
   std::vector<int64_t> histogram;  // [nd+1] rounds that accepted exactly k drafts
-  int64_t rollbacks = 0;           // rounds that rewound and re-ran
-  std::vector<int64_t> rerun_histogram;  // [nd+1] rollbacks that re-ran exactly k committed rows
+  Rollback rollback = Rollback::kKeep;
+  int64_t rollbacks = 0;           // rounds that rewound (rejected drafts)
+  std::vector<int64_t> rerun_histogram;  // [nd+1] rollbacks by the k committed rows they kept or re-ran
   int64_t verify_rows = 0;         // tokens run through the trunk by the verifies (anchor + drafts)
-  int64_t trunk_rows = 0;          // tokens run through the trunk (verify + re-run)
+  int64_t trunk_rows = 0;          // tokens run through the trunk (verify, + re-run with kRerun)
   int64_t mark_bytes = 0;          // the largest round's mark (State::mark: does not grow with the context)
   double propose_s = 0, mark_s = 0, verify_s = 0, rollback_s = 0, feed_s = 0, total_s = 0;
 
@@ -41,7 +50,7 @@ struct SpeculativeStats {
 // realization is not exact, or the capacity cannot hold position + steps.
 std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter& drafter, State& state, int64_t steps,
                                           const DraftShape& shape, SpeculativeStats* stats = nullptr,
-                                          std::span<const int32_t> stop = {});
+                                          std::span<const int32_t> stop = {}, Rollback rollback = Rollback::kKeep);
 
 // Plain greedy decoding of `steps` tokens that keeps the drafter primed (one token per trunk call,
 // each fed to the drafter): the reference speculative decoding must reproduce. Optionally collects

@@ -33,7 +33,7 @@ double SpeculativeComparison::speedup() const {
 
 SpeculativeComparison compare_speculative(const Backend& backend, const Drafter& drafter, const State& start,
                                           int64_t steps, const DraftShape& shape, int runs,
-                                          std::span<const int32_t> stop) {
+                                          std::span<const int32_t> stop, Rollback rollback) {
   if (runs < 1) throw Error("a comparison needs at least one run");
   const int64_t pos = start.position(), capacity = std::max(start.capacity(), pos + steps);
   const std::vector<CacheClass> classes = start.export_classes();
@@ -47,7 +47,7 @@ SpeculativeComparison compare_speculative(const Backend& backend, const Drafter&
     auto spec_state = state_from_classes(backend, pos, capacity, classes, [&](State& s) { drafter.attach(s); });
     SpeculativeStats stats;
     auto t0 = Clock::now();
-    std::vector<int32_t> spec = generate_speculative(backend, drafter, *spec_state, steps, shape, &stats, stop);
+    std::vector<int32_t> spec = generate_speculative(backend, drafter, *spec_state, steps, shape, &stats, stop, rollback);
     backend.sync();
     out.speculative_s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
 

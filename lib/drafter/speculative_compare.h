@@ -33,7 +33,7 @@ struct SpeculativeComparison {
 // Both decodings stop after a token in `stop` (empty: exactly `steps` tokens, as the gates run).
 SpeculativeComparison compare_speculative(const Backend& backend, const Drafter& drafter, const State& start,
                                           int64_t steps, const DraftShape& shape, int runs,
-                                          std::span<const int32_t> stop = {});
+                                          std::span<const int32_t> stop = {}, Rollback rollback = Rollback::kKeep);
 
 double median(std::vector<double> values);
 

@@ -76,13 +76,26 @@ StateMark State::mark() const {
   return m;
 }
 
-void State::rewind(const StateMark& mark) {
-  if (mark.position < 0 || mark.position > position_ || mark.components.size() != components_.size())
+void StateComponent::import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows) {
+  if (rows != 0)
+    throw Error("state component " + name() + " cannot keep rows of a forward when it rewinds (no journal)");
+  import_mark(pos, mark);
+}
+
+void State::rewind(const StateMark& mark) { rewind(mark, 0); }
+
+void State::rewind(const StateMark& mark, int64_t kept_rows) {
+  if (mark.position < 0 || mark.position > position_ || mark.components.size() != components_.size() || kept_rows < 0 ||
+      kept_rows > position_ - mark.position)
     throw Error("cannot rewind a state at position " + std::to_string(position_) + " with " +
                 std::to_string(components_.size()) + " components to a mark at position " +
-                std::to_string(mark.position) + " with " + std::to_string(mark.components.size()));
-  for (size_t i = 0; i < components_.size(); ++i) components_[i]->import_mark(mark.position, mark.components[i]);
-  position_ = mark.position;
+                std::to_string(mark.position) + " with " + std::to_string(mark.components.size()) + " keeping " +
+                std::to_string(kept_rows) + " rows");
+  for (size_t i = 0; i < components_.size(); ++i) {
+    if (i == 0 && kept_rows > 0) components_[i]->import_mark_keeping(mark.position, mark.components[i], kept_rows);
+    else components_[i]->import_mark(mark.position, mark.components[i]);
+  }
+  position_ = mark.position + kept_rows;
 }
 
 void State::export_stream(uint8_t* dst, size_t size, const ChunkFn& on_chunk) const {

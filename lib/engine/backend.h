@@ -105,11 +105,18 @@ class StateComponent {
   // drafter's context), so a mark's size does not grow with the context. Default: every class.
   virtual std::vector<CacheClass> export_mark(int64_t pos) const { return export_classes(pos); }
   virtual void import_mark(int64_t pos, const std::vector<CacheClass>& mark) { import_classes(pos, mark); }
+  // Back to a mark at `pos`, then forward by the first `rows` rows of the journaled forward that ran
+  // from it (SequenceStep::journal), without running them again: the component as if only those rows
+  // had run. Only the component a trunk forward advances (the trunk) keeps rows; the default refuses
+  // rows > 0, and State::rewind gives the others rows = 0.
+  virtual void import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows);
 };
 
 // A saved point of a state to come back to: speculative decoding marks before verifying a block
-// and rewinds on partial acceptance, then re-runs the accepted tokens (on an exact realization the
-// result is bit-identical to never having run the rejected ones: chunk invariance).
+// and rewinds on partial acceptance, keeping the accepted rows of the journaled verify (or running
+// them again). On an exact realization a row's state is the same however the rows were split into
+// forwards (chunk invariance), so either way the result is bit-identical to never having run the
+// rejected ones.
 struct StateMark {
   int64_t position = 0;
   std::vector<std::vector<CacheClass>> components;  // per component, its export_mark(position)
@@ -143,6 +150,11 @@ class State {
   // components' export_mark / import_mark.
   StateMark mark() const;
   void rewind(const StateMark& mark);
+  // Back to the mark, keeping the first `kept_rows` rows of the journaled forward that ran from it
+  // (SequenceStep::journal; no forward since): the trunk keeps them (import_mark_keeping), the other
+  // components, which a trunk forward does not advance, go back to the mark; the position becomes
+  // mark.position + kept_rows. Throws Error when there is no such journal.
+  void rewind(const StateMark& mark, int64_t kept_rows);
 
  protected:
   State(int64_t capacity) : capacity_(capacity) {}
@@ -161,6 +173,10 @@ struct SequenceStep {
   std::span<const int32_t> tokens;
   float* logits = nullptr;          // [T, V] when non-null (the last row is kept by the state anyway)
   ForwardTrace* trace = nullptr;    // per-stage intermediates when non-null
+  // Keep a journal of this forward beside the state (each row's window kv, compressor rows and
+  // logits) so that State::rewind(mark, rows) can keep its first rows without running them again.
+  // Any later forward or import of the state drops it.
+  bool journal = false;
 };
 
 struct BackendOptions {

@@ -33,25 +33,25 @@ void qat_entry(const ModelConfig& cfg, bool indexer, float* v, int64_t n) {
 }  // namespace
 
 void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const CompressorWeights& cw, CompressorState& cs,
-                   const std::vector<float>* inv_freq, int64_t pos0, int64_t T, const std::vector<float>& x) {
+                   const std::vector<float>* inv_freq, int64_t pos0, int64_t T, const std::vector<float>& x,
+                   CompressorJournal* journal) {
   const int64_t D = cfg.hidden_size, m = cs.ratio, c = cs.overlap, w = cs.width, cw_n = c * w;
   std::vector<float> kv(T * cw_n), score(T * cw_n);
   ar.linear(x.data(), T, D, cw.wkv, cw_n, kv.data());  // f32 projections (an f32 island)
   ar.linear(x.data(), T, D, cw.wgate, cw_n, score.data());
   std::vector<float> entry(w), p(2 * m);
-  const int64_t shift = c == 2 && MEMRA_FAULT("csa_window_shift") ? 1 : 0;
   for (int64_t t = 0; t < T; ++t) {
     const int64_t pos = pos0 + t, slot = pos % m;
-    float* pk = cs.pend_kv.data() + slot * cw_n;
-    float* ps = cs.pend_score.data() + slot * cw_n;
-    for (int64_t i = 0; i < cw_n; ++i) {
-      pk[i] = kv[t * cw_n + i];
-      ps[i] = score[t * cw_n + i] + cw.ape[slot * cw_n + i];
+    float* st = score.data() + t * cw_n;  // ape added in place: the row PEND takes
+    for (int64_t i = 0; i < cw_n; ++i) st[i] += cw.ape[slot * cw_n + i];
+    put_pending_row(cs, pos, kv.data() + t * cw_n, st);
+    if (journal) {
+      std::copy(kv.begin() + t * cw_n, kv.begin() + (t + 1) * cw_n, journal->kv.begin() + t * cw_n);
+      std::copy(st, st + cw_n, journal->score.begin() + t * cw_n);
     }
-    if ((pos + 1 + shift) % m != 0) continue;
     // Close window e = (pos+1)/m - 1: softmax over rows, separately per channel (§3.5).
-    const int64_t e = (pos + 1 + shift) / m - 1;
-    if (shift && (e + 1) * w > static_cast<int64_t>(cs.entries.size())) continue;
+    const int64_t e = closing_entry(cs, pos);
+    if (e < 0) continue;
     const bool has_prev = c == 2 && e > 0 && !(T == 1 && MEMRA_FAULT("carry_lost"));
     for (int64_t ch = 0; ch < w; ++ch) {
       // rows: [prev Ca rows (CSA)] + [current rows, Cb half for CSA]
@@ -81,13 +81,7 @@ void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const Compresso
     rope_rotate(entry.data(), w, *inv_freq, e * m);
     if (ar.qat) qat_entry(cfg, cw.indexer, entry.data(), w);
     std::copy(entry.begin(), entry.end(), cs.entries.begin() + e * w);
-    if (c == 2) {  // the Ca half of this window feeds the next entry
-      for (int64_t j = 0; j < m; ++j)
-        for (int64_t ch = 0; ch < w; ++ch) {
-          cs.prev_kv[j * w + ch] = cs.pend_kv[j * cw_n + ch];
-          cs.prev_score[j * w + ch] = cs.pend_score[j * cw_n + ch];
-        }
-    }
+    carry_window(cs);  // CSA: the Ca half of this window feeds the next entry
   }
 }
 
@@ -126,7 +120,8 @@ void trace_put(ForwardTrace* trace, const std::string& name, std::vector<int64_t
 }
 
 void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, LayerState& ls,
-               int64_t pos0, int64_t T, const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace) {
+               int64_t pos0, int64_t T, const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace,
+               LayerJournal* journal) {
   const int64_t D = cfg.hidden_size, H = cfg.num_attention_heads, d = cfg.head_dim, ql = cfg.q_lora_rank;
   const int64_t W = cfg.sliding_window, G = cfg.o_groups, R = cfg.o_lora_rank, Hd = H * d;
   const std::vector<float>& inv = *lw.inv_freq;
@@ -150,9 +145,10 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
   // Compressed entries for every window this chunk closes (query t sees only those with e < (t+1)/m).
   const int64_t m = lw.ratio;
   std::vector<std::vector<int64_t>> selected(T);  // CSA: per query, chosen entry ids (ascending)
-  if (lw.kind != LayerKind::kSliding) compress_rows(ar, cfg, lw.compressor, ls.compressor, lw.inv_freq, pos0, T, x);
+  if (lw.kind != LayerKind::kSliding)
+    compress_rows(ar, cfg, lw.compressor, ls.compressor, lw.inv_freq, pos0, T, x, journal ? &journal->compressor : nullptr);
   if (lw.kind == LayerKind::kCSA) {
-    compress_rows(ar, cfg, lw.indexer, ls.indexer, lw.inv_freq, pos0, T, x);
+    compress_rows(ar, cfg, lw.indexer, ls.indexer, lw.inv_freq, pos0, T, x, journal ? &journal->indexer : nullptr);
     const int64_t Hi = cfg.index_n_heads, di = cfg.index_head_dim, K = cfg.index_topk;
     std::vector<float> qi(T * Hi * di), wi(T * Hi);
     ar.linear(qr.data(), T, ql, lw.idx_wq_b, Hi * di, qi.data());
@@ -245,6 +241,7 @@ void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights&
   // The window ring takes this chunk's rows only after every query has read the old ones.
   for (int64_t t = std::max<int64_t>(0, T - W); t < T; ++t)
     std::copy(kv.begin() + t * d, kv.begin() + (t + 1) * d, ls.window.begin() + ((pos0 + t) % W) * d);
+  if (journal) std::copy(kv.begin(), kv.end(), journal->window.begin());
 
   // Grouped output projection: z_g = O_g @ wo_a[g]^T, out = z @ wo_b^T.
   const int64_t group_in = Hd / G;

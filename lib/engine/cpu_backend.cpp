@@ -61,8 +61,13 @@ class CpuBackend final : public Backend {
     for (size_t b = 0; b < batch.size(); b += traced ? 1 : batch.size()) {
       const size_t n = traced ? 1 : batch.size();
       std::vector<DecodeState*> hosts;
-      for (size_t i = b; i < b + n; ++i) hosts.push_back(&states[i]->trunk().host);
-      cpu::forward_batch(arithmetic_, cfg_, weights_, batch.subspan(b, n), hosts);
+      std::vector<TrunkJournal*> journals;
+      for (size_t i = b; i < b + n; ++i) {
+        hosts.push_back(&states[i]->trunk().host);
+        journals.push_back(&states[i]->trunk().journal);
+        states[i]->trunk().journal.drop();  // a journal describes the last forward only
+      }
+      cpu::forward_batch(arithmetic_, cfg_, weights_, batch.subspan(b, n), hosts, journals);
       for (size_t i = b; i < b + n; ++i) states[i]->advance(static_cast<int64_t>(batch[i].tokens.size()));
     }
   }

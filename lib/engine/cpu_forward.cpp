@@ -15,8 +15,14 @@
 namespace memra::cpu {
 
 void forward_batch(const Arithmetic& ar, const ModelConfig& cfg, const ModelWeights& w, std::span<const SequenceStep> batch,
-                   const std::vector<DecodeState*>& states) {
+                   const std::vector<DecodeState*>& states, const std::vector<TrunkJournal*>& journals) {
   const int64_t D = cfg.hidden_size, n = cfg.hc_mult, V = cfg.vocab_size;
+  // The journal of sequence b when its step asks for one, started at its first position.
+  auto journal_of = [&](size_t b) -> TrunkJournal* {
+    return b < journals.size() && batch[b].journal ? journals[b] : nullptr;
+  };
+  for (size_t b = 0; b < batch.size(); ++b)
+    if (TrunkJournal* j = journal_of(b)) j->start(cfg, states[b]->pos, static_cast<int64_t>(batch[b].tokens.size()));
   std::vector<int64_t> row0;  // first row of each sequence in the concatenated rows
   std::vector<int32_t> tokens;
   for (const auto& s : batch) {
@@ -43,7 +49,8 @@ void forward_batch(const Arithmetic& ar, const ModelConfig& cfg, const ModelWeig
       if (T == 0) continue;
       DecodeState& st = *states[b];
       xs.assign(x.begin() + row0[b] * D, x.begin() + (row0[b] + T) * D);
-      attention(ar, cfg, lw, l, st.layers[l], st.pos, T, xs, ys, trace);
+      TrunkJournal* j = journal_of(b);
+      attention(ar, cfg, lw, l, st.layers[l], st.pos, T, xs, ys, trace, j ? &j->layers[l] : nullptr);
       std::copy(ys.begin(), ys.end(), y.begin() + row0[b] * D);
     }
     hc_post(cfg, X, R, y, post, comb);
@@ -55,11 +62,12 @@ void forward_batch(const Arithmetic& ar, const ModelConfig& cfg, const ModelWeig
   }
 
   // hc head, final norm and LM head (f32 logits) for the rows whose logits are wanted: all rows of
-  // a sequence with a logits buffer, else its last row only.
+  // a sequence with a logits buffer or a journal, else its last row only.
+  auto all_rows = [&](size_t b) { return batch[b].logits || journal_of(b); };
   std::vector<int64_t> rows;
   for (size_t b = 0; b < batch.size(); ++b) {
     const int64_t T = static_cast<int64_t>(batch[b].tokens.size());
-    for (int64_t t = batch[b].logits ? 0 : T - 1; t < T; ++t) rows.push_back(row0[b] + t);
+    for (int64_t t = all_rows(b) ? 0 : T - 1; t < T; ++t) rows.push_back(row0[b] + t);
   }
   std::vector<float> h(rows.size() * D), out(rows.size() * V);
   for (size_t i = 0; i < rows.size(); ++i) hc_head(cfg, w, X.data() + rows[i] * n * D, h.data() + i * D);
@@ -70,8 +78,9 @@ void forward_batch(const Arithmetic& ar, const ModelConfig& cfg, const ModelWeig
     const SequenceStep& s = batch[b];
     const int64_t T = static_cast<int64_t>(s.tokens.size());
     if (T == 0) continue;
-    const int64_t n_rows = s.logits ? T : 1;
+    const int64_t n_rows = all_rows(b) ? T : 1;
     if (s.logits) std::copy(out.begin() + i * V, out.begin() + (i + n_rows) * V, s.logits);
+    if (TrunkJournal* j = journal_of(b)) std::copy(out.begin() + i * V, out.begin() + (i + n_rows) * V, j->logits.begin());
     DecodeState& st = *states[b];
     st.last_logits.assign(out.begin() + (i + n_rows - 1) * V, out.begin() + (i + n_rows) * V);
     st.pos += T;

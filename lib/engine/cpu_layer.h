@@ -95,9 +95,10 @@ struct ModelWeights {
 void hc_head(const ModelConfig& cfg, const ModelWeights& w, const float* X_t, float* h);
 
 // One forward over a batch (the layer loop both CPU realizations share): validates nothing (the
-// backend did), reads and advances every sequence's host state.
+// backend did), reads and advances every sequence's host state. journals[b] (null: none) is started
+// for a sequence whose step asks for one (SequenceStep::journal) and filled row by row.
 void forward_batch(const Arithmetic& ar, const ModelConfig& cfg, const ModelWeights& w, std::span<const SequenceStep> batch,
-                   const std::vector<DecodeState*>& states);
+                   const std::vector<DecodeState*>& states, const std::vector<TrunkJournal*>& journals = {});
 
 // mHC (docs/architecture.md §3.2): collapses the n streams of X [T,n,D] into x [T,D]; writes post
 // [T,n] and comb [T,n,n].
@@ -110,11 +111,13 @@ void hc_post(const ModelConfig& cfg, std::vector<float>& X, int64_t T, const std
 // Attention site (docs/architecture.md §3.4–3.7) for rows at positions pos0..pos0+T-1: reads and advances the layer's
 // window ring, compressors and indexer keys; out [T, D].
 void attention(const Arithmetic& ar, const ModelConfig& cfg, const LayerWeights& lw, int64_t layer, LayerState& ls,
-               int64_t pos0, int64_t T, const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace);
+               int64_t pos0, int64_t T, const std::vector<float>& x, std::vector<float>& out, ForwardTrace* trace,
+               LayerJournal* journal = nullptr);
 // Projects rows into the open window, closing entries at window ends (docs/architecture.md
-// §3.5; appended to cs.entries).
+// §3.5; appended to cs.entries). With a journal (rows [T]), each row as PEND takes it.
 void compress_rows(const Arithmetic& ar, const ModelConfig& cfg, const CompressorWeights& cw, CompressorState& cs,
-                   const std::vector<float>* inv_freq, int64_t pos0, int64_t T, const std::vector<float>& x);
+                   const std::vector<float>* inv_freq, int64_t pos0, int64_t T, const std::vector<float>& x,
+                   CompressorJournal* journal = nullptr);
 
 // MoE site (docs/architecture.md §3.8): hash or learned routing, routed experts in ascending id order plus the shared
 // expert; out [T, D].

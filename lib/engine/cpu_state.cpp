@@ -12,6 +12,7 @@ std::vector<CacheClass> CpuTrunk::export_classes(int64_t pos) const {
 
 void CpuTrunk::import_classes(int64_t pos, const std::vector<CacheClass>& classes) {
   host = decode_state_from_classes(config_, pos, host.capacity, classes);
+  journal.drop();
 }
 
 std::vector<CacheClass> CpuTrunk::export_mark(int64_t pos) const {
@@ -19,7 +20,14 @@ std::vector<CacheClass> CpuTrunk::export_mark(int64_t pos) const {
   return mark_classes(config_, host);
 }
 
-void CpuTrunk::import_mark(int64_t pos, const std::vector<CacheClass>& mark) { rewind_decode_state(config_, host, pos, mark); }
+void CpuTrunk::import_mark(int64_t pos, const std::vector<CacheClass>& mark) {
+  rewind_decode_state(config_, host, pos, mark);
+  journal.drop();
+}
+
+void CpuTrunk::import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows) {
+  keep_journal_rows(config_, host, journal, pos, mark, rows);
+}
 
 CpuState& cpu_state(State& state, const ModelConfig& config) {
   auto* s = dynamic_cast<CpuState*>(&state);

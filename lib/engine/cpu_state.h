@@ -18,9 +18,11 @@ class CpuTrunk final : public StateComponent {
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes) override;
   std::vector<CacheClass> export_mark(int64_t pos) const override;
   void import_mark(int64_t pos, const std::vector<CacheClass>& mark) override;
+  void import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows) override;
 
   const ModelConfig& config_;
-  DecodeState host;  // host.pos mirrors State::position()
+  DecodeState host;      // host.pos mirrors State::position()
+  TrunkJournal journal;  // of the last forward, when it asked for one (SequenceStep::journal)
 };
 
 class CpuState final : public State {

@@ -11,6 +11,7 @@
 #include "core/checked.h"
 #include "core/shape_text.h"
 #include "core/error.h"
+#include "engine/faults.h"
 
 namespace memra {
 
@@ -271,6 +272,89 @@ DecodeState decode_state_from_classes(const ModelConfig& config, int64_t pos, in
   for (size_t i = 0; i < layout.size(); ++i)
     transfer(config, layout[i], state, reinterpret_cast<float*>(const_cast<uint8_t*>(classes[i].bytes.data())), false);
   return state;
+}
+
+void TrunkJournal::start(const ModelConfig& config, int64_t from, int64_t n) {
+  check_config(config);
+  if (from < 0 || n < 0) throw Error("a forward journal needs a non-negative position and row count");
+  const int64_t d = config.head_dim;
+  layers.resize(static_cast<size_t>(config.num_hidden_layers));
+  auto size = [&](std::vector<float>& v, int64_t width, const char* what) {
+    v.resize(elements_checked(mul_checked(n, width, what), sizeof(float), what));
+  };
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    LayerJournal& lj = layers[l];
+    size(lj.window, d, "forward journal window rows");
+    const bool csa = config.layer_types[l] == LayerKind::kCSA, hca = config.layer_types[l] == LayerKind::kHCA;
+    const int64_t cw = csa ? 2 * d : hca ? d : 0, icw = csa ? 2 * config.index_head_dim : 0;
+    size(lj.compressor.kv, cw, "forward journal compressor rows");
+    size(lj.compressor.score, cw, "forward journal compressor rows");
+    size(lj.indexer.kv, icw, "forward journal indexer rows");
+    size(lj.indexer.score, icw, "forward journal indexer rows");
+  }
+  size(logits, config.vocab_size, "forward journal logits");
+  pos0 = from;
+  rows = n;
+}
+
+void put_pending_row(CompressorState& cs, int64_t pos, const float* kv, const float* score_with_ape) {
+  const int64_t cw = cs.overlap * cs.width, slot = pos % cs.ratio;
+  std::memcpy(cs.pend_kv.data() + slot * cw, kv, sizeof(float) * cw);
+  std::memcpy(cs.pend_score.data() + slot * cw, score_with_ape, sizeof(float) * cw);
+}
+
+int64_t closing_entry(const CompressorState& cs, int64_t pos) {
+  const int64_t m = cs.ratio, shift = cs.overlap == 2 && MEMRA_FAULT("csa_window_shift") ? 1 : 0;
+  if ((pos + 1 + shift) % m != 0) return -1;
+  const int64_t e = (pos + 1 + shift) / m - 1;
+  if (shift && (e + 1) * cs.width > static_cast<int64_t>(cs.entries.size())) return -1;
+  return e;
+}
+
+void carry_window(CompressorState& cs) {
+  if (cs.overlap != 2) return;
+  const int64_t m = cs.ratio, w = cs.width, cw = 2 * w;
+  for (int64_t j = 0; j < m; ++j) {  // the Ca half: the first w columns of each row
+    std::memcpy(cs.prev_kv.data() + j * w, cs.pend_kv.data() + j * cw, sizeof(float) * w);
+    std::memcpy(cs.prev_score.data() + j * w, cs.pend_score.data() + j * cw, sizeof(float) * w);
+  }
+}
+
+void keep_journal_rows(const ModelConfig& config, DecodeState& state, TrunkJournal& journal, int64_t pos,
+                       const std::vector<CacheClass>& mark, int64_t rows) {
+  check_state(config, state);
+  if (journal.pos0 < 0 || journal.pos0 != pos || state.pos != pos + journal.rows || rows < 0 || rows > journal.rows ||
+      static_cast<int64_t>(journal.layers.size()) != config.num_hidden_layers)
+    throw Error("cannot keep " + std::to_string(rows) + " rows of a forward from position " + std::to_string(pos) +
+                    ": the state at " + std::to_string(state.pos) + " holds " +
+                    (journal.pos0 < 0 ? std::string("no journal")
+                                      : "a journal of " + std::to_string(journal.rows) + " rows from " +
+                                            std::to_string(journal.pos0)),
+                "run the forward with SequenceStep::journal, and rewind before any other forward");
+  const TrunkJournal kept = std::move(journal);
+  journal = TrunkJournal{};
+  rewind_decode_state(config, state, pos, mark);  // the entries the kept rows closed stay
+  if (rows == 0) return;
+  const int64_t d = config.head_dim, W = config.sliding_window, V = config.vocab_size;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    LayerState& ls = state.layers[l];
+    const LayerJournal& lj = kept.layers[l];
+    for (int64_t t = std::max<int64_t>(0, rows - W); t < rows; ++t)
+      std::memcpy(ls.window.data() + ((pos + t) % W) * d, lj.window.data() + t * d, sizeof(float) * d);
+    if (config.layer_types[l] == LayerKind::kSliding) continue;
+    for (const bool indexer : {false, true}) {
+      if (indexer && config.layer_types[l] != LayerKind::kCSA) continue;
+      CompressorState& cs = compressor_of(ls, indexer);
+      const CompressorJournal& cj = indexer ? lj.indexer : lj.compressor;
+      const int64_t cw = cs.overlap * cs.width;
+      for (int64_t t = 0; t < rows; ++t) {
+        put_pending_row(cs, pos + t, cj.kv.data() + t * cw, cj.score.data() + t * cw);
+        if (closing_entry(cs, pos + t) >= 0) carry_window(cs);
+      }
+    }
+  }
+  state.last_logits.assign(kept.logits.begin() + (rows - 1) * V, kept.logits.begin() + rows * V);
+  state.pos = pos + rows;
 }
 
 std::vector<TrunkClassSpec> trunk_mark_specs(const ModelConfig& config, int64_t pos) {

@@ -79,6 +79,46 @@ std::vector<TrunkClassSpec> trunk_mark_specs(const ModelConfig& config, int64_t 
 std::vector<CacheClass> mark_classes(const ModelConfig& config, const DecodeState& state);
 void rewind_decode_state(const ModelConfig& config, DecodeState& state, int64_t pos, const std::vector<CacheClass>& mark);
 
+// What a journaled forward (SequenceStep::journal) keeps beside the state, per row of the forward:
+// each layer's window kv row, each compressor's PEND row (kv and score with ape: what PEND takes) and
+// the row's logits. Rows past the first `rows` of the forward can then be dropped by position
+// (keep_journal_rows) instead of by running the kept rows again: a CSA window closes every 4
+// positions, so neither the mark nor the forward's final state holds the PEND rows a kept prefix
+// ends with.
+struct CompressorJournal {
+  std::vector<float> kv, score;  // [rows, c·w]
+};
+struct LayerJournal {
+  std::vector<float> window;  // [rows, d]
+  CompressorJournal compressor, indexer;
+};
+struct TrunkJournal {
+  int64_t pos0 = -1;  // the journaled forward's first position; -1: none (a later forward or import drops it)
+  int64_t rows = 0;
+  std::vector<LayerJournal> layers;
+  std::vector<float> logits;  // [rows, V]
+
+  // Starts a journal of `rows` rows from `pos0` (buffers sized for `config`).
+  void start(const ModelConfig& config, int64_t pos0, int64_t rows);
+  void drop() { pos0 = -1, rows = 0; }
+};
+
+// A compressor's step at `pos` that PEND and PREV take, shared by the forward and the journal's
+// replay: the row goes to PEND slot pos % m; when the window closes at pos, the entry it closes (≥ 0,
+// the forward pools it; −1 when none) and, for CSA, PREV ← the window's Ca half (carry_window, after
+// the entry is pooled).
+void put_pending_row(CompressorState& cs, int64_t pos, const float* kv, const float* score_with_ape);
+int64_t closing_entry(const CompressorState& cs, int64_t pos);
+void carry_window(CompressorState& cs);
+
+// `state` ran the journaled forward from `pos` (journal.pos0 == pos, state.pos == pos + journal.rows):
+// back to `mark` (rewind_decode_state), then its first `rows` rows put back by position: window rows,
+// PEND rows and the carries of the windows they close (the entries they closed were never touched by
+// the rewind), last_logits from row rows − 1. The result is the state of running only those rows,
+// bit for bit (chunk invariance). Throws Error when the journal does not fit; drops the journal.
+void keep_journal_rows(const ModelConfig& config, DecodeState& state, TrunkJournal& journal, int64_t pos,
+                       const std::vector<CacheClass>& mark, int64_t rows);
+
 // The classes that a trunk state at `pos` holds: names, dtypes (F32) and shapes, in cache_classes()
 // order (trunk_class_specs without the buffer mapping).
 std::vector<ClassLayout> trunk_layout(const ModelConfig& config, int64_t pos);

@@ -6,7 +6,8 @@
 //  - batch invariance: four sequences of different lengths in one forward, and batched decode
 //    steps, give each sequence's solo bits;
 //  - speculative verify: a block of 6 tokens in one forward = 6 single steps, by bits;
-//  - mark and rewind: a rejected block of 8 leaves no trace in what follows, by bits;
+//  - mark and rewind: a rejected block of 8 leaves no trace in what follows, by bits; and a rewind
+//    keeping the first rows of a journaled block (no re-run) equals running them alone, by bits;
 //  - restore round trip into a larger capacity, bits; cpu ⇄ cuda state exchange through classes;
 //  - --devices 0,1 (when two GPUs exist): every logit and class of the one-GPU run, by bits;
 //  - cuda-fast: prefill logits against the exact CPU within the band rule (docs/bands.md); on a
@@ -269,6 +270,40 @@ DeviceRun check_exact(const Model& model, const Backend& cpu, const std::vector<
     rep.add("mark and rewind: a rejected block leaves no trace" + tag, no_entries && logits && classes,
             std::string("logits ") + (logits ? "equal" : "DIFFER") + ", classes " + (classes ? "equal" : "DIFFER") +
                 (no_entries ? "" : ", the mark holds entries"));
+  }
+
+  // 4c. the same without the re-run: a journaled block of B, rewind keeping its first k rows
+  // (keep_rows.cu), then 6 more tokens, equal a run of the k tokens alone (last logits, logits and
+  // classes), by bits. B = 30 is longer than tiny's window (24): the kept window rows come from the
+  // journal, and the blocks close CSA and HCA windows at several offsets.
+  {
+    int cases = 0, equal = 0;
+    std::string first_bad;
+    for (int64_t B : {8, 30})
+      for (int64_t k : {int64_t{1}, int64_t{4}, B - 1}) {
+        auto a = gpu->new_state(P + 40), b = gpu->new_state(P + 40);
+        run(*gpu, *a, prompt);
+        run(*gpu, *b, prompt);
+        const StateMark mark = a->mark();
+        std::vector<int32_t> block = prompt_ids(V, B, 81 + B);
+        block[k] = (block[k] + 1) % static_cast<int32_t>(V);  // rejected from k on
+        std::vector<float> verify(B * V);
+        SequenceStep st{a.get(), block, verify.data(), nullptr, true};
+        gpu->forward(std::span<const SequenceStep>(&st, 1));
+        a->rewind(mark, k);
+        const auto alone = run(*gpu, *b, std::span<const int32_t>(block).first(k));
+        bool ok = a->position() == b->position() && bits_equal(gpu->last_logits(*a), gpu->last_logits(*b)) &&
+                  bits_equal(std::vector<float>(verify.begin(), verify.begin() + k * V), alone) &&
+                  classes_bit_equal(a->export_classes(), b->export_classes());
+        const std::vector<int32_t> more = prompt_ids(V, 6, 79);
+        ok = ok && bits_equal(run(*gpu, *a, more), run(*gpu, *b, more)) &&
+             classes_bit_equal(a->export_classes(), b->export_classes());
+        ++cases;
+        equal += ok;
+        if (!ok && first_bad.empty()) first_bad = ", first DIFFER: block " + std::to_string(B) + " keep " + std::to_string(k);
+      }
+    rep.add("rewind keeping rows of a journaled block == running them alone" + tag, equal == cases,
+            std::to_string(equal) + "/" + std::to_string(cases) + " equal" + first_bad);
   }
 
   // 5. restore round trip into a larger capacity; 6. cpu ⇄ cuda through classes.

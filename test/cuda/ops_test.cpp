@@ -1311,6 +1311,58 @@ void test_compressor(Rng& rng, Report& rep) {
   }
 }
 
+// keep_rows (keep_rows.cu) against its CPU twin keep_journal_rows: a random state after a
+// forward of B rows from P (its entries included), a random mark at P and a random journal of B
+// rows; both put the first k rows back by position, and every class (last_logits included) must be
+// bit-equal (pure data movement). The cases close CSA (m = 4) and HCA (m = 8) windows inside the
+// kept rows, keep rows of a window still open, and B = 20 is longer than the window (12).
+void test_keep_rows(Rng& rng, Report& rep) {
+  const ModelConfig c = site_config(4, "sqrtsoftplus", 8);
+  struct Case {
+    int64_t P, B, k;
+  };
+  int equal = 0, cases = 0;
+  std::string first_bad;
+  for (const Case& kc : {Case{0, 6, 5}, Case{5, 9, 3}, Case{7, 9, 9}, Case{13, 20, 17}, Case{30, 6, 1}}) {
+    const int64_t cap = kc.P + kc.B + 4;
+    const DecodeState at_mark = random_state(c, kc.P, cap, rng);
+    const std::vector<CacheClass> mark = mark_classes(c, at_mark);
+    DecodeState cpu = random_state(c, kc.P + kc.B, cap, rng);  // as the forward left it
+    auto gpu = device_copy(c, cpu, cap);
+    TrunkJournal journal;
+    journal.start(c, kc.P, kc.B);
+    auto fill = [&](std::vector<float>& v) {
+      const std::vector<float> r = rng.normals(v.size());
+      std::copy(r.begin(), r.end(), v.begin());
+    };
+    for (LayerJournal& lj : journal.layers)
+      for (std::vector<float>* v : {&lj.window, &lj.compressor.kv, &lj.compressor.score, &lj.indexer.kv, &lj.indexer.score})
+        fill(*v);
+    fill(journal.logits);
+    DeviceTrunk& dt = gpu->trunk();
+    dt.start_journal(kc.P, kc.B);
+    auto up = [&](float* dst, const std::vector<float>& v) {
+      if (!v.empty()) check(cudaMemcpy(dst, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice), "journal upload");
+    };
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+      const LayerDev& ld = dt.layer(static_cast<int>(l));
+      up(ld.journal_window, journal.layers[l].window);
+      if (ld.cmp.m) up(ld.cmp.journal_kv, journal.layers[l].compressor.kv), up(ld.cmp.journal_score, journal.layers[l].compressor.score);
+      if (ld.idx.m) up(ld.idx.journal_kv, journal.layers[l].indexer.kv), up(ld.idx.journal_score, journal.layers[l].indexer.score);
+    }
+    up(dt.journal_logits(), journal.logits);
+    keep_journal_rows(c, cpu, journal, kc.P, mark, kc.k);
+    gpu->import_mark_keeping(kc.P, mark, kc.k);
+    const bool ok = classes_bit_equal(gpu->export_classes(kc.P + kc.k), cache_classes(c, cpu));
+    ++cases;
+    equal += ok;
+    if (!ok && first_bad.empty())
+      first_bad = ", first DIFFER: P " + std::to_string(kc.P) + " B " + std::to_string(kc.B) + " k " + std::to_string(kc.k);
+  }
+  rep.add("keep_rows == keep_journal_rows (bits, every class)", equal == cases,
+          std::to_string(equal) + "/" + std::to_string(cases) + " cases equal" + first_bad);
+}
+
 // ---------------------------------------------------------------------------------------------
 // attention site (projections, compressors, indexer, sparse + window attention, output) and MoE
 // site, against cpu::attention / cpu::moe, on several sequences at once
@@ -3102,7 +3154,10 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
     test_route_ties(rng, rep);
     test_route_forms(rng, rep);
   });
-  group("compressor", [&] { test_compressor(rng, rep); });
+  group("compressor", [&] {
+    test_compressor(rng, rep);
+    test_keep_rows(rng, rep);
+  });
   group("attention", [&] {
     test_attention_site(rng, rep, false);
     test_attention_site(rng, rep, true);

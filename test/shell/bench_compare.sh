@@ -3,9 +3,9 @@
 # into issue 13's table; with --marginal (the same bench at more layers) what one layer more costs;
 # with --tau (bench/tau.py's rounds of a trained pair at each verify block) each verify block gets
 # two projected speculative-generation lines: (verify + one drafter layer ~ verify / layers) per
-# round over its tokens, per layer, with the state cropped and with memra's loop's re-runs (k rows
-# charged at the smallest measured step holding k), for memra and transformers, and memra's
-# speed-ups over its own decode. (The runs come from a GPU; this checks the arithmetic on made-up
+# round over its tokens, per layer, with the accepted rows kept (memra's loop) and with --rollback
+# rerun's re-runs (k rows charged at the smallest measured step holding k), for memra and
+# transformers, and memra's speed-ups over its own decode. (The runs come from a GPU; this checks the arithmetic on made-up
 # files.)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
@@ -33,19 +33,19 @@ echo '{"pair": "test", "blocks": {"6": {"tau": 6.0, "rounds": 16, "tokens": 96, 
   "rerun_rows_histogram": [0, 1, 0, 0, 2, 0]}}}' > "$work/tau.json"
 # cropped: 1.2 · (1 + 1/2) · 16 / 96 / 2 = 0.15 ms a layer and token; floor 0.9 / 6 / 2 = 0.075;
 # transformers 24 · 1.5 · 16 / 96 / 2 = 3.0
-expect 0 '| speculative generation, verify 6 (5 drafts, tau 6.00, projected), state cropped @ 2048 | 0.15 | 0.075 | 2.00x | 3 | 20.0x | ms/layer/token |' \
+expect 0 '| speculative generation, verify 6 (5 drafts, tau 6.00, projected), accepted rows kept @ 2048 | 0.15 | 0.075 | 2.00x | 3 | 20.0x | ms/layer/token |' \
   -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json"
 # re-runs: 0.15 + (0.48 + 2 · 1.2) / 96 / 2 = 0.165; transformers 3.0 + (8 · 2 + 2 · 24) / 192 = 3.333
-expect 0 "| speculative generation, verify 6 (5 drafts, tau 6.00, projected), memra's loop (accepted rows re-run) @ 2048 | 0.165 | 0.075 | 2.20x | 3.333 | 20.2x |" \
+expect 0 "| speculative generation, verify 6 (5 drafts, tau 6.00, projected), --rollback rerun (accepted rows re-run) @ 2048 | 0.165 | 0.075 | 2.20x | 3.333 | 20.2x |" \
   -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json"
-expect 0 "| speculative verify 6 vs decode (memra, projected): cropped / memra's loop | 1.60x / 1.45x |" \
+expect 0 "| speculative verify 6 vs decode (memra, projected): rows kept / --rollback rerun | 1.60x / 1.45x |" \
   -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json"
 # --rerun-steps: a bench at more verify sizes prices the re-runs of 4 rows at its verify 4 (0.72 ms):
 # 0.15 + (0.48 + 2 · 0.72) / 192 = 0.16
 echo '{"verify": [{"block": 4, "context": 2048, "ms": 0.72}, {"block": 5, "context": 2048, "ms": 0.8}]}' > "$work/sizes.json"
-expect 0 "memra's loop (accepted rows re-run) @ 2048 | 0.16 | 0.075 | 2.13x |" \
+expect 0 "--rollback rerun (accepted rows re-run) @ 2048 | 0.16 | 0.075 | 2.13x |" \
   -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json" --rerun-steps "$work/sizes.json"
-expect 0 "| speculative verify 6 vs decode (memra, projected): cropped / memra's loop | 1.60x / 1.50x |" \
+expect 0 "| speculative verify 6 vs decode (memra, projected): rows kept / --rollback rerun | 1.60x / 1.50x |" \
   -- python3 "$cmp" "$work/m.json" "$work/t.json" --tau "$work/tau.json" --rerun-steps "$work/sizes.json"
 expect 0 '| decode batch 1 @ 2048 | 0.24 | 0.15 | 1.60x | 8 | 33.3x | ms/layer/token |' -- python3 "$cmp" "$work/m.json" "$work/t.json"
 out=$(python3 "$cmp" "$work/m.json" "$work/t.json")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # shell.bench_tau: bench/tau.py measures the trained tiny pair's speculative rounds at each verify
 # block a bench timed: a verify of v rows checks the anchor and v − 1 drafts, so the drafter runs at
-# block v − 1 (tau at most v), every run lossless, and its rows add up (the verifies' rows plus the
-# re-runs' are what the loop ran). compare.py charges memra's loop by these counts.
+# block v − 1 (tau at most v), every run lossless, and its rows add up (the verifies' rows, and the
+# rollbacks by the accepted rows they keep, which --rollback rerun runs again). compare.py charges
+# its two speculative lines by these counts.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 bin="${MEMRA_BIN:-memra}"
@@ -27,7 +28,7 @@ check(1 <= v["tau"] <= 4 and abs(v["tau"] - v["tokens"] / v["rounds"]) < 1e-12, 
 h = v["rerun_rows_histogram"]
 check(len(h) == 4 and h[0] == 0, f"re-runs by rows {h}: 4 bins, none of 0 rows")
 check(v["rounds"] < v["verify_rows"] <= 4 * v["rounds"], f"verify rows {v['verify_rows']} within ({v['rounds']}, 4 × rounds]")
-# what the loop emitted: per round the accepted drafts + the anchor; the re-runs run those rows again
+# what the loop emitted: per round the accepted drafts + the anchor; a rollback keeps (or re-runs) those rows
 check(sum(k * n for k, n in enumerate(h)) <= v["tokens"], "re-run rows no more than the tokens")
 sys.exit(0 if ok else 1)
 PY
