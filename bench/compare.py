@@ -73,7 +73,7 @@ def main():
     mv, tv = by(m["verify"], "block"), by(t.get("verify", []), "block")
     for b, d in sorted(mv.items()):
         row(f"verify {b}-token block @ {d['context']}", d["ms"], d["floor_ms"], tv.get(b, {}).get("ms"), "ms", False)
-    spec = []  # (block, tau, memra crop / re-run ms/layer/token, memra decode ms/layer/token)
+    spec = []  # (block, tau, memra rows kept (its loop when measured) / re-run ms/layer/token, decode ms/layer/token)
     tau_doc = optional_json(a.tau, "--tau") if a.tau else None
     if tau_doc and "blocks" not in tau_doc:
         print(f"compare.py: note: --tau {a.tau} has no per-verify-block rounds (an older tau.json, whose tau was "
@@ -98,7 +98,11 @@ def main():
             row(f"{head}, accepted rows kept @ {ctx}", crop, d["floor_ms"] / tau / L, tcrop, "ms/layer/token", False)
             row(f"{head}, --rollback rerun (accepted rows re-run) @ {ctx}", rerun, d["floor_ms"] / tau / L, trerun,
                 "ms/layer/token", False)
-            spec.append((b, tau, crop, rerun, md[ctx]["ms_per_layer_token"]))
+            loop = tau_py.project_loop(crop, d["ms"], L, tb, d.get("round"))
+            if loop is not None:
+                row(f"{head}, memra's loop (rows kept; mark, journal and keep measured) @ {ctx}", loop,
+                    d["floor_ms"] / tau / L, None, "ms/layer/token", False)
+            spec.append((b, tau, loop if loop is not None else crop, rerun, md[ctx]["ms_per_layer_token"]))
     p, tp = m["prefill"], t.get("prefill", {})
     row(f"prefill {p['tokens']} tokens (cuda-fast)", p["tokens_per_s"], None, tp.get("tokens_per_s"), "tokens/s", True)
 

@@ -15,7 +15,10 @@
 //   batch      --batches sequences at the first context, one token each per step: tokens/s and the
 //              floor of what the batch reads (the experts its rows touch, counted from the routing
 //              trace); one sequence checked bit-identical to running alone
-//   verify     --verify blocks (one forward of b tokens) against b decode steps, with their floors
+//   verify     --verify blocks (one forward of b tokens) against b decode steps, with their floors;
+//              and a speculative round's own costs beside the verify: the mark (State::mark), the
+//              verify with its journal (SequenceStep::journal), and the rewind keeping b/2 of its rows
+//              (State::rewind(mark, rows): what memra's loop pays instead of re-running them)
 //   snapshot   a state of about --snapshot-gib: streamed export with class hashes (what a state file
 //              write does) and streamed import, against the pinned copies
 //   memory     device bytes of the weights and the scratch, state bytes per token (this model, and
@@ -482,6 +485,23 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
         if (r == 0) touched = distinct_experts(cfg, {tr});
         else s.push_back(t);
       }
+      // A speculative round's own costs: mark, journaled verify, rewind keeping b/2 rows.
+      std::vector<double> mark_s, journal_s, keep_s;
+      const int64_t kept = b / 2;
+      for (int64_t r = 0; r <= opt.reps && b >= 2; ++r) {
+        first_ctx->rewind(mark);
+        auto t0 = Clock::now();
+        const StateMark round_mark = first_ctx->mark();
+        const double tm = seconds_since(t0);
+        SequenceStep st{first_ctx.get(), block, nullptr, nullptr, true};
+        const double tj = timed_forward(*exact, std::span<const SequenceStep>(&st, 1));
+        t0 = Clock::now();
+        first_ctx->rewind(round_mark, kept);
+        exact->sync();
+        const double tk = seconds_since(t0);
+        if (r == 0) continue;  // a warm-up (the journal's first allocation)
+        mark_s.push_back(tm), journal_s.push_back(tj), keep_s.push_back(tk);
+      }
       first_ctx->rewind(mark);
       nlohmann::json timeline;
       if (opt.timeline) {
@@ -513,6 +533,11 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                                {"distinct_experts_per_layer", ex},
                                {"floor_ms", f.ms},
                                {"ratio_to_floor", ms / f.ms}});
+      if (!keep_s.empty())
+        out["verify"].back()["round"] = {{"mark_ms", median(mark_s) * 1e3},
+                                         {"journaled_ms", median(journal_s) * 1e3},
+                                         {"kept_rows", kept},
+                                         {"keep_ms", median(keep_s) * 1e3}};
       if (opt.timeline) out["verify"].back()["timeline"] = timeline;
       if (opt.graph_marks) out["verify"].back()["graph_marks"] = marks;
     }
