@@ -331,14 +331,13 @@ void keep_journal_rows(const ModelConfig& config, DecodeState& state, TrunkJourn
                                       : "a journal of " + std::to_string(journal.rows) + " rows from " +
                                             std::to_string(journal.pos0)),
                 "run the forward with SequenceStep::journal, and rewind before any other forward");
-  const TrunkJournal kept = std::move(journal);
-  journal = TrunkJournal{};
   rewind_decode_state(config, state, pos, mark);  // the entries the kept rows closed stay
+  journal.drop();  // it describes a forward the state no longer holds (its buffers stay for the next)
   if (rows == 0) return;
   const int64_t d = config.head_dim, W = config.sliding_window, V = config.vocab_size;
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     LayerState& ls = state.layers[l];
-    const LayerJournal& lj = kept.layers[l];
+    const LayerJournal& lj = journal.layers[l];
     for (int64_t t = std::max<int64_t>(0, rows - W); t < rows; ++t)
       std::memcpy(ls.window.data() + ((pos + t) % W) * d, lj.window.data() + t * d, sizeof(float) * d);
     if (config.layer_types[l] == LayerKind::kSliding) continue;
@@ -353,7 +352,7 @@ void keep_journal_rows(const ModelConfig& config, DecodeState& state, TrunkJourn
       }
     }
   }
-  state.last_logits.assign(kept.logits.begin() + (rows - 1) * V, kept.logits.begin() + rows * V);
+  state.last_logits.assign(journal.logits.begin() + (rows - 1) * V, journal.logits.begin() + rows * V);
   state.pos = pos + rows;
 }
 
