@@ -171,7 +171,8 @@ int run_draft(const DraftOptions& opt, Context& ctx) {
       out << join(cmp.speculative) << "\n";
       out << "speculative: " << emitted << " tokens in " << st.rounds << " rounds, tau " << fixed(st.tau(), 3) << " ("
           << drafter_family_name(drafter.config().family) << ", " << harvest_name(shape.harvest) << " harvest, block "
-          << shape.block_size << ", " << shape.drafts() << " drafts/round)"
+          << shape.block_size << ", " << shape.drafts() << " drafts/round, " << st.rollbacks << " rollbacks ("
+          << rollback_name(st.rollback) << "))"
           << (emitted < steps ? "; stopped at end-of-sequence token " + std::to_string(cmp.speculative.back()) : "")
           << "\n";
       out << "acceptance by position:";

@@ -51,7 +51,8 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
                                           std::span<const int32_t> stop, Rollback rollback) {
   const auto t_start = Clock::now();
   if (!backend.realization().exact)
-    throw Error("speculative decoding rewinds and re-runs tokens, which is lossless only on an exact realization; " +
+    throw Error("speculative decoding rewinds to the accepted rows (kept or run again), which is lossless only on an "
+                "exact realization; " +
                     backend.name() + " is not",
                 "use --backend cpu (or another exact realization)");
   drafter_component(state);  // throws when absent
