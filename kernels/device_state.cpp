@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -124,11 +125,14 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
     DeviceGuard guard(placement.devices[s]);
     check(cudaStreamCreateWithFlags(&streams_[s], cudaStreamNonBlocking), "cudaStreamCreate (state copies)");
   }
+  mutable_bytes_.assign(S, 0);
   for (size_t i = 0; i < plans.size(); ++i) {
     uint8_t* base = memory_[plans[i].shard].as<uint8_t>();
     *plans[i].ptr = reinterpret_cast<float*>(base + offsets[i]);
     if (plans[i].minus_inf) minus_inf_[plans[i].shard].push_back({*plans[i].ptr, plans[i].floats});
-    if (!plans[i].entries) mutable_[plans[i].shard].push_back({*plans[i].ptr, plans[i].floats});
+    if (plans[i].entries) continue;
+    mutable_[plans[i].shard].push_back({*plans[i].ptr, plans[i].floats});
+    mutable_bytes_[plans[i].shard] += align_up(plans[i].floats * sizeof(float));
   }
   for (int s = 0; s < S; ++s) {
     std::vector<LayerDev> table(std::max(L, 1));
@@ -233,6 +237,37 @@ void DeviceTrunk::reset_mutable() {
   }
 }
 
+void DeviceTrunk::save_mutable(std::vector<DeviceBuffer>& into) const {
+  const int S = placement_.shards();
+  if (static_cast<int>(into.size()) != S) into.resize(S);
+  for (int s = 0; s < S; ++s) {
+    if (into[s].bytes() < mutable_bytes_[s]) into[s] = DeviceBuffer(placement_.devices[s], mutable_bytes_[s], "state mark");
+    DeviceGuard guard(placement_.devices[s]);
+    size_t at = 0;
+    for (const auto& [ptr, n] : mutable_[s]) {
+      check(cudaMemcpyAsync(into[s].as<uint8_t>() + at, ptr, n * sizeof(float), cudaMemcpyDeviceToDevice, streams_[s]),
+            "state mark (device copy)");
+      at += align_up(n * sizeof(float));
+    }
+  }
+  sync();
+}
+
+void DeviceTrunk::restore_mutable(const std::vector<DeviceBuffer>& from) {
+  const int S = placement_.shards();
+  if (static_cast<int>(from.size()) != S) throw Error("internal: a device mark of another placement");
+  for (int s = 0; s < S; ++s) {
+    DeviceGuard guard(placement_.devices[s]);
+    size_t at = 0;
+    for (const auto& [ptr, n] : mutable_[s]) {
+      check(cudaMemcpyAsync(ptr, from[s].as<uint8_t>() + at, n * sizeof(float), cudaMemcpyDeviceToDevice, streams_[s]),
+            "rewind to a state mark (device copy)");
+      at += align_up(n * sizeof(float));
+    }
+  }
+  sync();
+}
+
 void DeviceTrunk::sync() const {
   for (int s = 0; s < placement_.shards(); ++s) {
     DeviceGuard guard(placement_.devices[s]);
@@ -303,11 +338,69 @@ std::vector<CacheClass> CudaTrunkComponent::export_classes(int64_t pos) const {
   return export_specs(pos, trunk_specs(cfg_, pos));
 }
 
-std::vector<CacheClass> CudaTrunkComponent::export_mark(int64_t pos) const {
+namespace {
+
+// A mark on the device (CudaTrunkComponent::export_mark): the trunk's mutable buffers, whole, one
+// buffer a device, taken from the trunk's pool and given back to it when the mark goes.
+class DeviceMark final : public ComponentMark {
+ public:
+  DeviceMark(const DeviceTrunk& trunk, int64_t pos) : owner(&trunk), position(pos), pool_(trunk.mark_pool()) {
+    {
+      std::lock_guard<std::mutex> lock(pool_->mutex);
+      if (!pool_->free.empty()) {
+        buffers = std::move(pool_->free.back());
+        pool_->free.pop_back();
+      }
+    }
+    trunk.save_mutable(buffers);
+  }
+  ~DeviceMark() override {
+    std::lock_guard<std::mutex> lock(pool_->mutex);
+    if (pool_->free.size() < 4) pool_->free.push_back(std::move(buffers));  // else freed here
+  }
+  size_t bytes() const override {
+    size_t n = 0;
+    for (const auto& b : buffers) n += b.bytes();
+    return n;
+  }
+
+  const DeviceTrunk* owner;
+  int64_t position;
+  std::vector<DeviceBuffer> buffers;
+
+ private:
+  std::shared_ptr<DeviceTrunk::MarkPool> pool_;
+};
+
+// MEMRA_CUDA_HOST_MARK=1 (A/B timing): the host form of a mark, the live classes but the entries.
+bool host_marks() {
+  static const bool on = [] {
+    const char* v = std::getenv("MEMRA_CUDA_HOST_MARK");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
+}  // namespace
+
+std::shared_ptr<const ComponentMark> CudaTrunkComponent::export_mark(int64_t pos) const {
   if (pos < 0 || pos > trunk_.capacity())
     throw Error("cannot mark a state at position " + std::to_string(pos) + " (capacity " +
                 std::to_string(trunk_.capacity()) + ")");
-  return export_specs(pos, mark_specs(cfg_, pos));
+  if (host_marks()) return std::make_shared<ClassesMark>(export_specs(pos, mark_specs(cfg_, pos)));
+  trunk_.sync();
+  return std::make_shared<DeviceMark>(trunk_, pos);
+}
+
+void CudaTrunkComponent::put_back(int64_t pos, const ComponentMark& mark) {
+  if (const auto* dm = dynamic_cast<const DeviceMark*>(&mark)) {
+    if (dm->owner != &trunk_ || dm->position != pos)
+      throw Error("cannot rewind to a mark of another state or position (marked at " + std::to_string(dm->position) +
+                  ", rewinding to " + std::to_string(pos) + ")");
+    trunk_.restore_mutable(dm->buffers);
+    return;
+  }
+  import_specs(pos, mark_classes_of(mark), mark_specs(cfg_, pos), false);
 }
 
 std::vector<CacheClass> CudaTrunkComponent::export_specs(int64_t pos, const std::vector<ClassSpec>& specs) const {
@@ -411,12 +504,12 @@ void CudaTrunkComponent::import_classes(int64_t pos, const std::vector<CacheClas
   import_specs(pos, classes, trunk_specs(cfg_, pos), true);
 }
 
-void CudaTrunkComponent::import_mark(int64_t pos, const std::vector<CacheClass>& mark) {
+void CudaTrunkComponent::import_mark(int64_t pos, const ComponentMark& mark) {
   trunk_.drop_journal();
-  import_specs(pos, mark, mark_specs(cfg_, pos), false);
+  put_back(pos, mark);
 }
 
-void CudaTrunkComponent::import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows) {
+void CudaTrunkComponent::import_mark_keeping(int64_t pos, const ComponentMark& mark, int64_t rows) {
   const int64_t j0 = trunk_.journal_pos0(), jn = trunk_.journal_rows();
   if (j0 < 0 || j0 != pos || rows < 0 || rows > jn)
     throw Error("cannot keep " + std::to_string(rows) + " rows of a forward from position " + std::to_string(pos) +
@@ -425,7 +518,7 @@ void CudaTrunkComponent::import_mark_keeping(int64_t pos, const std::vector<Cach
                             : "a journal of " + std::to_string(jn) + " rows from " + std::to_string(j0)),
                 "run the forward with SequenceStep::journal, and rewind before any other forward");
   trunk_.drop_journal();
-  import_specs(pos, mark, mark_specs(cfg_, pos), false);
+  put_back(pos, mark);
   if (rows == 0) return;
   const Placement& pl = trunk_.placement();
   for (int s = 0; s < pl.shards(); ++s) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "device_buffer.h"
@@ -76,6 +77,17 @@ class DeviceTrunk {
   void reset();
   // The same for every buffer but the compressors' entries (append-only): what a mark puts back.
   void reset_mutable();
+  // Every buffer but the entries (the window rings, PEND, PREV, last_logits), whole, copied
+  // device to device into `into` (one buffer a device, from the trunk's pool) and back: a mark that
+  // never leaves the device (DeviceMark). Both wait for the copies.
+  void save_mutable(std::vector<DeviceBuffer>& into) const;
+  void restore_mutable(const std::vector<DeviceBuffer>& from);
+  // The pool marks take their buffers from and give them back to (shared: a mark may outlive it).
+  struct MarkPool {
+    std::mutex mutex;
+    std::vector<std::vector<DeviceBuffer>> free;
+  };
+  const std::shared_ptr<MarkPool>& mark_pool() const { return mark_pool_; }
   cudaStream_t copy_stream(int shard) const { return streams_[shard]; }
   int device(int shard) const { return placement_.devices[shard]; }
   void sync() const;
@@ -101,6 +113,8 @@ class DeviceTrunk {
   std::vector<std::vector<std::pair<float*, size_t>>> mutable_;    // per shard: every buffer but the entries
   float* last_logits_ = nullptr;
   std::vector<cudaStream_t> streams_;
+  std::vector<size_t> mutable_bytes_;          // per shard: the mutable ranges end to end (aligned)
+  std::shared_ptr<MarkPool> mark_pool_ = std::make_shared<MarkPool>();
   std::vector<DeviceBuffer> journal_memory_;  // per shard, empty until the first journaled forward
   int64_t journal_capacity_ = 0;              // J
   int64_t journal_pos0_ = -1, journal_rows_ = 0;
@@ -117,12 +131,14 @@ class CudaTrunkComponent final : public StateComponent {
   std::vector<ClassLayout> layout(int64_t pos) const override;
   std::vector<CacheClass> export_classes(int64_t pos) const override;
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes) override;
-  // A mark: the live classes but the entries (mark_specs), D2H; back to it: reset_mutable(), H2D.
-  std::vector<CacheClass> export_mark(int64_t pos) const override;
-  void import_mark(int64_t pos, const std::vector<CacheClass>& mark) override;
+  // A mark: every buffer but the entries, copied on the device (DeviceTrunk::save_mutable); back to
+  // it: the copy the other way. With MEMRA_CUDA_HOST_MARK=1 (A/B timing) the host form instead: the
+  // live classes but the entries (mark_specs), D2H; back to it: reset_mutable(), H2D. Same bits.
+  std::shared_ptr<const ComponentMark> export_mark(int64_t pos) const override;
+  void import_mark(int64_t pos, const ComponentMark& mark) override;
   // Back to the mark, then the journaled forward's first rows by position (keep_rows.cu) and
   // last_logits from the journal's row rows − 1.
-  void import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows) override;
+  void import_mark_keeping(int64_t pos, const ComponentMark& mark, int64_t rows) override;
 
   // Bytes of every live class at pos, end to end (what export_stream writes).
   size_t live_bytes(int64_t pos) const;
@@ -149,6 +165,8 @@ class CudaTrunkComponent final : public StateComponent {
 
  private:
   void check_classes(int64_t pos, const std::vector<CacheClass>& classes, const std::vector<ClassSpec>& specs) const;
+  // The mark's buffers back (a device mark: the device copy; a host one: reset_mutable(), H2D).
+  void put_back(int64_t pos, const ComponentMark& mark);
   std::vector<CacheClass> export_specs(int64_t pos, const std::vector<ClassSpec>& specs) const;
   // H2D of `classes` (exactly `specs`) after reset() (full) or reset_mutable().
   void import_specs(int64_t pos, const std::vector<CacheClass>& classes, const std::vector<ClassSpec>& specs, bool full);

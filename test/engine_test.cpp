@@ -289,7 +289,7 @@ TEST_CASE("mark and rewind: a rejected block leaves no trace (exact path)", "[cp
     // A mark holds what a later position can change, not the closed entries (they only grow).
     size_t full = 0;
     for (const auto& c : st->export_classes()) full += c.bytes.size();
-    for (const auto& c : mark.components.front()) {
+    for (const auto& c : mark_classes_of(*mark.components.front())) {
       CHECK(c.name.find(".cmp") == std::string::npos);
       CHECK(c.name.find(".idxk") == std::string::npos);
     }

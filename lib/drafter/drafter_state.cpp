@@ -62,14 +62,15 @@ std::vector<CacheClass> DrafterComponent::export_classes(int64_t pos) const {
   return out;
 }
 
-std::vector<CacheClass> DrafterComponent::export_mark(int64_t pos) const {
-  if (config_.family == DrafterFamily::kDspark) return export_classes(pos);
+std::shared_ptr<const ComponentMark> DrafterComponent::export_mark(int64_t pos) const {
+  if (config_.family == DrafterFamily::kDspark) return std::make_shared<ClassesMark>(export_classes(pos));
   if (pos != position())
     throw Error("the drafter holds " + std::to_string(position()) + " committed positions, the state " + std::to_string(pos));
-  return {};
+  return std::make_shared<ClassesMark>(std::vector<CacheClass>{});
 }
 
-void DrafterComponent::import_mark(int64_t pos, const std::vector<CacheClass>& mark) {
+void DrafterComponent::import_mark(int64_t pos, const ComponentMark& marked) {
+  const std::vector<CacheClass>& mark = mark_classes_of(marked);
   if (config_.family == DrafterFamily::kDspark) return import_classes(pos, mark);
   if (!mark.empty() || pos > position())
     throw Error("a DFlash drafter at " + std::to_string(position()) + " committed positions cannot come back to a mark at " +

@@ -35,8 +35,8 @@ class DrafterComponent final : public StateComponent {
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes) override;
   // DFlash: the context only grows by position, so a mark holds nothing and coming back to it drops
   // the positions past it; DSpark: the rings (at most W rows a stage), as export_classes.
-  std::vector<CacheClass> export_mark(int64_t pos) const override;
-  void import_mark(int64_t pos, const std::vector<CacheClass>& mark) override;
+  std::shared_ptr<const ComponentMark> export_mark(int64_t pos) const override;
+  void import_mark(int64_t pos, const ComponentMark& mark) override;
 
   const DrafterConfig& config() const { return config_; }
   int64_t position() const;  // committed positions held (the next anchor position)

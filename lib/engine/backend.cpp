@@ -65,8 +65,7 @@ HostBuffer Backend::host_buffer(size_t bytes) const {
 
 size_t StateMark::bytes() const {
   size_t n = 0;
-  for (const auto& c : components)
-    for (const auto& k : c) n += k.bytes.size();
+  for (const auto& c : components) n += c ? c->bytes() : 0;
   return n;
 }
 
@@ -76,7 +75,25 @@ StateMark State::mark() const {
   return m;
 }
 
-void StateComponent::import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows) {
+size_t ClassesMark::bytes() const {
+  size_t n = 0;
+  for (const auto& c : classes) n += c.bytes.size();
+  return n;
+}
+
+const std::vector<CacheClass>& mark_classes_of(const ComponentMark& mark) {
+  const auto* m = dynamic_cast<const ClassesMark*>(&mark);
+  if (!m) throw Error("this mark was made by another backend's state", "rewind a state only to its own marks");
+  return m->classes;
+}
+
+std::shared_ptr<const ComponentMark> StateComponent::export_mark(int64_t pos) const {
+  return std::make_shared<ClassesMark>(export_classes(pos));
+}
+
+void StateComponent::import_mark(int64_t pos, const ComponentMark& mark) { import_classes(pos, mark_classes_of(mark)); }
+
+void StateComponent::import_mark_keeping(int64_t pos, const ComponentMark& mark, int64_t rows) {
   if (rows != 0)
     throw Error("state component " + name() + " cannot keep rows of a forward when it rewinds (no journal)");
   import_mark(pos, mark);
@@ -91,9 +108,11 @@ void State::rewind(const StateMark& mark, int64_t kept_rows) {
                 std::to_string(components_.size()) + " components to a mark at position " +
                 std::to_string(mark.position) + " with " + std::to_string(mark.components.size()) + " keeping " +
                 std::to_string(kept_rows) + " rows");
+  for (const auto& c : mark.components)
+    if (!c) throw Error("cannot rewind to a mark with an empty component");
   for (size_t i = 0; i < components_.size(); ++i) {
-    if (i == 0 && kept_rows > 0) components_[i]->import_mark_keeping(mark.position, mark.components[i], kept_rows);
-    else components_[i]->import_mark(mark.position, mark.components[i]);
+    if (i == 0 && kept_rows > 0) components_[i]->import_mark_keeping(mark.position, *mark.components[i], kept_rows);
+    else components_[i]->import_mark(mark.position, *mark.components[i]);
   }
   position_ = mark.position + kept_rows;
 }

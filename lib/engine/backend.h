@@ -75,6 +75,26 @@ class HostBuffer {
 // its final bytes. Ranges of one class arrive in order; ranges of different classes in any order.
 using ChunkFn = std::function<void(size_t offset, size_t bytes)>;
 
+// One component's part of a StateMark (StateComponent::export_mark): what it needs to come back to
+// the mark's position, made and read only by the component kind that exported it. Host classes
+// (ClassesMark) or device memory the mark owns (the CUDA trunk's: a device-to-device copy, no host
+// round trip).
+class ComponentMark {
+ public:
+  virtual ~ComponentMark() = default;
+  virtual size_t bytes() const = 0;  // what it holds, host or device
+};
+
+// The host form: the classes a component chose to keep.
+class ClassesMark final : public ComponentMark {
+ public:
+  explicit ClassesMark(std::vector<CacheClass> c) : classes(std::move(c)) {}
+  size_t bytes() const override;
+  std::vector<CacheClass> classes;
+};
+// `mark`'s classes; throws Error when it is a mark of another kind (another backend's state).
+const std::vector<CacheClass>& mark_classes_of(const ComponentMark& mark);
+
 // One named part of a sequence's state, living where its backend lives.
 class StateComponent {
  public:
@@ -99,17 +119,18 @@ class StateComponent {
   // (export_stream's layout). Default: import_classes().
   virtual void import_stream(int64_t pos, const uint8_t* src, size_t size);
 
-  // A mark to come back to (State::mark / rewind): the classes at `pos` that running positions past
-  // `pos` can change, and putting them back from a later position. A component leaves out what later
-  // positions only append past pos's live rows (the trunk's closed compressor entries, a DFlash
-  // drafter's context), so a mark's size does not grow with the context. Default: every class.
-  virtual std::vector<CacheClass> export_mark(int64_t pos) const { return export_classes(pos); }
-  virtual void import_mark(int64_t pos, const std::vector<CacheClass>& mark) { import_classes(pos, mark); }
+  // A mark to come back to (State::mark / rewind): what running positions past `pos` can change,
+  // and putting it back from a later position. A component leaves out what later positions only
+  // append past pos's live rows (the trunk's closed compressor entries, a DFlash drafter's context),
+  // so a mark's size does not grow with the context. Default: every class (a ClassesMark); the CUDA
+  // trunk keeps its mark on the device.
+  virtual std::shared_ptr<const ComponentMark> export_mark(int64_t pos) const;
+  virtual void import_mark(int64_t pos, const ComponentMark& mark);
   // Back to a mark at `pos`, then forward by the first `rows` rows of the journaled forward that ran
   // from it (SequenceStep::journal), without running them again: the component as if only those rows
   // had run. Only the component a trunk forward advances (the trunk) keeps rows; the default refuses
   // rows > 0, and State::rewind gives the others rows = 0.
-  virtual void import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows);
+  virtual void import_mark_keeping(int64_t pos, const ComponentMark& mark, int64_t rows);
 };
 
 // A saved point of a state to come back to: speculative decoding marks before verifying a block
@@ -119,7 +140,7 @@ class StateComponent {
 // rejected ones.
 struct StateMark {
   int64_t position = 0;
-  std::vector<std::vector<CacheClass>> components;  // per component, its export_mark(position)
+  std::vector<std::shared_ptr<const ComponentMark>> components;  // per component, its export_mark(position)
   size_t bytes() const;
 };
 

@@ -15,18 +15,18 @@ void CpuTrunk::import_classes(int64_t pos, const std::vector<CacheClass>& classe
   journal.drop();
 }
 
-std::vector<CacheClass> CpuTrunk::export_mark(int64_t pos) const {
+std::shared_ptr<const ComponentMark> CpuTrunk::export_mark(int64_t pos) const {
   if (pos != host.pos) throw Error("trunk state is at position " + std::to_string(host.pos) + ", not " + std::to_string(pos));
-  return mark_classes(config_, host);
+  return std::make_shared<ClassesMark>(mark_classes(config_, host));
 }
 
-void CpuTrunk::import_mark(int64_t pos, const std::vector<CacheClass>& mark) {
-  rewind_decode_state(config_, host, pos, mark);
+void CpuTrunk::import_mark(int64_t pos, const ComponentMark& mark) {
+  rewind_decode_state(config_, host, pos, mark_classes_of(mark));
   journal.drop();
 }
 
-void CpuTrunk::import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows) {
-  keep_journal_rows(config_, host, journal, pos, mark, rows);
+void CpuTrunk::import_mark_keeping(int64_t pos, const ComponentMark& mark, int64_t rows) {
+  keep_journal_rows(config_, host, journal, pos, mark_classes_of(mark), rows);
 }
 
 CpuState& cpu_state(State& state, const ModelConfig& config) {

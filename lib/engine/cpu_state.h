@@ -16,9 +16,9 @@ class CpuTrunk final : public StateComponent {
   std::vector<ClassLayout> layout(int64_t pos) const override { return trunk_layout(config_, pos); }
   std::vector<CacheClass> export_classes(int64_t pos) const override;
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes) override;
-  std::vector<CacheClass> export_mark(int64_t pos) const override;
-  void import_mark(int64_t pos, const std::vector<CacheClass>& mark) override;
-  void import_mark_keeping(int64_t pos, const std::vector<CacheClass>& mark, int64_t rows) override;
+  std::shared_ptr<const ComponentMark> export_mark(int64_t pos) const override;  // mark_classes: host classes
+  void import_mark(int64_t pos, const ComponentMark& mark) override;
+  void import_mark_keeping(int64_t pos, const ComponentMark& mark, int64_t rows) override;
 
   const ModelConfig& config_;
   DecodeState host;      // host.pos mirrors State::position()
