@@ -49,10 +49,25 @@ fi
 if [[ -s "$OUT/memra-bench.json" && -d models/drafters/tiny-trained-dspark && "${TAU:-1}" == 1 ]]; then
   echo "=== tau (t=$(( $(date +%s) - t0 ))s)"
   python3 bench/tau.py "$bin/memra" "$OUT/memra-bench.json" "$OUT/tau.json" 2>> "$OUT/tau.log"; echo "tau rc=$?"
-  # what memra's loop re-runs after a partial block (1-15 rows): verify steps at ten sizes (~5 s)
-  timeout 60 "$bin/memra" bench --layers "$layers" --json --contexts 2048 --batches 8 --verify 2,3,4,5,6,8,10,12,14,16 \
-    --steps 4 --snapshot-gib 0.05 --prefill 64 --reps 3 > "$OUT/memra-bench-verify.json" 2> "$OUT/memra-bench-verify.log"
-  echo "memra bench (verify sizes) rc=$?"
+  # what --rollback rerun re-runs after a partial block (1-15 rows): verify steps at ten sizes (~5 s),
+  # with the host form of the speculative mark (MEMRA_CUDA_HOST_MARK=1: D2H, and H2D on a rewind), so
+  # its round costs (verify[].round) are the A/B of the main bench's device mark
+  MEMRA_CUDA_HOST_MARK=1 timeout 60 "$bin/memra" bench --layers "$layers" --json --contexts 2048 --batches 8 \
+    --verify 2,3,4,5,6,8,10,12,14,16 --steps 4 --snapshot-gib 0.05 --prefill 64 --reps 3 \
+    > "$OUT/memra-bench-verify.json" 2> "$OUT/memra-bench-verify.log"
+  echo "memra bench (verify sizes, host mark) rc=$?"
+  python3 - "$OUT/memra-bench.json" "$OUT/memra-bench-verify.json" <<'PY' || true
+import json, sys
+dev, host = (json.load(open(p)) for p in sys.argv[1:3])
+by = lambda d: {v["block"]: v for v in d.get("verify", []) if v.get("round")}
+h = by(host)
+for b, v in sorted(by(dev).items()):
+    if b in h:
+        r, hr = v["round"], h[b]["round"]
+        print(f"round costs at verify {b}: mark {r['mark_ms']:.3f} ms (device) / {hr['mark_ms']:.3f} (host), "
+              f"keep {r['kept_rows']} rows {r['keep_ms']:.3f} / {hr['keep_ms']:.3f}, "
+              f"journaled verify {r['journaled_ms']:.3f} vs {v['ms']:.3f} ms")
+PY
 fi
 if [[ "${PROFILE:-0}" == 1 ]]; then
   echo "=== ncu (t=$(( $(date +%s) - t0 ))s)"
