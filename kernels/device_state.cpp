@@ -134,18 +134,23 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
     mutable_[plans[i].shard].push_back({*plans[i].ptr, plans[i].floats});
     mutable_bytes_[plans[i].shard] += align_up(plans[i].floats * sizeof(float));
   }
-  for (int s = 0; s < S; ++s) {
-    std::vector<LayerDev> table(std::max(L, 1));
+  for (int s = 0; s < S; ++s) tables_[s] = memory_[s].as<LayerDev>();
+  upload_tables();
+  reset();
+  sync();
+}
+
+void DeviceTrunk::upload_tables() {
+  const int L = static_cast<int>(cfg_.num_hidden_layers);
+  for (int s = 0; s < placement_.shards(); ++s) {
+    std::vector<LayerDev> table(std::max(L, 1));  // this device's layers; the others stay empty
     for (int l = 0; l < L; ++l)
-      if (placement.layer_shard[l] == s) table[l] = host_layers_[l];
-    tables_[s] = memory_[s].as<LayerDev>();
-    DeviceGuard guard(placement.devices[s]);
+      if (placement_.layer_shard[l] == s) table[l] = host_layers_[l];
+    DeviceGuard guard(placement_.devices[s]);
     check(cudaMemcpyAsync(tables_[s], table.data(), sizeof(LayerDev) * table.size(), cudaMemcpyHostToDevice, streams_[s]),
           "upload of the state's layer table");
     check(cudaStreamSynchronize(streams_[s]), "upload of the state's layer table");
   }
-  reset();
-  sync();
 }
 
 DeviceTrunk::~DeviceTrunk() {
@@ -200,14 +205,7 @@ void DeviceTrunk::start_journal(int64_t pos0, int64_t rows) {
       *plans[i].first = reinterpret_cast<float*>(journal_memory_[s].as<uint8_t>() + used[s]);
       used[s] += align_up(plans[i].second * sizeof(float));
     }
-    for (int s = 0; s < S; ++s) {  // the kernels find the journal through the layer tables
-      std::vector<LayerDev> table(std::max(L, 1));
-      for (int l = 0; l < L; ++l)
-        if (placement_.layer_shard[l] == s) table[l] = host_layers_[l];
-      DeviceGuard guard(placement_.devices[s]);
-      check(cudaMemcpy(tables_[s], table.data(), sizeof(LayerDev) * table.size(), cudaMemcpyHostToDevice),
-            "upload of the state's layer table");
-    }
+    upload_tables();  // the kernels find the journal through the layer tables
     journal_capacity_ = rows;
   }
   journal_pos0_ = pos0;
@@ -238,30 +236,26 @@ void DeviceTrunk::reset_mutable() {
 }
 
 void DeviceTrunk::save_mutable(std::vector<DeviceBuffer>& into) const {
-  const int S = placement_.shards();
-  if (static_cast<int>(into.size()) != S) into.resize(S);
-  for (int s = 0; s < S; ++s) {
+  into.resize(placement_.shards());
+  for (int s = 0; s < placement_.shards(); ++s)
     if (into[s].bytes() < mutable_bytes_[s]) into[s] = DeviceBuffer(placement_.devices[s], mutable_bytes_[s], "state mark");
-    DeviceGuard guard(placement_.devices[s]);
-    size_t at = 0;
-    for (const auto& [ptr, n] : mutable_[s]) {
-      check(cudaMemcpyAsync(into[s].as<uint8_t>() + at, ptr, n * sizeof(float), cudaMemcpyDeviceToDevice, streams_[s]),
-            "state mark (device copy)");
-      at += align_up(n * sizeof(float));
-    }
-  }
-  sync();
+  copy_mutable(into, true);
 }
 
 void DeviceTrunk::restore_mutable(const std::vector<DeviceBuffer>& from) {
-  const int S = placement_.shards();
-  if (static_cast<int>(from.size()) != S) throw Error("internal: a device mark of another placement");
-  for (int s = 0; s < S; ++s) {
+  if (static_cast<int>(from.size()) != placement_.shards()) throw Error("internal: a device mark of another placement");
+  copy_mutable(from, false);
+}
+
+void DeviceTrunk::copy_mutable(const std::vector<DeviceBuffer>& mark, bool to_mark) const {
+  for (int s = 0; s < placement_.shards(); ++s) {
     DeviceGuard guard(placement_.devices[s]);
-    size_t at = 0;
+    size_t at = 0;  // the ranges end to end in the mark's buffer, each aligned
     for (const auto& [ptr, n] : mutable_[s]) {
-      check(cudaMemcpyAsync(ptr, from[s].as<uint8_t>() + at, n * sizeof(float), cudaMemcpyDeviceToDevice, streams_[s]),
-            "rewind to a state mark (device copy)");
+      uint8_t* saved = mark[s].as<uint8_t>() + at;
+      check(cudaMemcpyAsync(to_mark ? saved : reinterpret_cast<uint8_t*>(ptr), to_mark ? reinterpret_cast<uint8_t*>(ptr) : saved,
+                            n * sizeof(float), cudaMemcpyDeviceToDevice, streams_[s]),
+            to_mark ? "state mark (device copy)" : "rewind to a state mark (device copy)");
       at += align_up(n * sizeof(float));
     }
   }
@@ -388,8 +382,7 @@ std::shared_ptr<const ComponentMark> CudaTrunkComponent::export_mark(int64_t pos
     throw Error("cannot mark a state at position " + std::to_string(pos) + " (capacity " +
                 std::to_string(trunk_.capacity()) + ")");
   if (host_marks()) return std::make_shared<ClassesMark>(export_specs(pos, mark_specs(cfg_, pos)));
-  trunk_.sync();
-  return std::make_shared<DeviceMark>(trunk_, pos);
+  return std::make_shared<DeviceMark>(trunk_, pos);  // its copies queue behind the state's own
 }
 
 void CudaTrunkComponent::put_back(int64_t pos, const ComponentMark& mark) {

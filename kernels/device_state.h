@@ -107,6 +107,11 @@ class DeviceTrunk {
   Placement placement_;
   int64_t capacity_;
   std::vector<DeviceBuffer> memory_;    // one allocation per shard
+  // The layer tables (host_layers_, each device its own layers) to the devices; waits for them.
+  void upload_tables();
+  // The mutable ranges to (to_mark) or from a mark's buffers, end to end; waits for the copies.
+  void copy_mutable(const std::vector<DeviceBuffer>& mark, bool to_mark) const;
+
   std::vector<LayerDev*> tables_;       // per shard, device pointer
   std::vector<LayerDev> host_layers_;   // [L]
   std::vector<std::vector<std::pair<float*, size_t>>> minus_inf_;  // per shard: CSA PREV score ranges

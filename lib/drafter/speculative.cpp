@@ -92,7 +92,6 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
     st.mark_bytes = std::max(st.mark_bytes, static_cast<int64_t>(mark.bytes()));
     t0 = Clock::now();
     traced_forward(backend, drafter, state, block, logits, taps, rollback == Rollback::kKeep);
-    int64_t tap_rows = static_cast<int64_t>(block.size());  // rows of `taps`
     int64_t acc = 0;
     while (acc < n_verify && prop.tokens[acc] == argmax(std::span<const float>(logits.data() + acc * V, V))) ++acc;
     st.verify_s += since(t0);
@@ -114,7 +113,6 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
       } else {
         state.rewind(mark);
         traced_forward(backend, drafter, state, std::span<const int32_t>(block.data(), commit), logits, taps, false);
-        tap_rows = commit;
         st.trunk_rows += commit;
       }
       st.rollback_s += since(t0);
@@ -122,7 +120,7 @@ std::vector<int32_t> generate_speculative(const Backend& backend, const Drafter&
       ++st.rerun_histogram[commit];  // commit < block.size() <= nd + 1
     }
     t0 = Clock::now();
-    const size_t tap_width = taps.size() / static_cast<size_t>(tap_rows);
+    const int64_t tap_width = drafter.config().n_taps() * drafter.config().hidden_size;  // a row of taps
     drafter.feed(state, std::span<const float>(taps.data(), commit * tap_width), commit);  // rows 0 … commit − 1
     st.feed_s += since(t0);
     last.assign(logits.begin() + (commit - 1) * V, logits.begin() + commit * V);
