@@ -93,13 +93,10 @@ std::shared_ptr<const ComponentMark> StateComponent::export_mark(int64_t pos) co
 
 void StateComponent::import_mark(int64_t pos, const ComponentMark& mark) { import_classes(pos, mark_classes_of(mark)); }
 
-void StateComponent::import_mark_keeping(int64_t pos, const ComponentMark& mark, int64_t rows) {
-  if (rows != 0)
-    throw Error("state component " + name() + " cannot keep rows of a forward when it rewinds (no journal)");
-  import_mark(pos, mark);
+void StateComponent::import_mark_keeping(int64_t, const ComponentMark&, int64_t rows) {
+  throw Error("state component " + name() + " cannot keep " + std::to_string(rows) +
+              " rows of a forward when it rewinds (it keeps no journal)");
 }
-
-void State::rewind(const StateMark& mark) { rewind(mark, 0); }
 
 void State::rewind(const StateMark& mark, int64_t kept_rows) {
   if (mark.position < 0 || mark.position > position_ || mark.components.size() != components_.size() || kept_rows < 0 ||

@@ -128,8 +128,8 @@ class StateComponent {
   virtual void import_mark(int64_t pos, const ComponentMark& mark);
   // Back to a mark at `pos`, then forward by the first `rows` rows of the journaled forward that ran
   // from it (SequenceStep::journal), without running them again: the component as if only those rows
-  // had run. Only the component a trunk forward advances (the trunk) keeps rows; the default refuses
-  // rows > 0, and State::rewind gives the others rows = 0.
+  // had run. State::rewind calls it for rows > 0 on the trunk only (the component a trunk forward
+  // advances; the others go back with import_mark); the default refuses.
   virtual void import_mark_keeping(int64_t pos, const ComponentMark& mark, int64_t rows);
 };
 
@@ -170,12 +170,12 @@ class State {
   // The state as it is now, and back to it from any later position (same components): the
   // components' export_mark / import_mark.
   StateMark mark() const;
-  void rewind(const StateMark& mark);
-  // Back to the mark, keeping the first `kept_rows` rows of the journaled forward that ran from it
-  // (SequenceStep::journal; no forward since): the trunk keeps them (import_mark_keeping), the other
-  // components, which a trunk forward does not advance, go back to the mark; the position becomes
-  // mark.position + kept_rows. Throws Error when there is no such journal.
-  void rewind(const StateMark& mark, int64_t kept_rows);
+  // Back to the mark; with kept_rows > 0, keeping the first kept_rows rows of the journaled forward
+  // that ran from it (SequenceStep::journal; no forward since): the trunk keeps them
+  // (import_mark_keeping), the other components, which a trunk forward does not advance, go back to
+  // the mark; the position becomes mark.position + kept_rows. Throws Error when there is no such
+  // journal.
+  void rewind(const StateMark& mark, int64_t kept_rows = 0);
 
  protected:
   State(int64_t capacity) : capacity_(capacity) {}
