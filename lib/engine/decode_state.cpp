@@ -322,7 +322,6 @@ void carry_window(CompressorState& cs) {
 
 void keep_journal_rows(const ModelConfig& config, DecodeState& state, TrunkJournal& journal, int64_t pos,
                        const std::vector<CacheClass>& mark, int64_t rows) {
-  check_state(config, state);
   if (journal.pos0 < 0 || journal.pos0 != pos || state.pos != pos + journal.rows || rows < 0 || rows > journal.rows ||
       static_cast<int64_t>(journal.layers.size()) != config.num_hidden_layers)
     throw Error("cannot keep " + std::to_string(rows) + " rows of a forward from position " + std::to_string(pos) +
@@ -331,7 +330,7 @@ void keep_journal_rows(const ModelConfig& config, DecodeState& state, TrunkJourn
                                       : "a journal of " + std::to_string(journal.rows) + " rows from " +
                                             std::to_string(journal.pos0)),
                 "run the forward with SequenceStep::journal, and rewind before any other forward");
-  rewind_decode_state(config, state, pos, mark);  // the entries the kept rows closed stay
+  rewind_decode_state(config, state, pos, mark);  // checks the state's buffers; the entries the kept rows closed stay
   journal.drop();  // it describes a forward the state no longer holds (its buffers stay for the next)
   if (rows == 0) return;
   const int64_t d = config.head_dim, W = config.sliding_window, V = config.vocab_size;
