@@ -77,9 +77,9 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
   host_layers_.assign(L, LayerDev{});
   tables_.assign(S, nullptr);
   minus_inf_.assign(S, {});
-  mutable_.assign(S, {});
   streams_.assign(S, nullptr);
-  // Plan each shard's allocation: [table][layer buffers…][last_logits].
+  // Plan each shard's allocation: [table][mutable buffers, last_logits last][entries]. The mutable
+  // ones (all but the entries) sit end to end so that a device mark is one copy a device.
   std::vector<size_t> size(S, align_up(sizeof(LayerDev) * std::max(L, 1)));
   struct Plan {
     float** ptr;
@@ -115,7 +115,9 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
     }
   }
   want(&last_logits_, static_cast<size_t>(cfg_.vocab_size), placement.last());
+  std::stable_partition(plans.begin(), plans.end(), [](const Plan& p) { return !p.entries; });
   std::vector<size_t> offsets(plans.size());
+  mutable_at_.assign(S, size[0]);  // the table's size: the mutable span starts right after it
   for (size_t i = 0; i < plans.size(); ++i) {
     offsets[i] = size[plans[i].shard];
     size[plans[i].shard] += align_up(plans[i].floats * sizeof(float));
@@ -130,9 +132,7 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
     uint8_t* base = memory_[plans[i].shard].as<uint8_t>();
     *plans[i].ptr = reinterpret_cast<float*>(base + offsets[i]);
     if (plans[i].minus_inf) minus_inf_[plans[i].shard].push_back({*plans[i].ptr, plans[i].floats});
-    if (plans[i].entries) continue;
-    mutable_[plans[i].shard].push_back({*plans[i].ptr, plans[i].floats});
-    mutable_bytes_[plans[i].shard] += align_up(plans[i].floats * sizeof(float));
+    if (!plans[i].entries) mutable_bytes_[plans[i].shard] += align_up(plans[i].floats * sizeof(float));
   }
   for (int s = 0; s < S; ++s) tables_[s] = memory_[s].as<LayerDev>();
   upload_tables();
@@ -227,8 +227,8 @@ void DeviceTrunk::reset() {
 void DeviceTrunk::reset_mutable() {
   for (int s = 0; s < placement_.shards(); ++s) {
     DeviceGuard guard(placement_.devices[s]);
-    for (const auto& [ptr, n] : mutable_[s])
-      check(cudaMemsetAsync(ptr, 0, n * sizeof(float), streams_[s]), "reset of the decode state (a mark's parts)");
+    check(cudaMemsetAsync(memory_[s].as<uint8_t>() + mutable_at_[s], 0, mutable_bytes_[s], streams_[s]),
+          "reset of the decode state (a mark's parts)");
     for (const auto& [ptr, n] : minus_inf_[s])
       check_launch(fill_f32(ptr, static_cast<int64_t>(n), -std::numeric_limits<float>::infinity(), streams_[s]),
                    "fill_f32 (state reset)");
@@ -239,27 +239,24 @@ void DeviceTrunk::save_mutable(std::vector<DeviceBuffer>& into) const {
   into.resize(placement_.shards());
   for (int s = 0; s < placement_.shards(); ++s)
     if (into[s].bytes() < mutable_bytes_[s]) into[s] = DeviceBuffer(placement_.devices[s], mutable_bytes_[s], "state mark");
-  copy_mutable(into, true);
+  copy_mutable(into, true, true);
 }
 
-void DeviceTrunk::restore_mutable(const std::vector<DeviceBuffer>& from) {
+void DeviceTrunk::restore_mutable(const std::vector<DeviceBuffer>& from, bool wait) {
   if (static_cast<int>(from.size()) != placement_.shards()) throw Error("internal: a device mark of another placement");
-  copy_mutable(from, false);
+  copy_mutable(from, false, wait);
 }
 
-void DeviceTrunk::copy_mutable(const std::vector<DeviceBuffer>& mark, bool to_mark) const {
+void DeviceTrunk::copy_mutable(const std::vector<DeviceBuffer>& mark, bool to_mark, bool wait) const {
   for (int s = 0; s < placement_.shards(); ++s) {
+    if (mutable_bytes_[s] == 0) continue;
     DeviceGuard guard(placement_.devices[s]);
-    size_t at = 0;  // the ranges end to end in the mark's buffer, each aligned
-    for (const auto& [ptr, n] : mutable_[s]) {
-      uint8_t* saved = mark[s].as<uint8_t>() + at;
-      check(cudaMemcpyAsync(to_mark ? saved : reinterpret_cast<uint8_t*>(ptr), to_mark ? reinterpret_cast<uint8_t*>(ptr) : saved,
-                            n * sizeof(float), cudaMemcpyDeviceToDevice, streams_[s]),
-            to_mark ? "state mark (device copy)" : "rewind to a state mark (device copy)");
-      at += align_up(n * sizeof(float));
-    }
+    uint8_t* live = memory_[s].as<uint8_t>() + mutable_at_[s];
+    check(cudaMemcpyAsync(to_mark ? mark[s].as<uint8_t>() : live, to_mark ? live : mark[s].as<uint8_t>(),
+                          mutable_bytes_[s], cudaMemcpyDeviceToDevice, streams_[s]),
+          to_mark ? "state mark (device copy)" : "rewind to a state mark (device copy)");
   }
-  sync();
+  if (wait) sync();
 }
 
 void DeviceTrunk::sync() const {
@@ -385,12 +382,12 @@ std::shared_ptr<const ComponentMark> CudaTrunkComponent::export_mark(int64_t pos
   return std::make_shared<DeviceMark>(trunk_, pos);  // its copies queue behind the state's own
 }
 
-void CudaTrunkComponent::put_back(int64_t pos, const ComponentMark& mark) {
+void CudaTrunkComponent::put_back(int64_t pos, const ComponentMark& mark, bool wait) {
   if (const auto* dm = dynamic_cast<const DeviceMark*>(&mark)) {
     if (dm->owner != &trunk_ || dm->position != pos)
       throw Error("cannot rewind to a mark of another state or position (marked at " + std::to_string(dm->position) +
                   ", rewinding to " + std::to_string(pos) + ")");
-    trunk_.restore_mutable(dm->buffers);
+    trunk_.restore_mutable(dm->buffers, wait);
     return;
   }
   import_specs(pos, mark_classes_of(mark), mark_specs(cfg_, pos), false);
@@ -511,8 +508,8 @@ void CudaTrunkComponent::import_mark_keeping(int64_t pos, const ComponentMark& m
                             : "a journal of " + std::to_string(jn) + " rows from " + std::to_string(j0)),
                 "run the forward with SequenceStep::journal, and rewind before any other forward");
   trunk_.drop_journal();
-  put_back(pos, mark);
-  if (rows == 0) return;
+  put_back(pos, mark, false);  // keep_rows and the logits' copy queue behind it on the copy streams
+  if (rows == 0) return trunk_.sync();
   const Placement& pl = trunk_.placement();
   for (int s = 0; s < pl.shards(); ++s) {
     KeepArgs a;

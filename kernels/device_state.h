@@ -79,9 +79,11 @@ class DeviceTrunk {
   void reset_mutable();
   // Every buffer but the entries (the window rings, PEND, PREV, last_logits), whole, copied
   // device to device into `into` (one buffer a device, from the trunk's pool) and back: a mark that
-  // never leaves the device (DeviceMark). Both wait for the copies.
+  // never leaves the device (DeviceMark): one copy a device, as those buffers sit end to end. Both
+  // wait for the copies, but a restore told not to (the work that follows on copy_stream queues
+  // behind it).
   void save_mutable(std::vector<DeviceBuffer>& into) const;
-  void restore_mutable(const std::vector<DeviceBuffer>& from);
+  void restore_mutable(const std::vector<DeviceBuffer>& from, bool wait = true);
   // The pool marks take their buffers from and give them back to (shared: a mark may outlive it).
   struct MarkPool {
     std::mutex mutex;
@@ -109,16 +111,15 @@ class DeviceTrunk {
   std::vector<DeviceBuffer> memory_;    // one allocation per shard
   // The layer tables (host_layers_, each device its own layers) to the devices; waits for them.
   void upload_tables();
-  // The mutable ranges to (to_mark) or from a mark's buffers, end to end; waits for the copies.
-  void copy_mutable(const std::vector<DeviceBuffer>& mark, bool to_mark) const;
+  // The mutable span to (to_mark) or from a mark's buffers; waits for the copies if told to.
+  void copy_mutable(const std::vector<DeviceBuffer>& mark, bool to_mark, bool wait) const;
 
   std::vector<LayerDev*> tables_;       // per shard, device pointer
   std::vector<LayerDev> host_layers_;   // [L]
   std::vector<std::vector<std::pair<float*, size_t>>> minus_inf_;  // per shard: CSA PREV score ranges
-  std::vector<std::vector<std::pair<float*, size_t>>> mutable_;    // per shard: every buffer but the entries
   float* last_logits_ = nullptr;
   std::vector<cudaStream_t> streams_;
-  std::vector<size_t> mutable_bytes_;          // per shard: the mutable ranges end to end (aligned)
+  std::vector<size_t> mutable_at_, mutable_bytes_;  // per shard: the span of every buffer but the entries
   std::shared_ptr<MarkPool> mark_pool_ = std::make_shared<MarkPool>();
   std::vector<DeviceBuffer> journal_memory_;  // per shard, empty until the first journaled forward
   int64_t journal_capacity_ = 0;              // J
@@ -171,7 +172,8 @@ class CudaTrunkComponent final : public StateComponent {
  private:
   void check_classes(int64_t pos, const std::vector<CacheClass>& classes, const std::vector<ClassSpec>& specs) const;
   // The mark's buffers back (a device mark: the device copy; a host one: reset_mutable(), H2D).
-  void put_back(int64_t pos, const ComponentMark& mark);
+  // wait = false: a device mark's copy may still be in flight on the copy streams on return.
+  void put_back(int64_t pos, const ComponentMark& mark, bool wait = true);
   std::vector<CacheClass> export_specs(int64_t pos, const std::vector<ClassSpec>& specs) const;
   // H2D of `classes` (exactly `specs`) after reset() (full) or reset_mutable().
   void import_specs(int64_t pos, const std::vector<CacheClass>& classes, const std::vector<ClassSpec>& specs, bool full);
