@@ -73,7 +73,7 @@ def main():
     mv, tv = by(m["verify"], "block"), by(t.get("verify", []), "block")
     for b, d in sorted(mv.items()):
         row(f"verify {b}-token block @ {d['context']}", d["ms"], d["floor_ms"], tv.get(b, {}).get("ms"), "ms", False)
-    spec = []  # (block, tau, memra rows kept (its loop when measured) / re-run ms/layer/token, decode ms/layer/token)
+    spec = []  # (block, tau, memra rows kept / re-run ms/layer/token (each its loop when measured), decode ms/layer/token)
     tau_doc = optional_json(a.tau, "--tau") if a.tau else None
     if tau_doc and "blocks" not in tau_doc:
         print(f"compare.py: note: --tau {a.tau} has no per-verify-block rounds (an older tau.json, whose tau was "
@@ -99,10 +99,16 @@ def main():
             row(f"{head}, --rollback rerun (accepted rows re-run) @ {ctx}", rerun, d["floor_ms"] / tau / L, trerun,
                 "ms/layer/token", False)
             loop = tau_py.project_loop(crop, d["ms"], L, tb, d.get("round"))
+            rerun_loop = tau_py.project_loop(rerun, d["ms"], L, tb, d.get("round"), keep=False)
             if loop is not None:
                 row(f"{head}, memra's loop (rows kept; mark, journal and keep measured) @ {ctx}", loop,
                     d["floor_ms"] / tau / L, None, "ms/layer/token", False)
-            spec.append((b, tau, loop if loop is not None else crop, rerun, md[ctx]["ms_per_layer_token"]))
+            if rerun_loop is not None:
+                row(f"{head}, memra's loop with --rollback rerun (mark measured, rewind priced as the mark) @ {ctx}",
+                    rerun_loop, d["floor_ms"] / tau / L, None, "ms/layer/token", False)
+            # like with like: both loops with the round's costs where the bench measured them
+            spec.append((b, tau, loop if loop is not None else crop, rerun_loop if rerun_loop is not None else rerun,
+                         md[ctx]["ms_per_layer_token"]))
     p, tp = m["prefill"], t.get("prefill", {})
     row(f"prefill {p['tokens']} tokens (cuda-fast)", p["tokens_per_s"], None, tp.get("tokens_per_s"), "tokens/s", True)
 

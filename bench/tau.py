@@ -86,17 +86,21 @@ def project(verify_ms, decode_step_ms, layers, tau_block, steps_ms):
     return crop, crop + rerun_ms / tokens / layers
 
 
-def project_loop(crop, verify_ms, layers, tau_block, round_costs):
-    """ms per layer per token of memra's loop as it runs: the kept-rows projection (crop) plus what
-    the bench measured of a round's own costs (`memra bench` verify[].round): each round's mark and
-    its verify's journal (the journaled verify minus the plain one), and each rollback's rewind
-    keeping rows. None without those measurements."""
-    if not round_costs or crop is None:
+def project_loop(proj, verify_ms, layers, tau_block, round_costs, keep=True):
+    """ms per layer per token of memra's loop as it runs: a projection (project()'s rows kept, or
+    with keep=False its --rollback rerun) plus what the bench measured of a round's own costs
+    (`memra bench` verify[].round). Rows kept: each round's mark and its verify's journal (the
+    journaled verify minus the plain one), and each rollback's rewind keeping rows. Rerun: each
+    round's mark and each rollback's rewind to it, priced as the mark (one copy of the same bytes
+    the other way; the re-run itself is in the projection). None without those measurements."""
+    if not round_costs or proj is None:
         return None
     rounds, tokens = tau_block["rounds"], tau_block["tokens"]
     rollbacks = sum(tau_block["rerun_rows_histogram"])
+    if not keep:
+        return proj + (rounds + rollbacks) * round_costs["mark_ms"] / tokens / layers
     per_round = round_costs["mark_ms"] + max(round_costs["journaled_ms"] - verify_ms, 0.0)
-    return crop + (rounds * per_round + rollbacks * round_costs["keep_ms"]) / tokens / layers
+    return proj + (rounds * per_round + rollbacks * round_costs["keep_ms"]) / tokens / layers
 
 
 def main():
