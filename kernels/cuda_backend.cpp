@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -31,6 +34,24 @@ class CudaState final : public State {
 
 // MEMRA_CUDA_GRAPHS, read at each round (so a benchmark can compare both ways on one backend).
 bool graphs_enabled() { return switch_on("MEMRA_CUDA_GRAPHS"); }
+
+// Synthetic weights, made once a process for each (geometry, seed, device, layers, ends) while a
+// backend holds them: they are a function of those alone, and a second copy of a V4-Flash layer
+// is 13 GB (`memra bench` runs cuda and cuda-fast side by side). Here, not in the .cu: the
+// memra-emu build instruments .cu atomics for its race checks.
+std::shared_ptr<const DeviceWeights> shared_synthetic_weights(const ModelConfig& cfg, uint64_t seed, int device,
+                                                              int first_layer, int last_layer, bool embed, bool head) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<const DeviceWeights>> made;
+  const std::string key = cfg.geometry_json().dump() + "|" + std::to_string(seed) + "|" + std::to_string(device) + "|" +
+                          std::to_string(first_layer) + "|" + std::to_string(last_layer) + "|" + (embed ? "e" : "-") +
+                          (head ? "h" : "-");
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto held = made[key].lock()) return held;
+  std::shared_ptr<const DeviceWeights> w = synthetic_weights(cfg, seed, device, first_layer, last_layer, embed, head);
+  made[key] = w;
+  return w;
+}
 
 }  // namespace
 
@@ -97,7 +118,7 @@ CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model,
       }
     if (first < 0) first = last = 0;
     weights_.push_back(options.synthetic_seed
-                           ? synthetic_weights(cfg_, options.synthetic_seed, placement_.devices[s], first, last, s == 0, s == S - 1)
+                           ? shared_synthetic_weights(cfg_, options.synthetic_seed, placement_.devices[s], first, last, s == 0, s == S - 1)
                            : upload_weights(model, placement_.devices[s], first, last, s == 0, s == S - 1));
     shards_.push_back(std::make_unique<Shard>(cfg_, placement_.devices[s], fast));
     shards_.back()->set_moe_path(options.moe_per_expert ? MoePath::kPerExpert : MoePath::kFused);
@@ -162,7 +183,8 @@ std::map<std::string, double> CudaBackend::device_report() const {
     ms += m, flop += f;
     s->collect_timeline(sites);
   }
-  std::map<std::string, double> out = {{"weights_bytes", weights}, {"scratch_bytes", scratch}};
+  std::map<std::string, double> out = {{"weights_bytes", weights}, {"scratch_bytes", scratch},
+                                       {"weights_holders", static_cast<double>(weights_.empty() ? 0 : weights_[0].use_count())}};
   // Packed matrices (codes + scales as stored) and their logical values, when the model has any.
   if (fp8_values > 0) out["weights_fp8_bytes"] = fp8_bytes, out["weights_fp8_values"] = fp8_values;
   if (fp4_values > 0) out["weights_fp4_bytes"] = fp4_bytes, out["weights_fp4_values"] = fp4_values;

@@ -48,7 +48,9 @@ class CudaBackend final : public Backend {
   ModelConfig cfg_;
   Placement placement_;
   int round_rows_ = 256;
-  std::vector<std::unique_ptr<DeviceWeights>> weights_;  // per shard
+  // per shard; synthetic ones shared by every backend of the process made from the same (geometry,
+  // seed, device, layers, ends): `memra bench` runs cuda and cuda-fast on one copy
+  std::vector<std::shared_ptr<const DeviceWeights>> weights_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<cudaEvent_t> handoff_;  // [s]: shard s−1's streams are ready for shard s
   mutable std::mutex mutex_;

@@ -371,6 +371,39 @@ void check_rounds(const Model& model, Report& rep, const Workload& W) {
   rep.add("rounds of 16 rows == one round", same && cls, std::string("logits ") + (same ? "equal" : "DIFFER") + ", classes " + (cls ? "equal" : "DIFFER"));
 }
 
+// Synthetic weights (`memra bench`) are one copy a process for each (geometry, seed, device,
+// layers): the cuda and cuda-fast backends of one seed hold the same copy, another seed makes its
+// own, and the exact backend's logits are those of a backend that held them alone.
+void check_shared_synthetic(const Model& model, Report& rep, const Workload& W) {
+  ModelConfig cfg = model.config();
+  cfg.mlp_layer_types.assign(cfg.mlp_layer_types.size(), MlpKind::kLearned);  // no synthetic tid2eid
+  const Model syn = Model::synthetic(cfg, 7), other = Model::synthetic(cfg, 8);
+  BackendOptions o7, o8;
+  o7.synthetic_seed = 7, o8.synthetic_seed = 8;
+  const auto prompt = prompt_ids(cfg.vocab_size, W.prompt, 3);
+  auto holders = [](const Backend& b) { return static_cast<int>(b.device_report().at("weights_holders")); };
+  std::vector<float> alone;
+  int alone_holders = 0;
+  {
+    auto a = make_backend("cuda", syn, o7);
+    auto st = a->new_state(W.prompt);
+    alone = run(*a, *st, prompt);
+    alone_holders = holders(*a);
+  }
+  auto exact = make_backend("cuda", syn, o7);
+  auto fast = make_backend("cuda-fast", syn, o7);
+  auto seed8 = make_backend("cuda", other, o8);
+  auto st = exact->new_state(W.prompt), st8 = seed8->new_state(W.prompt);
+  const bool same = bits_equal(alone, run(*exact, *st, prompt));
+  const bool differ = !bits_equal(alone, run(*seed8, *st8, prompt));
+  const int he = holders(*exact), hf = holders(*fast), h8 = holders(*seed8);
+  rep.add("synthetic weights: one copy for cuda and cuda-fast of a seed",
+          alone_holders == 1 && he == 2 && hf == 2 && h8 == 1 && same && differ,
+          "holders alone " + std::to_string(alone_holders) + ", cuda " + std::to_string(he) + ", cuda-fast " +
+              std::to_string(hf) + ", other seed " + std::to_string(h8) + "; logits " + (same ? "equal" : "DIFFER") +
+              " to alone, other seed's " + (differ ? "differ" : "EQUAL"));
+}
+
 // The per-launch timeline (MEMRA_CUDA_TIMELINE=1, memra bench --timeline) only observes: a prompt
 // and a decode step under it give the bits of the same forwards without it, and every launch of a
 // layer is accounted for (at least the ~20 sites of any layer kind, each with device time > 0).
@@ -617,6 +650,7 @@ int run_backend(const std::vector<std::string>& models, int device_count, bool q
         std::printf("skip two-GPU checks%s: %d device visible\n", tag.c_str(), device_count);
       }
       check_rounds(model, rep, W);
+      check_shared_synthetic(model, rep, W);
       check_timeline(model, rep, W);
       check_pdl(model, rep, W);
       check_fast(model, *cpu, rep, tag, W.prompt);
