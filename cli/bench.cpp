@@ -332,7 +332,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
   const double build_s = seconds_since(t0);
   const std::map<std::string, double> mem = exact->device_report();
   note(ctx, "weights made on the device in " + fmt("%.1f", build_s) + " s (" + fmt("%.2f", mem.at("weights_bytes") / 1e9) +
-                " GB, held by " + fmt("%.0f", mem.count("weights_holders") ? mem.at("weights_holders") : 1.0) +
+                " GB, held by " + fmt("%.0f", mem.at("weights_holders")) +
                 " backends)");
 
   // ---- prefill (cuda-fast)

@@ -80,7 +80,8 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
   streams_.assign(S, nullptr);
   // Plan each shard's allocation: [table][mutable buffers, last_logits last][entries]. The mutable
   // ones (all but the entries) sit end to end so that a device mark is one copy a device.
-  std::vector<size_t> size(S, align_up(sizeof(LayerDev) * std::max(L, 1)));
+  table_bytes_ = align_up(sizeof(LayerDev) * std::max(L, 1));
+  std::vector<size_t> size(S, table_bytes_);
   struct Plan {
     float** ptr;
     size_t floats;
@@ -117,7 +118,6 @@ DeviceTrunk::DeviceTrunk(const ModelConfig& config, const Placement& placement, 
   want(&last_logits_, static_cast<size_t>(cfg_.vocab_size), placement.last());
   std::stable_partition(plans.begin(), plans.end(), [](const Plan& p) { return !p.entries; });
   std::vector<size_t> offsets(plans.size());
-  mutable_at_.assign(S, size[0]);  // the table's size: the mutable span starts right after it
   for (size_t i = 0; i < plans.size(); ++i) {
     offsets[i] = size[plans[i].shard];
     size[plans[i].shard] += align_up(plans[i].floats * sizeof(float));
@@ -213,10 +213,9 @@ void DeviceTrunk::start_journal(int64_t pos0, int64_t rows) {
 }
 
 void DeviceTrunk::reset() {
-  const size_t table = align_up(sizeof(LayerDev) * std::max<int64_t>(cfg_.num_hidden_layers, 1));
   for (int s = 0; s < placement_.shards(); ++s) {
     DeviceGuard guard(placement_.devices[s]);
-    check(cudaMemsetAsync(memory_[s].as<uint8_t>() + table, 0, memory_[s].bytes() - table, streams_[s]),
+    check(cudaMemsetAsync(memory_[s].as<uint8_t>() + table_bytes_, 0, memory_[s].bytes() - table_bytes_, streams_[s]),
           "reset of the decode state");
     for (const auto& [ptr, n] : minus_inf_[s])
       check_launch(fill_f32(ptr, static_cast<int64_t>(n), -std::numeric_limits<float>::infinity(), streams_[s]),
@@ -227,7 +226,7 @@ void DeviceTrunk::reset() {
 void DeviceTrunk::reset_mutable() {
   for (int s = 0; s < placement_.shards(); ++s) {
     DeviceGuard guard(placement_.devices[s]);
-    check(cudaMemsetAsync(memory_[s].as<uint8_t>() + mutable_at_[s], 0, mutable_bytes_[s], streams_[s]),
+    check(cudaMemsetAsync(memory_[s].as<uint8_t>() + table_bytes_, 0, mutable_bytes_[s], streams_[s]),
           "reset of the decode state (a mark's parts)");
     for (const auto& [ptr, n] : minus_inf_[s])
       check_launch(fill_f32(ptr, static_cast<int64_t>(n), -std::numeric_limits<float>::infinity(), streams_[s]),
@@ -251,7 +250,7 @@ void DeviceTrunk::copy_mutable(const std::vector<DeviceBuffer>& mark, bool to_ma
   for (int s = 0; s < placement_.shards(); ++s) {
     if (mutable_bytes_[s] == 0) continue;
     DeviceGuard guard(placement_.devices[s]);
-    uint8_t* live = memory_[s].as<uint8_t>() + mutable_at_[s];
+    uint8_t* live = memory_[s].as<uint8_t>() + table_bytes_;
     check(cudaMemcpyAsync(to_mark ? mark[s].as<uint8_t>() : live, to_mark ? live : mark[s].as<uint8_t>(),
                           mutable_bytes_[s], cudaMemcpyDeviceToDevice, streams_[s]),
           to_mark ? "state mark (device copy)" : "rewind to a state mark (device copy)");

@@ -119,7 +119,8 @@ class DeviceTrunk {
   std::vector<std::vector<std::pair<float*, size_t>>> minus_inf_;  // per shard: CSA PREV score ranges
   float* last_logits_ = nullptr;
   std::vector<cudaStream_t> streams_;
-  std::vector<size_t> mutable_at_, mutable_bytes_;  // per shard: the span of every buffer but the entries
+  size_t table_bytes_ = 0;             // the layer table's block: every buffer but the entries follows it
+  std::vector<size_t> mutable_bytes_;  // per shard: their span, end to end (aligned)
   std::shared_ptr<MarkPool> mark_pool_ = std::make_shared<MarkPool>();
   std::vector<DeviceBuffer> journal_memory_;  // per shard, empty until the first journaled forward
   int64_t journal_capacity_ = 0;              // J
