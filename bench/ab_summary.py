@@ -35,6 +35,10 @@ def lines(arm, doc, pattern):
                f"{b.get('last_sequence_bits_equal_alone')}{extra}")
     for v in doc.get("verify", []):
         extra = f" sites {site_sum(v, pattern):8.1f} us" if pattern else ""
+        r = v.get("round")  # a speculative round's own costs (memra bench measures them at 2+ rows)
+        if isinstance(r, dict):
+            extra += (f" mark {r['mark_ms'] * 1e3:.1f} us journaled {r['journaled_ms']:.3f} ms"
+                      f" keep {r['kept_rows']} {r['keep_ms'] * 1e3:.1f} us")
         yield (f"verify {v['block']}", arm, f"{v['ms']:.3f} ms {v['ratio_to_floor']:.3f}x{extra}")
     p = doc.get("prefill")
     if isinstance(p, dict) and "tokens_per_s" in p:

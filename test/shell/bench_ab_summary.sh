@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shell.bench_ab_summary: bench/ab_summary.py lays `memra bench --json` runs of A/B arms side by side:
-# per measure one line per arm (decode hash, batch tokens/s and alone-bits, verify ms), with --sites
+# per measure one line per arm (decode hash, batch tokens/s and alone-bits, verify ms and the round's costs), with --sites
 # the matching timeline sites summed; an unreadable arm is named on stderr while the others print;
 # no readable arm, a malformed ARM=FILE or a bad regex is a one-line error with exit 2. (The runs
 # themselves come from a GPU; this checks the reader on made-up files.)
@@ -23,6 +23,9 @@ mk "$work/off.json" 5970 0.155
 mk "$work/new.json" 6290 0.116
 expect 0 '  off            5970 tok/s 1.500x alone-bits True sites    255.0 us' -- python3 "$ab" --sites linear_exact off="$work/off.json" new="$work/new.json"
 expect 0 '  new            6290 tok/s 1.500x alone-bits True sites    216.0 us' -- python3 "$ab" --sites linear_exact off="$work/off.json" new="$work/new.json"
+# a verify with the round's own costs (mark, journaled verify, the rewind keeping rows)
+echo '{"verify": [{"block": 6, "ms": 1.5, "ratio_to_floor": 1.3, "round": {"mark_ms": 0.0123, "journaled_ms": 1.51, "kept_rows": 3, "keep_ms": 0.0456}}]}' > "$work/round.json"
+expect 0 '1.500 ms 1.300x mark 12.3 us journaled 1.510 ms keep 3 45.6 us' -- python3 "$ab" r="$work/round.json"
 expect 0 'hash 383647b2373a' -- python3 "$ab" off="$work/off.json"
 expect 0 '90000 tok/s (cuda-fast), exact 8000 tok/s' -- python3 "$ab" off="$work/off.json"
 # the prefill's logits hash, and a flag when its repetitions disagreed
