@@ -331,7 +331,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
   auto exact = make_backend("cuda", model, bo);
   const double build_s = seconds_since(t0);
   const std::map<std::string, double> mem = exact->device_report();
-  note(ctx, "weights made on the device in " + fmt("%.1f", build_s) + " s (" + fmt("%.2f", mem.at("weights_bytes") / 1e9) +
+  note(ctx, "weights made on the device in " + fmt("%.0f", build_s * 1e3) + " ms (" + fmt("%.2f", mem.at("weights_bytes") / 1e9) +
                 " GB, held by " + fmt("%.0f", mem.at("weights_holders")) +
                 " backends)");
 
