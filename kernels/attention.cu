@@ -15,6 +15,7 @@
 //   grid (rows, H)   block 256   dynamic smem: max_keys·(4 + 8) + 16 + d·4 bytes (key pointers, logits, o)
 // window_update: grid rows, block 256: the last min(T, W) rows of each sequence into its ring (and
 //   every row of a journaled sequence into its journal).
+#include "ab_switch.h"
 #include "attention_keys.cuh"
 #include "common.cuh"
 #include "device_caps.h"
@@ -42,9 +43,15 @@ size_t attention_smem(int max_keys, int d) {
          static_cast<size_t>(d) * sizeof(float);
 }
 
+// attention_heads_kernel's shared memory: the key table, then each head's logits at a stride of a
+// multiple of 4 floats from a 16-byte boundary (the outputs read 4 keys' weights in one load), then
+// o and q for each head.
+__host__ __device__ inline size_t heads_keys_bytes(int max_keys) { return (static_cast<size_t>(max_keys) * sizeof(float*) + 15) / 16 * 16; }
+__host__ __device__ inline int heads_logit_stride(int max_keys) { return (max_keys + kLogitPad + 3) / 4 * 4; }
+
 size_t attention_heads_smem(int max_keys, int d, int heads) {
-  return static_cast<size_t>(max_keys) * sizeof(float*) +
-         static_cast<size_t>(heads) * ((static_cast<size_t>(max_keys) + kLogitPad) + 2 * static_cast<size_t>(d)) * sizeof(float);
+  return heads_keys_bytes(max_keys) +
+         static_cast<size_t>(heads) * (static_cast<size_t>(heads_logit_stride(max_keys)) + 2 * static_cast<size_t>(d)) * sizeof(float);
 }
 
 // BLOCK = 256, or 1024 for one or two rows (a decode step): 64 blocks of 8 warps left the SMs at
@@ -159,11 +166,11 @@ __global__ void __launch_bounds__(BLOCK) attention_kernel(AttentionArgs a) {
 // attention_kernel) and every (head, i) output chain perform attention_kernel's operations in its
 // order, so the bits do not depend on HB (the launcher picks HB from the row count).
 template <int HB>
-__global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a) {
+__global__ void __launch_bounds__(kBlock) attention_heads_one_key_kernel(AttentionArgs a) {
   MEMRA_DYNAMIC_SMEM(unsigned char, smem, 16);
-  const int d = a.d, stride = a.max_keys + kLogitPad;
+  const int d = a.d, stride = heads_logit_stride(a.max_keys);
   const float** keys = reinterpret_cast<const float**>(smem);                         // [max_keys]
-  float* logit = reinterpret_cast<float*>(smem + sizeof(float*) * a.max_keys);        // [HB][stride]
+  float* logit = reinterpret_cast<float*>(smem + heads_keys_bytes(a.max_keys));      // [HB][stride]
   float* o_s = logit + HB * stride;                                                   // [HB][d]
   float* q_s = o_s + HB * d;                                                          // [HB][d]
   __shared__ float scratch[kWarps];
@@ -247,6 +254,135 @@ __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a
   for (int i = threadIdx.x; i < nh * d; i += kBlock) o[i] = o_s[i];
 }
 
+// The same block, its FMAs fed by fewer shared-memory loads (batch 64's C attention ran at ~10% of
+// the FMA rate, one q_s or logit load a FMA): a warp runs kLogitKeys keys' logit chains side by side
+// (one q_s load for kLogitKeys FMAs), and a thread two outputs i, i + kBlock with 4 keys' weights of a
+// head in one 16-byte load. Each chain is the one-key form's, in its order: the same bits.
+constexpr int kLogitKeys = 4;
+
+template <int HB>
+__global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a) {
+  MEMRA_DYNAMIC_SMEM(unsigned char, smem, 16);
+  const int d = a.d, stride = heads_logit_stride(a.max_keys);
+  const float** keys = reinterpret_cast<const float**>(smem);                         // [max_keys]
+  float* logit = reinterpret_cast<float*>(smem + heads_keys_bytes(a.max_keys));      // [HB][stride], 16-byte rows
+  float* o_s = logit + HB * stride;                                                   // [HB][d]
+  float* q_s = o_s + HB * d;                                                          // [HB][d]
+  __shared__ float scratch[kWarps];
+  __shared__ int s_ncmp;
+  pdl_begin();
+
+  const int row = blockIdx.x, h0 = blockIdx.y * HB;
+  const int nh = min(HB, a.H - h0);
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int64_t pos = a.row_pos[row];
+  const float* q = a.q + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h0) * d;
+  for (int i = threadIdx.x; i < HB * d; i += kBlock) q_s[i] = i < nh * d ? q[i] : 0.0f;
+  const int n_keys = key_table(a, row, keys, &s_ncmp);  // its barriers also publish q_s
+
+  // Logits: kLogitKeys consecutive keys a warp, HB heads each, every chain lane-strided as one warp
+  // per key runs it; past the last key a lane re-reads the last one and drops the sums.
+  for (int j0 = warp * kLogitKeys; j0 < n_keys; j0 += kWarps * kLogitKeys) {
+    const float* k[kLogitKeys];
+    float acc[kLogitKeys][HB];
+#pragma unroll
+    for (int t = 0; t < kLogitKeys; ++t) {
+      k[t] = keys[min(j0 + t, n_keys - 1)];
+#pragma unroll
+      for (int u = 0; u < HB; ++u) acc[t][u] = 0.0f;
+    }
+    for (int i = lane; i < d; i += kWarp) {
+      float kv[kLogitKeys];
+#pragma unroll
+      for (int t = 0; t < kLogitKeys; ++t) kv[t] = k[t][i];
+#pragma unroll
+      for (int u = 0; u < HB; ++u) {
+        const float qv = q_s[u * d + i];
+#pragma unroll
+        for (int t = 0; t < kLogitKeys; ++t) acc[t][u] = __fmaf_rn(qv, kv[t], acc[t][u]);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kLogitKeys; ++t)
+#pragma unroll
+      for (int u = 0; u < HB; ++u) {
+        const float sum = warp_sum(acc[t][u]);
+        if (lane == 0 && j0 + t < n_keys) logit[u * stride + j0 + t] = sum * a.scale;
+      }
+  }
+  __syncthreads();
+
+  for (int u = 0; u < nh; ++u) {  // each head's softmax, as attention_kernel's
+    float* lg = logit + u * stride;
+    const float sink = a.sink[h0 + u];
+    float mx = sink;
+    for (int j = threadIdx.x; j < n_keys; j += kBlock) mx = fmaxf(mx, lg[j]);
+    mx = block_max<kBlock>(mx, scratch);
+    float part = 0.0f;
+    for (int j = threadIdx.x; j < n_keys; j += kBlock) {
+      const float p = expf(lg[j] - mx);
+      lg[j] = p;
+      part += p;
+    }
+    const float denom = expf(sink - mx) + block_sum<kBlock>(part, scratch);
+    for (int j = threadIdx.x; j < n_keys; j += kBlock) lg[j] = lg[j] / denom;
+    __syncthreads();
+  }
+
+  // o[u][i]: the j-ascending chains of HB heads and two dims side by side; 8 keys a step, each
+  // head's 8 weights in two 16-byte loads (j is a multiple of 8, stride of 4).
+  for (int i0 = threadIdx.x; i0 < d; i0 += 2 * kBlock) {
+    const int i1 = i0 + kBlock;
+    const bool two = i1 < d;
+    const int i1r = two ? i1 : i0;  // a valid address when there is no second output
+    float acc0[HB], acc1[HB];
+#pragma unroll
+    for (int u = 0; u < HB; ++u) acc0[u] = 0.0f, acc1[u] = 0.0f;
+    int j = 0;
+    for (; j + 8 <= n_keys; j += 8) {
+      float k0[8], k1[8];
+#pragma unroll
+      for (int t = 0; t < 8; ++t) {
+        const float* kp = keys[j + t];
+        k0[t] = kp[i0], k1[t] = kp[i1r];
+      }
+#pragma unroll
+      for (int u = 0; u < HB; ++u) {
+        const float4 pa = *reinterpret_cast<const float4*>(logit + u * stride + j);
+        const float4 pb = *reinterpret_cast<const float4*>(logit + u * stride + j + 4);
+        const float p[8] = {pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w};
+#pragma unroll
+        for (int t = 0; t < 8; ++t) {
+          acc0[u] = __fmaf_rn(p[t], k0[t], acc0[u]);
+          acc1[u] = __fmaf_rn(p[t], k1[t], acc1[u]);
+        }
+      }
+    }
+    for (; j < n_keys; ++j) {
+      const float kv0 = keys[j][i0], kv1 = keys[j][i1r];
+#pragma unroll
+      for (int u = 0; u < HB; ++u) {
+        const float p = logit[u * stride + j];
+        acc0[u] = __fmaf_rn(p, kv0, acc0[u]);
+        acc1[u] = __fmaf_rn(p, kv1, acc1[u]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < HB; ++u) {
+      o_s[u * d + i0] = acc0[u];
+      if (two) o_s[u * d + i1] = acc1[u];
+    }
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < nh * a.half; t += kBlock) {
+    const int u = t / a.half, i = t % a.half;
+    rope_pair(o_s + u * d + (d - 2 * a.half) + 2 * i, a.inv_freq[i], static_cast<int32_t>(pos), -1.0f);
+  }
+  __syncthreads();
+  float* o = a.o + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h0) * d;
+  for (int i = threadIdx.x; i < nh * d; i += kBlock) o[i] = o_s[i];
+}
+
 __global__ void __launch_bounds__(kBlock) window_update_kernel(const SeqDesc* seqs, const int32_t* row_seq,
                                                                const int32_t* row_pos, int layer, const float* kv,
                                                                int d, int W) {
@@ -273,24 +409,28 @@ int attention_max_keys(int d, int device) {
   return room > 0 ? static_cast<int>(room / static_cast<int64_t>(sizeof(float) + sizeof(float*))) : 0;
 }
 
-cudaError_t attention(const AttentionArgs& a, cudaStream_t stream) {
+cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
   if (a.rows == 0) return cudaSuccess;
   if (!a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o || a.o16 || a.q_raw || a.rows < 0 || a.H < 1 ||
       a.H > 65535 || a.d <= 0 || a.W < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d ||
       (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
-      (a.kind != AttnKind::kSliding && a.m < 1))
+      (a.kind != AttnKind::kSliding && a.m < 1) || (heads != 0 && heads != 1 && heads != 2 && heads != 4 && heads != 8))
     return cudaErrorInvalidValue;
   // Up to 23 rows (where the one-head kernels below would run, each block re-reading every key for
   // one head on one SM): the cluster kernel (attention_cluster.cu) reads each key once per 4-8 heads
   // and spreads a (row, head group) over 8 SMs. Bits do not depend on this choice.
-  if (a.rows <= attention_cluster_rows() && attention_cluster_ok(a)) return attention_cluster(a, stream);
+  if (heads == 0 && a.rows <= attention_cluster_rows() && attention_cluster_ok(a)) return attention_cluster(a, stream);
   // Heads per block: 1 for few rows (a decode step: latency, as many blocks as possible), more for
   // many rows (each key read once for HB heads), as far as shared memory allows. Bits do not depend on it.
   DeviceCaps caps;
   if (const cudaError_t err = current_device_caps(caps); err != cudaSuccess) return err;
-  const int want = a.rows >= 64 ? 8 : a.rows >= 24 ? 4 : 1;  // 16 rows: 4 heads measured 8% slower
+  static const int env_heads = switch_count("MEMRA_CUDA_ATTN_HEADS", 0);
+  static const bool several_keys = switch_on("MEMRA_CUDA_ATTN_HEADS_KEYS");
+  const int by_rows = a.rows >= 64 ? 8 : a.rows >= 24 ? 4 : 1;  // 16 rows: 4 heads measured 8% slower
+  const int want = heads ? heads : a.rows >= 24 && (env_heads == 2 || env_heads == 4 || env_heads == 8) ? env_heads : by_rows;
   int hb = want;
   while (hb > 1 && attention_heads_smem(a.max_keys, a.d, hb) + 1024 > static_cast<size_t>(caps.smem_optin)) hb /= 2;
+  if (heads && hb != heads) return cudaErrorNotSupported;
   if (hb == 1) {
     const size_t smem = attention_smem(a.max_keys, a.d);
     auto launch1 = [&](auto kernel, int threads) {
@@ -301,12 +441,17 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream) {
     if (a.rows <= 2) return launch1(attention_kernel<kWideBlock>, kWideBlock);
     return launch1(attention_kernel<kBlock>, kBlock);
   }
-  auto launch_heads = [&](auto kernel, int heads) {
-    const size_t smem = attention_heads_smem(a.max_keys, a.d, heads);
+  auto launch_heads = [&](auto kernel, int n) {
+    const size_t smem = attention_heads_smem(a.max_keys, a.d, n);
     cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
     if (e != cudaSuccess) return e;
-    return launch(kernel, dim3(a.rows, (a.H + heads - 1) / heads), kBlock, smem, stream, a);
+    return launch(kernel, dim3(a.rows, (a.H + n - 1) / n), kBlock, smem, stream, a);
   };
+  if (!several_keys) {
+    if (hb == 8) return launch_heads(attention_heads_one_key_kernel<8>, 8);
+    if (hb == 4) return launch_heads(attention_heads_one_key_kernel<4>, 4);
+    return launch_heads(attention_heads_one_key_kernel<2>, 2);
+  }
   if (hb == 8) return launch_heads(attention_heads_kernel<8>, 8);
   if (hb == 4) return launch_heads(attention_heads_kernel<4>, 4);
   return launch_heads(attention_heads_kernel<2>, 2);

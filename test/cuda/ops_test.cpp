@@ -1911,6 +1911,8 @@ std::unique_ptr<AttentionCase> attention_case(Rng& rng, AttnKind kind, int d, in
 // attention_cluster on all rows with 4 and 8 heads per cluster.
 struct OtherLaunchBits {
   bool few = true, cluster = true, taken = true;
+  bool heads = true;  // attention(a, heads) with 1, 2, 4 and 8 heads a block on all rows
+  std::string heads_detail;
 };
 OtherLaunchBits other_launch_bits(const AttentionArgs& a, const std::vector<float>& exact) {
   OtherLaunchBits r;
@@ -1932,6 +1934,16 @@ OtherLaunchBits other_launch_bits(const AttentionArgs& a, const std::vector<floa
       else
         r.few = r.few && same && !taken;
     }
+  }
+  for (int heads : {1, 2, 4, 8}) {  // every heads-a-block form on all rows (the many-row kernels)
+    AttentionArgs b = a;
+    DevVec<float> dout(a.rows * row_floats);
+    dout.poison();
+    b.o = dout.get();
+    const cudaError_t e = attention(b, nullptr, heads);
+    const bool same = e == cudaSuccess && std::memcmp(dout.download().data(), exact.data(), a.rows * row_floats * 4) == 0;
+    r.heads = r.heads && same;
+    r.heads_detail += " " + std::to_string(heads) + ":" + (e != cudaSuccess ? cudaGetErrorString(e) : same ? "equal" : "DIFFER");
   }
   for (int heads : {4, 8}) {
     AttentionArgs b = a;
@@ -1973,6 +1985,7 @@ bool misaligned_cluster_bits(AttentionCase& c, const std::vector<float>& exact) 
 
 void report_other_launches(Report& rep, const OtherLaunchBits& r, const std::string& tag) {
   rep.add("attention 1-3 rows (one-head kernels) == all-rows bits " + tag, r.few, r.few ? "bit-equal" : "DIFFER");
+  rep.add("attention 1, 2, 4, 8 heads a block on all rows == all-rows bits " + tag, r.heads, "heads" + r.heads_detail);
 #if defined(MEMRA_CUDA_EMU)
   if (!r.taken) {
     rep.skip("attention cluster kernel == all-rows bits " + tag, "memra-emu: thread-block clusters are not emulated");
