@@ -165,102 +165,15 @@ __global__ void __launch_bounds__(BLOCK) attention_kernel(AttentionArgs a) {
 // (head, key) logit, each head's softmax (one after the other, each with the block reductions of
 // attention_kernel) and every (head, i) output chain perform attention_kernel's operations in its
 // order, so the bits do not depend on HB (the launcher picks HB from the row count).
-template <int HB>
-__global__ void __launch_bounds__(kBlock) attention_heads_one_key_kernel(AttentionArgs a) {
-  MEMRA_DYNAMIC_SMEM(unsigned char, smem, 16);
-  const int d = a.d, stride = heads_logit_stride(a.max_keys);
-  const float** keys = reinterpret_cast<const float**>(smem);                         // [max_keys]
-  float* logit = reinterpret_cast<float*>(smem + heads_keys_bytes(a.max_keys));      // [HB][stride]
-  float* o_s = logit + HB * stride;                                                   // [HB][d]
-  float* q_s = o_s + HB * d;                                                          // [HB][d]
-  __shared__ float scratch[kWarps];
-  __shared__ int s_ncmp;
-  pdl_begin();
-
-  const int row = blockIdx.x, h0 = blockIdx.y * HB;
-  const int nh = min(HB, a.H - h0);
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t pos = a.row_pos[row];
-  const float* q = a.q + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h0) * d;
-  for (int i = threadIdx.x; i < HB * d; i += kBlock) q_s[i] = i < nh * d ? q[i] : 0.0f;
-  const int n_keys = key_table(a, row, keys, &s_ncmp);  // its barriers also publish q_s
-
-  // Logits: one warp per key, HB heads' lane-strided chains side by side.
-  for (int j = warp; j < n_keys; j += kWarps) {
-    const float* k = keys[j];
-    float acc[HB];
-#pragma unroll
-    for (int u = 0; u < HB; ++u) acc[u] = 0.0f;
-    for (int i = lane; i < d; i += kWarp) {
-      const float kv = k[i];
-#pragma unroll
-      for (int u = 0; u < HB; ++u) acc[u] = __fmaf_rn(q_s[u * d + i], kv, acc[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < HB; ++u) {
-      const float sum = warp_sum(acc[u]);
-      if (lane == 0) logit[u * stride + j] = sum * a.scale;
-    }
-  }
-  __syncthreads();
-
-  for (int u = 0; u < nh; ++u) {  // each head's softmax, as attention_kernel's
-    float* lg = logit + u * stride;
-    const float sink = a.sink[h0 + u];
-    float mx = sink;
-    for (int j = threadIdx.x; j < n_keys; j += kBlock) mx = fmaxf(mx, lg[j]);
-    mx = block_max<kBlock>(mx, scratch);
-    float part = 0.0f;
-    for (int j = threadIdx.x; j < n_keys; j += kBlock) {
-      const float p = expf(lg[j] - mx);
-      lg[j] = p;
-      part += p;
-    }
-    const float denom = expf(sink - mx) + block_sum<kBlock>(part, scratch);
-    for (int j = threadIdx.x; j < n_keys; j += kBlock) lg[j] = lg[j] / denom;
-    __syncthreads();
-  }
-
-  // o[u][i]: the j-ascending chains of HB heads side by side; each key value is loaded once.
-  for (int i = threadIdx.x; i < d; i += kBlock) {
-    float acc[HB];
-#pragma unroll
-    for (int u = 0; u < HB; ++u) acc[u] = 0.0f;
-    int j = 0;
-    for (; j + kKeysAtOnce <= n_keys; j += kKeysAtOnce) {
-      float kv[kKeysAtOnce];
-#pragma unroll
-      for (int t = 0; t < kKeysAtOnce; ++t) kv[t] = keys[j + t][i];
-#pragma unroll
-      for (int t = 0; t < kKeysAtOnce; ++t)
-#pragma unroll
-        for (int u = 0; u < HB; ++u) acc[u] = __fmaf_rn(logit[u * stride + j + t], kv[t], acc[u]);
-    }
-    for (; j < n_keys; ++j) {
-      const float kv = keys[j][i];
-#pragma unroll
-      for (int u = 0; u < HB; ++u) acc[u] = __fmaf_rn(logit[u * stride + j], kv, acc[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < HB; ++u) o_s[u * d + i] = acc[u];
-  }
-  __syncthreads();
-  for (int t = threadIdx.x; t < nh * a.half; t += kBlock) {
-    const int u = t / a.half, i = t % a.half;
-    rope_pair(o_s + u * d + (d - 2 * a.half) + 2 * i, a.inv_freq[i], static_cast<int32_t>(pos), -1.0f);
-  }
-  __syncthreads();
-  float* o = a.o + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h0) * d;
-  for (int i = threadIdx.x; i < nh * d; i += kBlock) o[i] = o_s[i];
-}
-
-// The same block, its FMAs fed by fewer shared-memory loads (batch 64's C attention ran at ~10% of
-// the FMA rate, one q_s or logit load a FMA): a warp runs kLogitKeys keys' logit chains side by side
-// (one q_s load for kLogitKeys FMAs), and a thread two outputs i, i + kBlock with 4 keys' weights of a
-// head in one 16-byte load. Each chain is the one-key form's, in its order: the same bits.
+//
+// KEYS4 (the default): the FMAs fed by fewer shared-memory loads (batch 64's C attention ran at
+// ~10% of the FMA rate with one q_s or logit load a FMA): a warp runs kLogitKeys consecutive keys'
+// logit chains side by side (one q_s load for kLogitKeys FMAs), a thread two outputs i, i + kBlock
+// with a head's 4 key weights in one 16-byte load. !KEYS4: a key a warp, an output a thread (A/B:
+// MEMRA_CUDA_ATTN_HEADS_KEYS=0). Each chain is the same in both, in its order: the same bits.
 constexpr int kLogitKeys = 4;
 
-template <int HB>
+template <int HB, bool KEYS4>
 __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a) {
   MEMRA_DYNAMIC_SMEM(unsigned char, smem, 16);
   const int d = a.d, stride = heads_logit_stride(a.max_keys);
@@ -280,30 +193,31 @@ __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a
   for (int i = threadIdx.x; i < HB * d; i += kBlock) q_s[i] = i < nh * d ? q[i] : 0.0f;
   const int n_keys = key_table(a, row, keys, &s_ncmp);  // its barriers also publish q_s
 
-  // Logits: kLogitKeys consecutive keys a warp, HB heads each, every chain lane-strided as one warp
-  // per key runs it; past the last key a lane re-reads the last one and drops the sums.
-  for (int j0 = warp * kLogitKeys; j0 < n_keys; j0 += kWarps * kLogitKeys) {
-    const float* k[kLogitKeys];
-    float acc[kLogitKeys][HB];
+  // Logits: each key's HB chains lane-strided over one warp. KEYS4: kLogitKeys consecutive keys a
+  // warp; past the last key a lane re-reads the last one and drops the sums.
+  constexpr int KB = KEYS4 ? kLogitKeys : 1;
+  for (int j0 = warp * KB; j0 < n_keys; j0 += kWarps * KB) {
+    const float* k[KB];
+    float acc[KB][HB];
 #pragma unroll
-    for (int t = 0; t < kLogitKeys; ++t) {
+    for (int t = 0; t < KB; ++t) {
       k[t] = keys[min(j0 + t, n_keys - 1)];
 #pragma unroll
       for (int u = 0; u < HB; ++u) acc[t][u] = 0.0f;
     }
     for (int i = lane; i < d; i += kWarp) {
-      float kv[kLogitKeys];
+      float kv[KB];
 #pragma unroll
-      for (int t = 0; t < kLogitKeys; ++t) kv[t] = k[t][i];
+      for (int t = 0; t < KB; ++t) kv[t] = k[t][i];
 #pragma unroll
       for (int u = 0; u < HB; ++u) {
         const float qv = q_s[u * d + i];
 #pragma unroll
-        for (int t = 0; t < kLogitKeys; ++t) acc[t][u] = __fmaf_rn(qv, kv[t], acc[t][u]);
+        for (int t = 0; t < KB; ++t) acc[t][u] = __fmaf_rn(qv, kv[t], acc[t][u]);
       }
     }
 #pragma unroll
-    for (int t = 0; t < kLogitKeys; ++t)
+    for (int t = 0; t < KB; ++t)
 #pragma unroll
       for (int u = 0; u < HB; ++u) {
         const float sum = warp_sum(acc[t][u]);
@@ -329,49 +243,61 @@ __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a
     __syncthreads();
   }
 
-  // o[u][i]: the j-ascending chains of HB heads and two dims side by side; 8 keys a step, each
-  // head's 8 weights in two 16-byte loads (j is a multiple of 8, stride of 4).
-  for (int i0 = threadIdx.x; i0 < d; i0 += 2 * kBlock) {
-    const int i1 = i0 + kBlock;
-    const bool two = i1 < d;
-    const int i1r = two ? i1 : i0;  // a valid address when there is no second output
-    float acc0[HB], acc1[HB];
+  // o[u][i]: the j-ascending chains of HB heads side by side, each key value loaded once. KEYS4:
+  // two dims a thread, 8 keys a step, each head's 8 weights in two 16-byte loads (j a multiple of
+  // 8, stride of 4).
+  constexpr int NI = KEYS4 ? 2 : 1;                  // output dims a thread
+  constexpr int KS = KEYS4 ? 8 : kKeysAtOnce;        // keys a step
+  for (int i0 = threadIdx.x; i0 < d; i0 += NI * kBlock) {
+    // output c's dim, or i0 (a valid address) where the thread has no such output
+    auto idx = [&](int c) { return i0 + c * kBlock < d ? i0 + c * kBlock : i0; };
+    float acc[NI][HB];
 #pragma unroll
-    for (int u = 0; u < HB; ++u) acc0[u] = 0.0f, acc1[u] = 0.0f;
+    for (int c = 0; c < NI; ++c)
+#pragma unroll
+      for (int u = 0; u < HB; ++u) acc[c][u] = 0.0f;
     int j = 0;
-    for (; j + 8 <= n_keys; j += 8) {
-      float k0[8], k1[8];
+    for (; j + KS <= n_keys; j += KS) {
+      float kv[NI][KS];
 #pragma unroll
-      for (int t = 0; t < 8; ++t) {
+      for (int t = 0; t < KS; ++t) {
         const float* kp = keys[j + t];
-        k0[t] = kp[i0], k1[t] = kp[i1r];
+#pragma unroll
+        for (int c = 0; c < NI; ++c) kv[c][t] = kp[idx(c)];
       }
 #pragma unroll
       for (int u = 0; u < HB; ++u) {
-        const float4 pa = *reinterpret_cast<const float4*>(logit + u * stride + j);
-        const float4 pb = *reinterpret_cast<const float4*>(logit + u * stride + j + 4);
-        const float p[8] = {pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w};
+        float p[KS];
+        if constexpr (KEYS4) {
+          const float4 pa = *reinterpret_cast<const float4*>(logit + u * stride + j);
+          const float4 pb = *reinterpret_cast<const float4*>(logit + u * stride + j + 4);
+          p[0] = pa.x, p[1] = pa.y, p[2] = pa.z, p[3] = pa.w, p[4] = pb.x, p[5] = pb.y, p[6] = pb.z, p[7] = pb.w;
+        } else {
 #pragma unroll
-        for (int t = 0; t < 8; ++t) {
-          acc0[u] = __fmaf_rn(p[t], k0[t], acc0[u]);
-          acc1[u] = __fmaf_rn(p[t], k1[t], acc1[u]);
+          for (int t = 0; t < KS; ++t) p[t] = logit[u * stride + j + t];
         }
+#pragma unroll
+        for (int t = 0; t < KS; ++t)
+#pragma unroll
+          for (int c = 0; c < NI; ++c) acc[c][u] = __fmaf_rn(p[t], kv[c][t], acc[c][u]);
       }
     }
     for (; j < n_keys; ++j) {
-      const float kv0 = keys[j][i0], kv1 = keys[j][i1r];
+      float kv[NI];
+#pragma unroll
+      for (int c = 0; c < NI; ++c) kv[c] = keys[j][idx(c)];
 #pragma unroll
       for (int u = 0; u < HB; ++u) {
         const float p = logit[u * stride + j];
-        acc0[u] = __fmaf_rn(p, kv0, acc0[u]);
-        acc1[u] = __fmaf_rn(p, kv1, acc1[u]);
+#pragma unroll
+        for (int c = 0; c < NI; ++c) acc[c][u] = __fmaf_rn(p, kv[c], acc[c][u]);
       }
     }
 #pragma unroll
-    for (int u = 0; u < HB; ++u) {
-      o_s[u * d + i0] = acc0[u];
-      if (two) o_s[u * d + i1] = acc1[u];
-    }
+    for (int c = 0; c < NI; ++c)
+#pragma unroll
+      for (int u = 0; u < HB; ++u)
+        if (i0 + c * kBlock < d) o_s[u * d + i0 + c * kBlock] = acc[c][u];
   }
   __syncthreads();
   for (int t = threadIdx.x; t < nh * a.half; t += kBlock) {
@@ -448,13 +374,13 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
     return launch(kernel, dim3(a.rows, (a.H + n - 1) / n), kBlock, smem, stream, a);
   };
   if (!several_keys) {
-    if (hb == 8) return launch_heads(attention_heads_one_key_kernel<8>, 8);
-    if (hb == 4) return launch_heads(attention_heads_one_key_kernel<4>, 4);
-    return launch_heads(attention_heads_one_key_kernel<2>, 2);
+    if (hb == 8) return launch_heads(attention_heads_kernel<8, false>, 8);
+    if (hb == 4) return launch_heads(attention_heads_kernel<4, false>, 4);
+    return launch_heads(attention_heads_kernel<2, false>, 2);
   }
-  if (hb == 8) return launch_heads(attention_heads_kernel<8>, 8);
-  if (hb == 4) return launch_heads(attention_heads_kernel<4>, 4);
-  return launch_heads(attention_heads_kernel<2>, 2);
+  if (hb == 8) return launch_heads(attention_heads_kernel<8, true>, 8);
+  if (hb == 4) return launch_heads(attention_heads_kernel<4, true>, 4);
+  return launch_heads(attention_heads_kernel<2, true>, 2);
 }
 
 cudaError_t window_update(const SeqDesc* seqs, const int32_t* row_seq, const int32_t* row_pos, int layer, int rows,
