@@ -4,6 +4,7 @@
 #   P   the carried pack (build-gpu-pack)      t   its memra_cuda_test
 #   m   its memra                              el  prints the seconds since the preamble ran
 #   lib_arm NAME  unpacks a second library carried as $P/NAME (below)
+#   whole_check   the whole gpu-check within the call's LIMIT, as $OUT/check.tar.gz (below)
 # NCCL's NVLink multicast stays off (the lent machines' rule), and the pack's libraries come first.
 bash tools/gpu-check.sh --unpack
 P=$PWD/build-gpu-pack
@@ -19,4 +20,15 @@ lib_arm() {
     python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" \
       "$P/$1/libmemra_cuda.so.xz" "/tmp/$1/bin/libmemra_cuda.so" &&
     for f in "$P"/bin/*.so.*; do ln -sf "$f" "/tmp/$1/bin/"; done
+}
+# whole_check [LINES]: the whole tools/gpu-check.sh (GPU_CHECK_FRESH=1) in what is left of the
+# call's LIMIT (default 560 s; 15 s kept for the archive), its files as $OUT/check.tar.gz, the last
+# LINES (default 60) of its summary printed: a run's whole check is this one line.
+whole_check() {
+  local dir left=$(( ${LIMIT:-560} - ( $(date +%s) - T0 ) - 15 ))
+  dir=$(mktemp -d)
+  OUT=$dir GPU_CHECK_FRESH=1 GPU_CHECK_BUDGET_S=$left bash tools/gpu-check.sh > "$dir/console.txt" 2>&1
+  tar czf "$OUT/check.tar.gz" -C "$dir" .
+  tail -n "${1:-60}" "$dir/summary.txt" 2>/dev/null
+  el
 }

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# shell.bench_device_preamble: bench/device_preamble.sh's whole_check (a device run's whole check in
+# one line) runs tools/gpu-check.sh fresh with the budget left of the call's LIMIT (less 15 s for the
+# archive), archives what it wrote as $OUT/check.tar.gz and prints its summary's last lines. On a
+# stub gpu-check.sh that records what it was given (the real one needs the GPU machine).
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
+root="$work/root"
+mkdir -p "$root/bench" "$root/tools" "$work/out"
+cp "$src/bench/device_preamble.sh" "$root/bench/"
+cat > "$root/tools/gpu-check.sh" <<'STUB'
+[[ "${1:-}" == --unpack ]] && exit 0
+{ echo "step one PASS"; echo "step two PASS"; echo "budget ${GPU_CHECK_BUDGET_S:-unset} fresh ${GPU_CHECK_FRESH:-unset}"; } > "$OUT/summary.txt"
+echo "console line"
+STUB
+out=$(cd "$root" && OUT="$work/out" LIMIT=100 bash -c 'source bench/device_preamble.sh; whole_check 2' 2>&1)
+grep -q '^budget 8[0-5] fresh 1$' <<< "$out" || { echo "FAIL: not the budget left of LIMIT 100 less 15, fresh: $out"; fail=1; }
+grep -q '^step one' <<< "$out" && { echo "FAIL: printed more than the summary's last 2 lines: $out"; fail=1; }
+grep -q '^t=[0-9]*s$' <<< "$out" || { echo "FAIL: no elapsed line: $out"; fail=1; }
+listing=$(tar tzf "$work/out/check.tar.gz" 2>&1)
+for f in summary.txt console.txt; do
+  grep -q "$f" <<< "$listing" || { echo "FAIL: check.tar.gz lacks $f: $listing"; fail=1; }
+done
+tar xzf "$work/out/check.tar.gz" -O ./console.txt | grep -q 'console line' || { echo "FAIL: the console was not kept"; fail=1; }
+[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail"
+exit $fail
