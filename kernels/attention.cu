@@ -166,14 +166,16 @@ __global__ void __launch_bounds__(BLOCK) attention_kernel(AttentionArgs a) {
 // attention_kernel) and every (head, i) output chain perform attention_kernel's operations in its
 // order, so the bits do not depend on HB (the launcher picks HB from the row count).
 //
-// KEYS4 (the default): the FMAs fed by fewer shared-memory loads (batch 64's C attention ran at
-// ~10% of the FMA rate with one q_s or logit load a FMA): a warp runs kLogitKeys consecutive keys'
-// logit chains side by side (one q_s load for kLogitKeys FMAs), a thread two outputs i, i + kBlock
-// with a head's 4 key weights in one 16-byte load. !KEYS4: a key a warp, an output a thread (A/B:
-// MEMRA_CUDA_ATTN_HEADS_KEYS=0). Each chain is the same in both, in its order: the same bits.
+// The FMAs fed by few shared-memory loads (batch 64's C attention ran at ~10% of the FMA rate with
+// one q_s or logit load a FMA, a key a warp and an output a thread: 0.70 → 0.43 ms on an H200 in
+// run 178): a warp runs kLogitKeys consecutive keys' logit chains side by side (one q_s load for
+// kLogitKeys FMAs), a thread two outputs i, i + kBlock with a head's 4 key weights in one 16-byte
+// load. Each chain is the one-key form's, in its order: the same bits.
 constexpr int kLogitKeys = 4;
+constexpr int kOutDims = 2;   // output dims a thread
+constexpr int kOutKeys = 8;   // keys a step of the output chains: a head's weights in two 16-byte loads
 
-template <int HB, bool KEYS4>
+template <int HB>
 __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a) {
   MEMRA_DYNAMIC_SMEM(unsigned char, smem, 16);
   const int d = a.d, stride = heads_logit_stride(a.max_keys);
@@ -193,9 +195,9 @@ __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a
   for (int i = threadIdx.x; i < HB * d; i += kBlock) q_s[i] = i < nh * d ? q[i] : 0.0f;
   const int n_keys = key_table(a, row, keys, &s_ncmp);  // its barriers also publish q_s
 
-  // Logits: each key's HB chains lane-strided over one warp. KEYS4: kLogitKeys consecutive keys a
-  // warp; past the last key a lane re-reads the last one and drops the sums.
-  constexpr int KB = KEYS4 ? kLogitKeys : 1;
+  // Logits: each key's HB chains lane-strided over one warp, kLogitKeys consecutive keys a warp;
+  // past the last key a lane re-reads the last one and drops the sums.
+  constexpr int KB = kLogitKeys;
   for (int j0 = warp * KB; j0 < n_keys; j0 += kWarps * KB) {
     const float* k[KB];
     float acc[KB][HB];
@@ -243,11 +245,11 @@ __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a
     __syncthreads();
   }
 
-  // o[u][i]: the j-ascending chains of HB heads side by side, each key value loaded once. KEYS4:
-  // two dims a thread, 8 keys a step, each head's 8 weights in two 16-byte loads (j a multiple of
-  // 8, stride of 4).
-  constexpr int NI = KEYS4 ? 2 : 1;                  // output dims a thread
-  constexpr int KS = KEYS4 ? 8 : kKeysAtOnce;        // keys a step
+  // o[u][i]: the j-ascending chains of HB heads side by side, each key value loaded once: kOutDims
+  // dims a thread, kOutKeys keys a step, each head's 8 weights in two 16-byte loads (j a multiple
+  // of 8, stride of 4).
+  constexpr int NI = kOutDims, KS = kOutKeys;
+  static_assert(KS == 8, "the weights' two float4 loads below");
   for (int i0 = threadIdx.x; i0 < d; i0 += NI * kBlock) {
     // output c's dim, or i0 (a valid address) where the thread has no such output
     auto idx = [&](int c) { return i0 + c * kBlock < d ? i0 + c * kBlock : i0; };
@@ -267,15 +269,9 @@ __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a
       }
 #pragma unroll
       for (int u = 0; u < HB; ++u) {
-        float p[KS];
-        if constexpr (KEYS4) {
-          const float4 pa = *reinterpret_cast<const float4*>(logit + u * stride + j);
-          const float4 pb = *reinterpret_cast<const float4*>(logit + u * stride + j + 4);
-          p[0] = pa.x, p[1] = pa.y, p[2] = pa.z, p[3] = pa.w, p[4] = pb.x, p[5] = pb.y, p[6] = pb.z, p[7] = pb.w;
-        } else {
-#pragma unroll
-          for (int t = 0; t < KS; ++t) p[t] = logit[u * stride + j + t];
-        }
+        const float4 pa = *reinterpret_cast<const float4*>(logit + u * stride + j);
+        const float4 pb = *reinterpret_cast<const float4*>(logit + u * stride + j + 4);
+        const float p[KS] = {pa.x, pa.y, pa.z, pa.w, pb.x, pb.y, pb.z, pb.w};
 #pragma unroll
         for (int t = 0; t < KS; ++t)
 #pragma unroll
@@ -351,7 +347,6 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
   DeviceCaps caps;
   if (const cudaError_t err = current_device_caps(caps); err != cudaSuccess) return err;
   static const int env_heads = switch_count("MEMRA_CUDA_ATTN_HEADS", 0);
-  static const bool several_keys = switch_on("MEMRA_CUDA_ATTN_HEADS_KEYS");
   const int by_rows = a.rows >= 64 ? 8 : a.rows >= 24 ? 4 : 1;  // 16 rows: 4 heads measured 8% slower
   const int want = heads ? heads : a.rows >= 24 && (env_heads == 2 || env_heads == 4 || env_heads == 8) ? env_heads : by_rows;
   int hb = want;
@@ -373,14 +368,9 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
     if (e != cudaSuccess) return e;
     return launch(kernel, dim3(a.rows, (a.H + n - 1) / n), kBlock, smem, stream, a);
   };
-  if (!several_keys) {
-    if (hb == 8) return launch_heads(attention_heads_kernel<8, false>, 8);
-    if (hb == 4) return launch_heads(attention_heads_kernel<4, false>, 4);
-    return launch_heads(attention_heads_kernel<2, false>, 2);
-  }
-  if (hb == 8) return launch_heads(attention_heads_kernel<8, true>, 8);
-  if (hb == 4) return launch_heads(attention_heads_kernel<4, true>, 4);
-  return launch_heads(attention_heads_kernel<2, true>, 2);
+  if (hb == 8) return launch_heads(attention_heads_kernel<8>, 8);
+  if (hb == 4) return launch_heads(attention_heads_kernel<4>, 4);
+  return launch_heads(attention_heads_kernel<2>, 2);
 }
 
 cudaError_t window_update(const SeqDesc* seqs, const int32_t* row_seq, const int32_t* row_pos, int layer, int rows,

@@ -346,7 +346,7 @@ struct AttentionArgs {
 // heads: 0 picks the form by the row count (the cluster kernel for few rows, else 1, 4 or 8 heads a
 // block; MEMRA_CUDA_ATTN_HEADS=n: n for many rows, for A/B); 1, 2, 4 or 8 forces that many heads a
 // block on every row (tests: each form's bits against the others'); cudaErrorNotSupported where they
-// do not fit shared memory. MEMRA_CUDA_ATTN_HEADS_KEYS=0: the heads blocks' one-key form (A/B).
+// do not fit shared memory.
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads = 0);
 // Decode-sized rounds (attention_cluster.cu): one cluster of 8 blocks per (row, group of `heads`
 // heads), the bits of attention(). attention() takes it for rows ≤ attention_cluster_rows()
