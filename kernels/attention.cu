@@ -336,7 +336,7 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
   if (!a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o || a.o16 || a.q_raw || a.rows < 0 || a.H < 1 ||
       a.H > 65535 || a.d <= 0 || a.W < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d ||
       (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
-      (a.kind != AttnKind::kSliding && a.m < 1) || (heads != 0 && heads != 1 && heads != 2 && heads != 4 && heads != 8))
+      (a.kind != AttnKind::kSliding && a.m < 1) || (heads != 0 && heads != 1 && heads != 2 && heads != 4 && heads != 8 && heads != 16))
     return cudaErrorInvalidValue;
   // Up to 23 rows (where the one-head kernels below would run, each block re-reading every key for
   // one head on one SM): the cluster kernel (attention_cluster.cu) reads each key once per 4-8 heads
@@ -348,7 +348,7 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
   if (const cudaError_t err = current_device_caps(caps); err != cudaSuccess) return err;
   static const int env_heads = switch_count("MEMRA_CUDA_ATTN_HEADS", 0);
   const int by_rows = a.rows >= 64 ? 8 : a.rows >= 24 ? 4 : 1;  // 16 rows: 4 heads measured 8% slower
-  const int want = heads ? heads : a.rows >= 24 && (env_heads == 2 || env_heads == 4 || env_heads == 8) ? env_heads : by_rows;
+  const int want = heads ? heads : a.rows >= 24 && (env_heads == 2 || env_heads == 4 || env_heads == 8 || env_heads == 16) ? env_heads : by_rows;
   int hb = want;
   while (hb > 1 && attention_heads_smem(a.max_keys, a.d, hb) + 1024 > static_cast<size_t>(caps.smem_optin)) hb /= 2;
   if (heads && hb != heads) return cudaErrorNotSupported;
@@ -368,6 +368,7 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
     if (e != cudaSuccess) return e;
     return launch(kernel, dim3(a.rows, (a.H + n - 1) / n), kBlock, smem, stream, a);
   };
+  if (hb == 16) return launch_heads(attention_heads_kernel<16>, 16);
   if (hb == 8) return launch_heads(attention_heads_kernel<8>, 8);
   if (hb == 4) return launch_heads(attention_heads_kernel<4>, 4);
   return launch_heads(attention_heads_kernel<2>, 2);

@@ -1911,7 +1911,7 @@ std::unique_ptr<AttentionCase> attention_case(Rng& rng, AttnKind kind, int d, in
 // attention_cluster on all rows with 4 and 8 heads per cluster.
 struct OtherLaunchBits {
   bool few = true, cluster = true, taken = true;
-  bool heads = true;  // attention(a, heads) with 1, 2, 4 and 8 heads a block on all rows
+  bool heads = true;  // attention(a, heads) with 1, 2, 4, 8 and 16 heads a block on all rows
   std::string heads_detail;
 };
 OtherLaunchBits other_launch_bits(const AttentionArgs& a, const std::vector<float>& exact) {
@@ -1935,7 +1935,7 @@ OtherLaunchBits other_launch_bits(const AttentionArgs& a, const std::vector<floa
         r.few = r.few && same && !taken;
     }
   }
-  for (int heads : {1, 2, 4, 8}) {  // every heads-a-block form on all rows (the many-row kernels)
+  for (int heads : {1, 2, 4, 8, 16}) {  // every heads-a-block form on all rows (the many-row kernels)
     AttentionArgs b = a;
     DevVec<float> dout(a.rows * row_floats);
     dout.poison();
@@ -1985,7 +1985,7 @@ bool misaligned_cluster_bits(AttentionCase& c, const std::vector<float>& exact) 
 
 void report_other_launches(Report& rep, const OtherLaunchBits& r, const std::string& tag) {
   rep.add("attention 1-3 rows (one-head kernels) == all-rows bits " + tag, r.few, r.few ? "bit-equal" : "DIFFER");
-  rep.add("attention 1, 2, 4, 8 heads a block on all rows == all-rows bits " + tag, r.heads, "heads" + r.heads_detail);
+  rep.add("attention 1, 2, 4, 8, 16 heads a block on all rows == all-rows bits " + tag, r.heads, "heads" + r.heads_detail);
 #if defined(MEMRA_CUDA_EMU)
   if (!r.taken) {
     rep.skip("attention cluster kernel == all-rows bits " + tag, "memra-emu: thread-block clusters are not emulated");
