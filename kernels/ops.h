@@ -343,7 +343,7 @@ struct AttentionArgs {
   bool q_raw = false;
   float q_eps = 0.0f;
 };
-// heads: 0 picks the form by the row count (the cluster kernel for few rows, else 1, 4 or 8 heads a
+// heads: 0 picks the form by the row count (the cluster kernel for few rows, else 1, 4, 8 or 16 heads a
 // block; MEMRA_CUDA_ATTN_HEADS=n: n for many rows, for A/B); 1, 2, 4, 8 or 16 forces that many heads a
 // block on every row (tests: each form's bits against the others'); cudaErrorNotSupported where they
 // do not fit shared memory.
