@@ -409,7 +409,6 @@ struct DownStage {
 template <int kMaxRows>
 inline constexpr bool kStrided = kMaxRows <= kSmallRows;
 
-//
 // kPass (the large list, wide; 0: off): a group of 3-8 rows in passes of kPass = 2 or 4 rows, each
 // pass after the first re-reading the block's weight rows (from L2, just read). Without the 8-row
 // path the kernel needs fewer registers: at batch 64 the 8-row kernels held 128 registers (25%
