@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a
 
   // Logits: each key's HB chains lane-strided over one warp, kLogitKeys consecutive keys a warp;
   // past the last key a lane re-reads the last one and drops the sums.
-  constexpr int KB = kLogitKeys;
+  constexpr int KB = kLogitKeys;  // keys a warp
   for (int j0 = warp * KB; j0 < n_keys; j0 += kWarps * KB) {
     const float* k[KB];
     float acc[KB][HB];
@@ -322,6 +322,9 @@ __global__ void __launch_bounds__(kBlock) window_update_kernel(const SeqDesc* se
   for (int i = threadIdx.x; i < d; i += kBlock) dst[i] = src[i];
 }
 
+// The heads-a-block counts attention() can be asked for (its `heads`, MEMRA_CUDA_ATTN_HEADS).
+constexpr bool heads_form(int n) { return n == 1 || n == 2 || n == 4 || n == 8 || n == 16; }
+
 }  // namespace
 
 int attention_max_keys(int d, int device) {
@@ -336,7 +339,7 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
   if (!a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o || a.o16 || a.q_raw || a.rows < 0 || a.H < 1 ||
       a.H > 65535 || a.d <= 0 || a.W < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d ||
       (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
-      (a.kind != AttnKind::kSliding && a.m < 1) || (heads != 0 && heads != 1 && heads != 2 && heads != 4 && heads != 8 && heads != 16))
+      (a.kind != AttnKind::kSliding && a.m < 1) || (heads != 0 && !heads_form(heads)))
     return cudaErrorInvalidValue;
   // Up to 23 rows (where the one-head kernels below would run, each block re-reading every key for
   // one head on one SM): the cluster kernel (attention_cluster.cu) reads each key once per 4-8 heads
@@ -352,7 +355,7 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
   // 0.43 → 0.36 ms, run 179), else 8 (32 rows × 16 heads, 128 blocks, ran 3.5% slower at batch 32).
   const int by_rows = a.rows >= 64 ? (static_cast<int64_t>(a.rows) * ((a.H + 15) / 16) >= 256 ? 16 : 8)
                       : a.rows >= 24 ? 4 : 1;
-  const int want = heads ? heads : a.rows >= 24 && (env_heads == 2 || env_heads == 4 || env_heads == 8 || env_heads == 16) ? env_heads : by_rows;
+  const int want = heads ? heads : a.rows >= 24 && env_heads > 1 && heads_form(env_heads) ? env_heads : by_rows;
   int hb = want;
   while (hb > 1 && attention_heads_smem(a.max_keys, a.d, hb) + 1024 > static_cast<size_t>(caps.smem_optin)) hb /= 2;
   if (heads && hb != heads) return cudaErrorNotSupported;
