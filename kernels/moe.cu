@@ -409,13 +409,8 @@ struct DownStage {
 template <int kMaxRows>
 inline constexpr bool kStrided = kMaxRows <= kSmallRows;
 
-// kPass (the large list, wide; 0: off): a group of 3-8 rows in passes of kPass = 2 or 4 rows, each
-// pass after the first re-reading the block's weight rows (from L2, just read). Without the 8-row
-// path the kernel needs fewer registers: at batch 64 the 8-row kernels held 128 registers (25%
-// occupancy, spilling) and streamed at 45-48% of DRAM peak against the small list's 85-87% at 64-74
-// registers (ncu, run 179). Each row's sums are dot_rows' for any RB: the same bits.
-template <typename Row, typename Stage, int kMaxRows, bool kWide, int kPass = 0>
-__global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? (kPass == 2 ? 3 : 2) : 0)
+template <typename Row, typename Stage, int kMaxRows, bool kWide>
+__global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? 2 : 0)
     moe_stage_kernel(ExpertsArgs a, GroupList list) {
   pdl_begin();
   const int o = (blockIdx.y * kWarps + threadIdx.x / kWarp) * (kWide ? Stage::kWidePerWarp : 1);
@@ -430,13 +425,6 @@ __global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? (kPas
         else Stage::template wide<Row, 1>(a, e, o, pair, nr);
       } else {
         Stage::template wide<Row, 2>(a, e, o, pair, nr);
-      }
-    } else if constexpr (kWide && kPass > 0) {
-      for (int r0 = 0; r0 < nr; r0 += kPass) {
-        int rows[kGroupRows];
-#pragma unroll
-        for (int r = 0; r < kGroupRows; ++r) rows[r] = pair[min(r0 + r, nr - 1)];
-        Stage::template wide<Row, kPass>(a, e, o, rows, min(nr - r0, kPass));
       }
     } else if constexpr (kWide) {
       if (nr <= 4) Stage::template wide<Row, 4>(a, e, o, pair, nr);
@@ -615,22 +603,12 @@ int wide_setting() {
 // One list's launch: grid x one block row per possible group of the list (`bound`), or for the
 // strided small list at most kGroupBlocks; grid y the stage's outputs at the kernel's outputs per
 // warp. Both follow from the kernel's own template arguments, so the host cannot disagree with it.
-template <typename Row, typename Stage, int kMaxRows, bool kWide, int kPass = 0>
+template <typename Row, typename Stage, int kMaxRows, bool kWide>
 cudaError_t launch_list(const ExpertsArgs& a, GroupList list, int bound, cudaStream_t stream) {
   constexpr int per_warp = kWide ? Stage::kWidePerWarp : 1;
   const int x = std::max(1, kStrided<kMaxRows> ? std::min(bound, kGroupBlocks) : bound);
   const int y = (Stage::outputs(a) + kWarps * per_warp - 1) / (kWarps * per_warp);
-  return launch(moe_stage_kernel<Row, Stage, kMaxRows, kWide, kPass>, dim3(x, y), kBlock, 0, stream, a, list);
-}
-
-// The large list's wide kernels in passes of ExpertsArgs::large_pass_rows (2 or 4) rows, 0: the
-// 8-row path; left to the library (-1): MEMRA_CUDA_MOE_PASS=2|4 (A/B timing; same bits), else 0.
-int large_pass_rows(const ExpertsArgs& a) {
-  static const int setting = [] {
-    const int n = switch_count("MEMRA_CUDA_MOE_PASS", 0);
-    return n == 2 || n == 4 ? n : 0;
-  }();
-  return a.large_pass_rows == 0 || a.large_pass_rows == 2 || a.large_pass_rows == 4 ? a.large_pass_rows : setting;
+  return launch(moe_stage_kernel<Row, Stage, kMaxRows, kWide>, dim3(x, y), kBlock, 0, stream, a, list);
 }
 
 // One stage's launches: one list, or the small and the large list.
@@ -642,9 +620,6 @@ cudaError_t launch_stage(const ExpertsArgs& a, int max_groups, bool split, int w
   const cudaError_t err = wide >= 2 ? launch_list<Row, Stage, kSmallRows, true>(a, small, small_bound, stream)
                                     : launch_list<Row, Stage, kSmallRows, false>(a, small, small_bound, stream);
   if (err != cudaSuccess || large_bound == 0) return err;
-  const int pass = wide >= 1 ? large_pass_rows(a) : 0;
-  if (pass == 2) return launch_list<Row, Stage, kGroupRows, true, 2>(a, large, large_bound, stream);
-  if (pass == 4) return launch_list<Row, Stage, kGroupRows, true, 4>(a, large, large_bound, stream);
   return wide >= 1 ? launch_list<Row, Stage, kGroupRows, true>(a, large, large_bound, stream)
                    : launch_list<Row, Stage, kGroupRows, false>(a, large, large_bound, stream);
 }
