@@ -423,10 +423,6 @@ struct ExpertsArgs {
   // and larger ones in kernels of their own, 0 = the library's rule (MEMRA_CUDA_MOE_SPLIT, else by
   // row count). Same bits in every setting.
   int lists = 0;
-  // The large list's wide kernels (moe.cu): 2 or 4 = a group of 3-8 rows in passes of that many
-  // rows (that path's registers), 0 = the 8-row path, -1 = the library's rule (MEMRA_CUDA_MOE_PASS).
-  // Same bits in every setting.
-  int large_pass_rows = -1;
 };
 int experts_max_groups(int rows, int k, int E);
 // The fused path: every selected (row, expert) pair of every row in one launch per stage
