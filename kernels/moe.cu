@@ -411,7 +411,8 @@ inline constexpr bool kStrided = kMaxRows <= kSmallRows;
 
 // The large list stays on the 8-row path at 128 registers although it streams at 45-48% of DRAM
 // peak (ncu, run 179): in passes of 2 rows (80 registers) or 4 the up kernel's re-reads of the
-// block's weight rows came from DRAM, not L2 (about twice the bytes), and batch 64 lost 6% / 1.4% (run 180).
+// block's weight rows came from DRAM, not L2 (about twice the bytes), and batch 64 lost 6% / 1.4%
+// (run 180).
 template <typename Row, typename Stage, int kMaxRows, bool kWide>
 __global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? 2 : 0)
     moe_stage_kernel(ExpertsArgs a, GroupList list) {
