@@ -615,33 +615,17 @@ cudaError_t launch_list(const ExpertsArgs& a, GroupList list, int bound, cudaStr
   return launch(moe_stage_kernel<Row, Stage, kMaxRows, kWide>, dim3(x, y), kBlock, 0, stream, a, list);
 }
 
-// Groups of 3-8 rows need P / 3 block rows at most (none below 3 pairs).
-int large_bound(const ExpertsArgs& a) { return a.rows * a.k / (kSmallRows + 1); }
-
-// One stage's launch for the small list (two lists) or the one list.
+// One stage's launches: one list, or the small and the large list.
 template <typename Row, typename Stage>
-cudaError_t launch_small(const ExpertsArgs& a, int max_groups, bool split, int wide, cudaStream_t stream) {
+cudaError_t launch_stage(const ExpertsArgs& a, int max_groups, bool split, int wide, cudaStream_t stream) {
   if (!split) return launch_list<Row, Stage, kGroupRows, false>(a, GroupList{0, 1, 0}, max_groups, stream);
-  const GroupList small{0, 1, 0};
-  const int bound = std::min(a.E, a.rows * a.k);
-  return wide >= 2 ? launch_list<Row, Stage, kSmallRows, true>(a, small, bound, stream)
-                   : launch_list<Row, Stage, kSmallRows, false>(a, small, bound, stream);
-}
-
-// One stage's launch for the large list (two lists only; none where no group can have 3 rows).
-template <typename Row, typename Stage>
-cudaError_t launch_large(const ExpertsArgs& a, int max_groups, int wide, cudaStream_t stream) {
-  const GroupList large{max_groups - 1, -1, 1};
-  if (large_bound(a) == 0) return cudaSuccess;
-  return wide >= 1 ? launch_list<Row, Stage, kGroupRows, true>(a, large, large_bound(a), stream)
-                   : launch_list<Row, Stage, kGroupRows, false>(a, large, large_bound(a), stream);
-}
-
-// MEMRA_CUDA_MOE_LARGE_SIDE=0 (A/B timing; same bits): the large list on the caller's stream even
-// where ExpertsArgs gives it a stream of its own.
-bool large_side_setting() {
-  static const bool on = switch_on("MEMRA_CUDA_MOE_LARGE_SIDE");
-  return on;
+  const int P = a.rows * a.k, small_bound = std::min(a.E, P), large_bound = P / (kSmallRows + 1);
+  const GroupList small{0, 1, 0}, large{max_groups - 1, -1, 1};
+  const cudaError_t err = wide >= 2 ? launch_list<Row, Stage, kSmallRows, true>(a, small, small_bound, stream)
+                                    : launch_list<Row, Stage, kSmallRows, false>(a, small, small_bound, stream);
+  if (err != cudaSuccess || large_bound == 0) return err;
+  return wide >= 1 ? launch_list<Row, Stage, kGroupRows, true>(a, large, large_bound, stream)
+                   : launch_list<Row, Stage, kGroupRows, false>(a, large, large_bound, stream);
 }
 
 template <typename Row>
@@ -649,29 +633,8 @@ cudaError_t launch_experts(const ExpertsArgs& a, int max_groups, cudaStream_t st
   if (one_row(a)) return launch_one_row<Row>(a, stream);
   const bool split = split_lists(a);
   const int wide = wide_setting();
-  cudaError_t err = cudaSuccess;
-  const auto then = [&err](cudaError_t e) {
-    if (err == cudaSuccess) err = e;
-  };
-  const bool apart = split && large_bound(a) > 0 && a.large_stream && a.fork && a.join && large_side_setting();
-  if (!apart) {  // small up, large up, small down, large down: each stage's lists one after the other
-    then(launch_small<Row, UpStage>(a, max_groups, split, wide, stream));
-    if (split && err == cudaSuccess) then(launch_large<Row, UpStage>(a, max_groups, wide, stream));
-    if (err == cudaSuccess) then(launch_small<Row, DownStage>(a, max_groups, split, wide, stream));
-    if (split && err == cudaSuccess) then(launch_large<Row, DownStage>(a, max_groups, wide, stream));
-    return err;
-  }
-  // The large list's up and down on large_stream after the grouping, beside the small list's: each
-  // list's down reads only its own groups' rows of h, so each pair needs only its own up.
-  then(cudaEventRecord(a.fork, stream));
-  if (err == cudaSuccess) then(cudaStreamWaitEvent(a.large_stream, a.fork, 0));
-  if (err == cudaSuccess) then(launch_large<Row, UpStage>(a, max_groups, wide, a.large_stream));
-  if (err == cudaSuccess) then(launch_small<Row, UpStage>(a, max_groups, split, wide, stream));
-  if (err == cudaSuccess) then(launch_large<Row, DownStage>(a, max_groups, wide, a.large_stream));
-  if (err == cudaSuccess) then(launch_small<Row, DownStage>(a, max_groups, split, wide, stream));
-  if (err == cudaSuccess) then(cudaEventRecord(a.join, a.large_stream));
-  if (err == cudaSuccess) then(cudaStreamWaitEvent(stream, a.join, 0));
-  return err;
+  const cudaError_t err = launch_stage<Row, UpStage>(a, max_groups, split, wide, stream);
+  return err != cudaSuccess ? err : launch_stage<Row, DownStage>(a, max_groups, split, wide, stream);
 }
 
 // MEMRA_CUDA_ROUTE_FORM=1 (A/B timing; the same bits): form 1 where the caller leaves the form open.

@@ -423,13 +423,6 @@ struct ExpertsArgs {
   // and larger ones in kernels of their own, 0 = the library's rule (MEMRA_CUDA_MOE_SPLIT, else by
   // row count). Same bits in every setting.
   int lists = 0;
-  // With two lists, the large list's up and down kernels on `large_stream` (fork: recorded on the
-  // caller's stream after the grouping, large_stream waits for it; join: recorded on large_stream
-  // after the large down kernel, the caller's stream waits for it), so they overlap the small
-  // list's. Null (or MEMRA_CUDA_MOE_LARGE_SIDE=0): every launch on the caller's stream. The two
-  // lists write disjoint rows of h and eo: the same bits either way.
-  cudaStream_t large_stream = nullptr;
-  cudaEvent_t fork = nullptr, join = nullptr;
 };
 int experts_max_groups(int rows, int k, int E);
 // The fused path: every selected (row, expert) pair of every row in one launch per stage

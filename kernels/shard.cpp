@@ -1076,7 +1076,6 @@ void Shard::moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* tr
     ea.sync = moe_sync_.get();
     ea.h = h_.get();
     ea.eo = eo_.get();
-    if (ov) ea.large_stream = side_[kSideMoeLarge], ea.fork = fork_event_, ea.join = join_event_[kSideMoeLarge];
     launched(experts_fused(ea, stream_), "experts_fused");
     moe_ran_ = "fused";
   } else if (batched_experts(w, x, xh, y == nullptr)) {

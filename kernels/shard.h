@@ -154,12 +154,10 @@ class Shard {
     kSideCmpGate = 4,  // the attention compressor's wgate
     kSideIdxGate = 5,  // (CSA) the indexer compressor's wgate
     kSideComb = 6,     // hc_comb: a sublayer's Sinkhorn, joined before its hc_post
-    kSideMoeLarge = 7,  // the routed experts' groups of 3-8 rows (ExpertsArgs::large_stream)
-    kSides = 8
+    kSides = 7
   };
   // The side streams' names, in Side's order (the graph marks' labels).
-  static constexpr const char* kSideNames[kSides] = {"kv",       "indexer",  "idx-kv", "cmp-kv",
-                                                     "cmp-gate", "idx-gate", "comb",   "moe-large"};
+  static constexpr const char* kSideNames[kSides] = {"kv", "indexer", "idx-kv", "cmp-kv", "cmp-gate", "idx-gate", "comb"};
   void fork_to(int side);            // side stream `side` waits for what stream_ enqueued so far
   void join_from(int side);          // stream_ waits for what side stream `side` enqueued so far
   // cuda-fast, rounds of kFastHcMixRows+ rows: hp's unscaled mix X·fnᵀ as a cuBLAS TF32 GEMM into
