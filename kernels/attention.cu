@@ -322,7 +322,7 @@ __global__ void __launch_bounds__(kBlock) window_update_kernel(const SeqDesc* se
   for (int i = threadIdx.x; i < d; i += kBlock) dst[i] = src[i];
 }
 
-// The heads-a-block counts attention() can be asked for (its `heads`, MEMRA_CUDA_ATTN_HEADS).
+// The heads-a-block counts attention() can be asked for: its `heads`, and from 2 MEMRA_CUDA_ATTN_HEADS.
 constexpr bool heads_form(int n) { return n == 1 || n == 2 || n == 4 || n == 8 || n == 16; }
 
 }  // namespace
