@@ -144,9 +144,11 @@ def main():
                  f"{pp['linear_share_of_bf16_rate']:.2f} of rate | | | TFLOP/s |")
     sn = m["snapshot"]
     # The bench model's state has a few classes of hundreds of MB, and a class hash is one stream (the
-    # file format's): one thread a class. The target's figure is the V4-Flash-layout state of
-    # gpu-check's bandwidth step (memra_cuda_test bandwidth: 43 layers' classes over 16 threads).
-    lines.append(f"| snapshot (hashed; this 2-layer state: one hashing stream a class) / restore | "
+    # file format's): one hashing chain a class, on the device (class_hash.cu; on the host before
+    # session 50: one thread a class). The target's figure is the V4-Flash-layout state of
+    # gpu-check's bandwidth step (memra_cuda_test bandwidth: 43 layers' classes).
+    host = f"; hashed on the host {sn['snapshot_host_hashed_GBps']:.1f}" if "snapshot_host_hashed_GBps" in sn else ""
+    lines.append(f"| snapshot (hashed on the device; this 2-layer state: one hashing chain a class{host}) / restore | "
                  f"{sn['snapshot_GBps']:.1f} / {sn['restore_GBps']:.1f} | "
                  f"{m['ceilings']['pinned_d2h_GBps']:.1f} / {m['ceilings']['pinned_h2d_GBps']:.1f} | "
                  f"{sn['snapshot_share_of_pinned_d2h']:.2f} / {sn['restore_share_of_pinned_h2d']:.2f} of pinned | | | GB/s |")

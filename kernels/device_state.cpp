@@ -12,6 +12,8 @@
 #include "core/shape_text.h"
 #include "cuda_check.h"
 #include "engine/decode_state.h"
+#include "ops.h"
+#include "state/class_hash.h"
 
 namespace memra::cuda {
 
@@ -667,6 +669,110 @@ void CudaTrunkComponent::export_stream(int64_t pos, uint8_t* dst, size_t size, c
     throw;
   }
   release();
+}
+
+void CudaTrunkComponent::export_stream_hashed(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk,
+                                              std::vector<Hash128>& hashes) const {
+  if (pos < 0 || pos > trunk_.capacity())
+    throw Error("cannot export a state at position " + std::to_string(pos) + " (capacity " +
+                std::to_string(trunk_.capacity()) + ")");
+  constexpr size_t kShortStream = 240;  // XXH3's short paths end here; class_hash.cu is the long one
+  const std::vector<ClassSpec> specs = trunk_specs(cfg_, pos);
+  const std::vector<Segment> segs = trunk_.segments(specs, pos);
+  const int S = trunk_.placement().shards();
+  // Per device: its classes' descriptors, then their prefixes, uploaded as one block; the digests
+  // come back into `out`.
+  struct DeviceJobs {
+    std::vector<size_t> classes;
+    std::vector<HashClassDev> desc;
+    std::string prefixes;
+    std::vector<uint64_t> out;
+    DeviceBuffer memory;
+    cudaStream_t stream = nullptr;
+  };
+  std::vector<DeviceJobs> jobs(S);
+  std::vector<size_t> on_host;
+  std::vector<size_t> begin;
+  size_t offset = 0;
+  for (size_t k = 0; k < specs.size(); ++k) {
+    const ClassLayout& l = specs[k].layout;
+    const size_t n = l.nbytes();
+    begin.push_back(offset);
+    const std::string prefix = class_hash_prefix({l.name, dtype_name(l.dtype), &l.shape, nullptr, n});
+    HashClassDev d;
+    int parts = 0, shard = -1;
+    bool split = false;
+    for_pieces(segs, offset, offset + n, [&](const Segment& s, size_t at, size_t bytes) {
+      split = split || parts == 2 || (shard >= 0 && s.shard != shard);
+      if (split) return;
+      shard = s.shard;
+      d.part[parts] = s.ptr + (at - s.offset);
+      d.part_bytes[parts++] = bytes;
+    });
+    offset += n;
+    if (prefix.size() + n <= kShortStream || split || shard < 0) {
+      on_host.push_back(k);
+      continue;
+    }
+    d.prefix_bytes = prefix.size();
+    d.prefix = reinterpret_cast<const uint8_t*>(jobs[shard].prefixes.size());  // an offset until uploaded
+    jobs[shard].prefixes += prefix;
+    jobs[shard].desc.push_back(d);
+    jobs[shard].classes.push_back(k);
+  }
+  begin.push_back(offset);
+  const Xxh3Keys keys = xxh3_keys(xxh3_default_secret());
+  auto wait_all = [&] {
+    for (int sh = 0; sh < S; ++sh) {
+      if (!jobs[sh].stream) continue;
+      DeviceGuard guard(trunk_.device(sh));
+      cudaStreamSynchronize(jobs[sh].stream);
+      cudaStreamDestroy(jobs[sh].stream);
+      jobs[sh].stream = nullptr;
+    }
+  };
+  trunk_.sync();
+  try {
+    for (int sh = 0; sh < S; ++sh) {
+      DeviceJobs& j = jobs[sh];
+      if (j.desc.empty()) continue;
+      DeviceGuard guard(trunk_.device(sh));
+      const size_t desc_bytes = j.desc.size() * sizeof(HashClassDev), out_bytes = 2 * j.desc.size() * sizeof(uint64_t);
+      static_assert(sizeof(HashClassDev) % 8 == 0);
+      j.memory = DeviceBuffer(trunk_.device(sh), desc_bytes + out_bytes + j.prefixes.size(), "state class hashes");
+      uint8_t* base = j.memory.as<uint8_t>();
+      for (HashClassDev& d : j.desc) d.prefix = base + desc_bytes + out_bytes + reinterpret_cast<size_t>(d.prefix);
+      check(cudaStreamCreateWithFlags(&j.stream, cudaStreamNonBlocking), "cudaStreamCreate (class hashes)");
+      check(cudaMemcpyAsync(base, j.desc.data(), desc_bytes, cudaMemcpyHostToDevice, j.stream), "class hashes (H2D)");
+      check(cudaMemcpyAsync(base + desc_bytes + out_bytes, j.prefixes.data(), j.prefixes.size(), cudaMemcpyHostToDevice, j.stream),
+            "class hashes (H2D)");
+      uint64_t* out = reinterpret_cast<uint64_t*>(base + desc_bytes);
+      check(class_hashes_device(reinterpret_cast<const HashClassDev*>(base), static_cast<int>(j.desc.size()), keys, out, j.stream),
+            "class_hashes_device");
+    }
+    export_stream(pos, dst, size, on_chunk);  // the copies run while the devices hash
+    for (int sh = 0; sh < S; ++sh) {  // a pageable D2H waits for its stream: only now
+      DeviceJobs& j = jobs[sh];
+      if (!j.stream) continue;
+      DeviceGuard guard(trunk_.device(sh));
+      j.out.resize(2 * j.desc.size());
+      check(cudaMemcpyAsync(j.out.data(), j.memory.as<uint8_t>() + j.desc.size() * sizeof(HashClassDev),
+                            j.out.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost, j.stream),
+            "class hashes (D2H)");
+      check(cudaStreamSynchronize(j.stream), "class hashes");
+    }
+  } catch (...) {
+    wait_all();
+    throw;
+  }
+  wait_all();
+  hashes.assign(specs.size(), Hash128{});
+  for (const DeviceJobs& j : jobs)
+    for (size_t c = 0; c < j.classes.size(); ++c) hashes[j.classes[c]] = Hash128{j.out[2 * c], j.out[2 * c + 1]};
+  for (size_t k : on_host) {
+    const ClassLayout& l = specs[k].layout;
+    hashes[k] = class_hash({l.name, dtype_name(l.dtype), &l.shape, dst + begin[k], begin[k + 1] - begin[k]});
+  }
 }
 
 void CudaTrunkComponent::import_stream(int64_t pos, const uint8_t* src, size_t size) {

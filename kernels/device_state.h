@@ -154,6 +154,12 @@ class CudaTrunkComponent final : public StateComponent {
   // chunk lands, each class's chunks in order (StreamHasher hashes classes in parallel while later
   // chunks copy); the order across classes is the StreamPlan's.
   void export_stream(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk) const override;
+  // Class hashes made on the devices holding the classes (class_hash.cu), beside export_stream's
+  // copies: the host reads none of those bytes again. Streams of ≤ 240 bytes (XXH3's short paths)
+  // are hashed on the host from the landed bytes.
+  bool hashes_in_place() const override { return true; }
+  void export_stream_hashed(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk,
+                            std::vector<Hash128>& hashes) const override;
   // How export_stream orders and cuts its copies. Interleaved: round-robin over the classes (largest
   // first) in chunks of `chunk` bytes, so every hashing thread has a class whose newest bytes just
   // landed (still in the host's last-level cache) instead of one thread trailing a 38 MiB class it

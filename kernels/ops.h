@@ -434,6 +434,28 @@ cudaError_t swiglu(const float* g, const float* u, float* h, int64_t n, float li
 cudaError_t moe_combine(const float* eo, const float* ew, const float* shared, int rows, int k, int D, float* out,
                         cudaStream_t stream);
 
+// ---- state class hashes (class_hash.cu) --------------------------------------------------------
+
+// One class for class_hashes_device: class_hash()'s stream is prefix ‖ part[0] ‖ part[1] (a window
+// ring's two runs; part 1 may be empty), more than 240 bytes in all (XXH3's long path).
+struct HashClassDev {
+  const uint8_t* prefix = nullptr;  // class_hash_prefix(), on the device
+  const uint8_t* part[2] = {nullptr, nullptr};
+  uint64_t prefix_bytes = 0;
+  uint64_t part_bytes[2] = {0, 0};
+};
+// XXH3's secret as the long path reads it: the accumulate / scramble words, the last stripe's
+// (offset 121) and the two merges' (offsets 11 and 117), each a little-endian u64.
+struct Xxh3Keys {
+  uint64_t acc[24];
+  uint64_t last[8];
+  uint64_t merge_low[8];
+  uint64_t merge_high[8];
+};
+Xxh3Keys xxh3_keys(const uint8_t* secret);  // secret: kXxh3SecretBytes (core/hash.h)
+// out[2c], out[2c + 1] = class c's XXH3-128 (high, low): class_hash()'s bits. classes: on the device.
+cudaError_t class_hashes_device(const HashClassDev* classes, int n, const Xxh3Keys& keys, uint64_t* out, cudaStream_t stream);
+
 // ---- elementwise helpers (embed_head.cu) ------------------------------------------------------
 
 cudaError_t fill_f32(float* p, int64_t n, float value, cudaStream_t stream);

@@ -178,7 +178,7 @@ seed=$(date +%s)
 run "host logic (no GPU needed)" ops.txt 60 "$ctest_bin" host models/tiny models/tiny-bf16 models/tiny-fp8 models/tiny-fp4
 (( gpus == 0 )) && no_gpu=1  # nothing below can run
 # one process per op group: a sticky CUDA fault in one group cannot hide the others
-for group in linear norm mhc topk compressor attention moe synthetic packed; do
+for group in linear norm mhc topk compressor attention moe synthetic hash packed; do
   run "ops $group (seed $seed)" ops.txt 60 "$ctest_bin" ops --only "$group" --seed "$seed"
 done
 for model in models/tiny models/tiny-bf16 models/tiny-fp8 models/tiny-fp4; do
@@ -258,7 +258,7 @@ elif [[ -x "$sanitizer" ]]; then
       > "${TMPDIR:-/tmp}/race-$g.txt" 2>&1 & pids+=($!); done
     rc=0; for p in "${pids[@]}"; do wait "$p" || rc=$?; done
     for g in "$@"; do cat "${TMPDIR:-/tmp}/race-$g.txt"; done; exit $rc' _ "$sanitizer" "$ctest_bin" "$seed" \
-    linear norm mhc topk compressor attention moe synthetic packed
+    linear norm mhc topk compressor attention moe synthetic hash packed
   run "memcheck backend tiny --quick" sanitizer.txt 100 "$sanitizer" --tool memcheck --error-exitcode 9 --print-limit 30 \
     "$ctest_bin" backend models/tiny --quick
   # the packed FP8/FP4 kernels on a checkpoint (codes and scales read in place)

@@ -30,6 +30,11 @@ const char* active() { return use_avx2() ? "avx2" : "portable"; }
 void force_portable(bool on) { portable_forced.store(on, std::memory_order_relaxed); }
 }  // namespace hash_impl
 
+const uint8_t* xxh3_default_secret() {
+  static_assert(sizeof(XXH3_kSecret) == kXxh3SecretBytes);
+  return XXH3_kSecret;
+}
+
 std::string Hash128::hex() const {
   char buf[33];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(high),

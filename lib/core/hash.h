@@ -18,6 +18,11 @@ struct Hash128 {
 
 Hash128 xxh3_128(const void* data, size_t size);
 
+// XXH3's default secret (kXxh3SecretBytes): the key every memra hash uses, for a hash made away from
+// this code (the CUDA state classes, hashed on their device: kernels/class_hash.cu).
+inline constexpr size_t kXxh3SecretBytes = 192;
+const uint8_t* xxh3_default_secret();
+
 // Streaming XXH3-128; equal to the one-shot hash of the concatenated updates.
 class Hasher {
  public:

@@ -2,6 +2,7 @@
 // check (backend.h).
 #include "engine/backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -42,6 +43,10 @@ void StateComponent::export_stream(int64_t pos, uint8_t* dst, size_t size, const
     if (on_chunk) on_chunk(offset, c.bytes.size());
     offset += c.bytes.size();
   }
+}
+
+void StateComponent::export_stream_hashed(int64_t, uint8_t*, size_t, const ChunkFn&, std::vector<Hash128>&) const {
+  throw Error("state component " + name() + " does not hash its classes in place");
 }
 
 void StateComponent::import_stream(int64_t pos, const uint8_t* src, size_t size) {
@@ -125,6 +130,37 @@ void State::export_stream(uint8_t* dst, size_t size, const ChunkFn& on_chunk) co
       if (on_chunk) on_chunk(base + at, bytes);
     });
     offset += n;
+  }
+}
+
+std::vector<bool> State::hashed_in_place() const {
+  std::vector<bool> out;
+  for (const auto& c : components_) out.resize(out.size() + c->layout(position_).size(), c->hashes_in_place());
+  return out;
+}
+
+void State::export_stream_hashed(uint8_t* dst, size_t size, const ChunkFn& on_chunk, std::vector<Hash128>& hashes) const {
+  size_t offset = 0, first = 0;
+  for (const auto& c : components_) {
+    const std::vector<ClassLayout> layout = c->layout(position_);
+    size_t n = 0;
+    for (const auto& l : layout) n += l.nbytes();
+    if (offset + n > size) throw Error("export buffer of " + std::to_string(size) + " bytes is too small for the state");
+    if (first + layout.size() > hashes.size()) throw Error("class hashes for fewer classes than the state holds");
+    const size_t base = offset;
+    const ChunkFn landed = [&](size_t at, size_t bytes) {
+      if (on_chunk) on_chunk(base + at, bytes);
+    };
+    if (c->hashes_in_place()) {
+      std::vector<Hash128> mine;
+      c->export_stream_hashed(position_, dst + base, n, landed, mine);
+      if (mine.size() != layout.size()) throw Error("state component " + c->name() + " hashed a different number of classes");
+      std::copy(mine.begin(), mine.end(), hashes.begin() + static_cast<std::ptrdiff_t>(first));
+    } else {
+      c->export_stream(position_, dst + base, n, landed);
+    }
+    offset += n;
+    first += layout.size();
   }
 }
 

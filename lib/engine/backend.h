@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/hash.h"
 #include "engine/realization.h"
 #include "engine/state_class.h"
 #include "model/config.h"
@@ -118,6 +119,15 @@ class StateComponent {
   // The inverse: replaces its contents with the classes at `pos` laid end to end in `src`
   // (export_stream's layout). Default: import_classes().
   virtual void import_stream(int64_t pos, const uint8_t* src, size_t size);
+  // Hashing where the bytes live: a component that can (the CUDA trunk, on its devices) makes each
+  // class's class_hash() beside its streamed export, so the host does not read those bytes again
+  // (a snapshot's host memory then carries each byte once, not twice). The hashes attest the bytes
+  // the component holds; a restore checks them against the bytes it reads.
+  virtual bool hashes_in_place() const { return false; }
+  // export_stream, with hashes[k] = class_hash() of class k of layout(pos) (resized to fit). Only
+  // where hashes_in_place(); the default throws.
+  virtual void export_stream_hashed(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk,
+                                    std::vector<Hash128>& hashes) const;
 
   // A mark to come back to (State::mark / rewind): what running positions past `pos` can change,
   // and putting it back from a later position. A component leaves out what later positions only
@@ -163,6 +173,12 @@ class State {
   // caller has checked that the bytes are layout(pos)'s (names, dtypes, shapes).
   void export_stream(uint8_t* dst, size_t size, const ChunkFn& on_chunk) const;
   void import_stream(int64_t pos, const uint8_t* src, size_t size);
+  // Per class of layout(): whether its component hashes it in place (StateComponent::hashes_in_place).
+  std::vector<bool> hashed_in_place() const;
+  // export_stream, with the classes of components that hash in place hashed there: those entries
+  // of `hashes` (layout().size()) set, the others left as they are. on_chunk is called for every
+  // range, as export_stream does.
+  void export_stream_hashed(uint8_t* dst, size_t size, const ChunkFn& on_chunk, std::vector<Hash128>& hashes) const;
   // Sets the position and imports each component's classes (selected by prefix). A class that no
   // component claims is refused by name; so is a missing one. Throws Error (negative, exit 1).
   void import_classes(int64_t pos, const std::vector<CacheClass>& classes);

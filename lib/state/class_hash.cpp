@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <numeric>
+#include <string>
 #include <thread>
 
 namespace memra {
@@ -12,16 +13,25 @@ namespace {
 constexpr size_t kParallelMinBytes = 4u << 20;  // below this, threads cost more than they save
 }
 
+std::string class_hash_prefix(const ClassBytes& item) {
+  std::string p;
+  auto u64 = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) p.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  u64(item.name.size());
+  p += item.name;
+  u64(item.dtype.size());
+  p += item.dtype;
+  const size_t rank = item.shape ? item.shape->size() : 0;
+  u64(rank);
+  for (size_t i = 0; i < rank; ++i) u64(static_cast<uint64_t>((*item.shape)[i]));
+  u64(item.nbytes);
+  return p;
+}
+
 Hash128 class_hash(const ClassBytes& item) {
   Hasher h;
-  h.update_u64(item.name.size());
-  h.update(item.name);
-  h.update_u64(item.dtype.size());
-  h.update(item.dtype);
-  const size_t rank = item.shape ? item.shape->size() : 0;
-  h.update_u64(rank);
-  for (size_t i = 0; i < rank; ++i) h.update_u64(static_cast<uint64_t>((*item.shape)[i]));
-  h.update_u64(item.nbytes);
+  h.update(class_hash_prefix(item));
   h.update(item.data, item.nbytes);
   return h.digest();
 }

@@ -25,6 +25,9 @@ struct ClassBytes {
 // XXH3-128 of u64 len(name) ‖ name ‖ u64 len(dtype) ‖ dtype ‖ u64 rank ‖ u64 dims… ‖ u64 nbytes ‖ bytes
 // (every u64 little-endian).
 Hash128 class_hash(const ClassBytes& item);
+// What class_hash() covers before the bytes (everything up to and including u64 nbytes): for a
+// hash of the same stream made where the bytes live (the CUDA trunk's classes, on their device).
+std::string class_hash_prefix(const ClassBytes& item);
 
 // class_hash() of every item, on up to `threads` threads (0: one per core, at most 16); small
 // totals stay on the calling thread. Items are claimed largest first.

@@ -34,16 +34,31 @@ size_t StreamedSnapshot::size() const {
   return n;
 }
 
-StreamedSnapshot stream_snapshot(const Backend& backend, const State& state, int threads) {
+StreamedSnapshot stream_snapshot(const Backend& backend, const State& state, int threads, bool in_place) {
   StreamedSnapshot s;
   s.pos = state.position();
   s.capacity = state.capacity();
   s.layout = state.layout();
   const size_t total = s.size();
   s.bytes = backend.host_buffer(total);
-  s.hashes = hash_stream(
-      s.layout, s.bytes.data(), [&](const ChunkFn& landed) { state.export_stream(s.bytes.data(), total, landed); }, threads);
+  s.hashes = export_hashed(state, s.bytes.data(), total, threads, in_place);
   return s;
+}
+
+std::vector<Hash128> export_hashed(const State& state, uint8_t* dst, size_t size, int threads, bool in_place) {
+  const std::vector<ClassLayout> layout = state.layout();
+  const std::vector<bool> elsewhere = in_place ? state.hashed_in_place() : std::vector<bool>{};
+  StreamHasher hasher(layout, dst, threads, elsewhere);
+  const ChunkFn landed = [&](size_t offset, size_t n) { hasher.land(offset, n); };
+  std::vector<Hash128> placed(layout.size());
+  if (in_place)
+    state.export_stream_hashed(dst, size, landed, placed);
+  else
+    state.export_stream(dst, size, landed);
+  std::vector<Hash128> out = hasher.finish();
+  for (size_t k = 0; k < out.size(); ++k)
+    if (k < elsewhere.size() && elsewhere[k]) out[k] = placed[k];
+  return out;
 }
 
 std::vector<Hash128> hash_stream(const std::vector<ClassLayout>& layout, const uint8_t* dst,

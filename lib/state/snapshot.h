@@ -31,8 +31,10 @@ std::unique_ptr<State> restore_state(const Backend& backend, const HostSnapshot&
                                      const std::function<void(State&)>& attach = {});
 
 // The fast snapshot: every class streamed (State::export_stream) into one buffer of the backend's
-// host memory (pinned on CUDA) and hashed class by class (class_hash) on worker threads while
-// later ranges are still in flight. What write_state_file needs, without a second pass.
+// host memory (pinned on CUDA) and hashed class by class (class_hash): where the bytes live by the
+// components that can (the CUDA trunk, on its devices, beside the copies), the rest on worker
+// threads while later ranges are still in flight. What write_state_file needs, without a second
+// pass. in_place false: every class hashed on the host from the bytes that landed.
 struct StreamedSnapshot {
   int64_t pos = 0;
   int64_t capacity = 0;
@@ -42,7 +44,10 @@ struct StreamedSnapshot {
 
   size_t size() const;  // bytes of the classes
 };
-StreamedSnapshot stream_snapshot(const Backend& backend, const State& state, int threads = 0);
+StreamedSnapshot stream_snapshot(const Backend& backend, const State& state, int threads = 0, bool in_place = true);
+// Its core: the state's classes streamed into `dst` (size bytes) and class_hash() of each, hashed
+// as stream_snapshot says.
+std::vector<Hash128> export_hashed(const State& state, uint8_t* dst, size_t size, int threads = 0, bool in_place = true);
 // Its core, for any streamed export: `run_export` streams the classes of `layout` into `dst`
 // (calling the ChunkFn it is given as ranges land); returns class_hash() of each class.
 std::vector<Hash128> hash_stream(const std::vector<ClassLayout>& layout, const uint8_t* dst,

@@ -4,34 +4,32 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "state/class_hash.h"
 
 namespace memra {
 
-StreamHasher::StreamHasher(const std::vector<ClassLayout>& layout, const uint8_t* base, int threads) : base_(base) {
-  size_t offset = 0;
+StreamHasher::StreamHasher(const std::vector<ClassLayout>& layout, const uint8_t* base, int threads,
+                           const std::vector<bool>& hashed_elsewhere)
+    : base_(base) {
+  size_t offset = 0, mine = 0;
   classes_.resize(layout.size());
   for (size_t k = 0; k < layout.size(); ++k) {
     const ClassLayout& l = layout[k];
     Class& c = classes_[k];
-    c.hasher = std::make_unique<Hasher>();
-    // class_hash()'s prefix (class_hash.h): u64 len(name) ‖ name ‖ u64 len(dtype) ‖ dtype ‖ u64 rank ‖ dims ‖ u64 nbytes
-    const std::string_view dtype = dtype_name(l.dtype);
-    c.hasher->update_u64(l.name.size());
-    c.hasher->update(l.name);
-    c.hasher->update_u64(dtype.size());
-    c.hasher->update(dtype);
-    c.hasher->update_u64(l.shape.size());
-    for (int64_t d : l.shape) c.hasher->update_u64(static_cast<uint64_t>(d));
-    c.hasher->update_u64(l.nbytes());
     c.begin = c.next = offset;
     c.end = offset + l.nbytes();
     starts_.push_back(offset);
     offset = c.end;
+    c.elsewhere = k < hashed_elsewhere.size() && hashed_elsewhere[k];
+    if (c.elsewhere) continue;
+    c.hasher = std::make_unique<Hasher>();
+    c.hasher->update(class_hash_prefix({l.name, dtype_name(l.dtype), &l.shape, nullptr, l.nbytes()}));
+    ++mine;
   }
   // Default: up to 16, leaving two cores to the thread that drives the copies and to the driver
   // (16 hashers on a 16-core host measured 61-69% of the copy bandwidth, 78-83% on 32 cores).
   if (threads <= 0) threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 3u, 18u)) - 2;
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(layout.size(), 1))));
+  threads = std::min<int>(threads, static_cast<int>(mine));
   for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
 }
 
@@ -54,7 +52,7 @@ void StreamHasher::land(size_t offset, size_t bytes) {
   for (; k < classes_.size() && classes_[k].begin < end; ++k) {
     Class& c = classes_[k];
     const size_t a = std::max(offset, c.begin), b = std::min(end, c.end);
-    if (a >= b) continue;
+    if (a >= b || c.elsewhere) continue;
     if (a != c.next) {  // out of order within a class, or landed twice
       misordered_ = true;
       continue;
@@ -99,6 +97,10 @@ std::vector<Hash128> StreamHasher::finish() {
   if (misordered_) throw Error("internal: a streamed state range arrived out of order or twice");
   std::vector<Hash128> out;
   for (const Class& c : classes_) {
+    if (c.elsewhere) {
+      out.emplace_back();
+      continue;
+    }
     if (c.next != c.end)
       throw Error("internal: a streamed state export ended with " + std::to_string(c.end - c.next) + " bytes of a class missing");
     out.push_back(c.hasher->digest());

@@ -23,7 +23,10 @@ namespace memra {
 class StreamHasher {
  public:
   // `base` is where the classes lie end to end (layout order); threads 0: one per core, at most 16.
-  StreamHasher(const std::vector<ClassLayout>& layout, const uint8_t* base, int threads = 0);
+  // Classes marked in `hashed_elsewhere` (hashed where their bytes live) are not hashed: their
+  // ranges may land or not, and finish() leaves their entries zero.
+  StreamHasher(const std::vector<ClassLayout>& layout, const uint8_t* base, int threads = 0,
+               const std::vector<bool>& hashed_elsewhere = {});
   ~StreamHasher();
   StreamHasher(const StreamHasher&) = delete;
   StreamHasher& operator=(const StreamHasher&) = delete;
@@ -39,7 +42,8 @@ class StreamHasher {
     size_t offset, bytes;
   };
   struct Class {
-    std::unique_ptr<Hasher> hasher;
+    std::unique_ptr<Hasher> hasher;  // null when hashed elsewhere
+    bool elsewhere = false;
     size_t begin = 0, end = 0, next = 0;  // next: the first byte not yet queued
     std::deque<Piece> pending;
     bool busy = false;                   // a worker holds it

@@ -37,6 +37,8 @@
 #include "parity/compare.h"
 #include "parity/decision_log.h"
 #include "pdl.h"
+#include "state/class_hash.h"
+#include "state/snapshot.h"
 
 namespace memra::cuda::test {
 
@@ -341,6 +343,23 @@ DeviceRun check_exact(const Model& model, const Backend& cpu, const std::vector<
     rep.add("restore round trip (capacity +97)" + tag, eq && steps_equal == cont,
             "classes " + std::string(eq ? "equal" : "DIFFER") + ", continuation " + std::to_string(steps_equal) + "/" +
                 std::to_string(cont));
+    {  // the class hashes the devices make (class_hash.cu) against the host's, on the bytes that landed
+      size_t total = 0;
+      for (const auto& l : a->layout()) total += l.nbytes();
+      std::vector<uint8_t> bytes(total, 0xA5);
+      const std::vector<Hash128> placed = export_hashed(*a, bytes.data(), total, 2, true);
+      std::vector<Hash128> want;
+      for (const CacheClass& k : a->export_classes())
+        want.push_back(class_hash({k.name, dtype_name(k.dtype), &k.shape, k.bytes.data(), k.bytes.size()}));
+      const std::vector<Hash128> host = export_hashed(*a, bytes.data(), total, 2, false);
+      size_t on_device = 0;
+      for (bool in : a->hashed_in_place()) on_device += in;
+      int differ = 0;
+      for (size_t k = 0; k < want.size(); ++k) differ += k >= placed.size() || placed[k] != want[k] || host[k] != want[k];
+      rep.add("class hashes made on the device == the host's" + tag, differ == 0 && placed.size() == want.size() && on_device == want.size(),
+              std::to_string(want.size() - differ) + "/" + std::to_string(want.size()) + " equal, " + std::to_string(on_device) +
+                  " hashed in place");
+    }
     const Diff d = compare(gl, cl);
     // and back: the GPU state into the CPU, the CPU's continuation logits against the GPU's
     auto d_state = cpu.new_state(small + 97);

@@ -33,6 +33,7 @@
 #include "model/config.h"
 #include "model/model.h"
 #include "model/synthetic.h"
+#include "state/class_hash.h"
 #include "ops.h"
 #include "shard.h"
 #include "synthetic_weights.h"
@@ -3121,6 +3122,89 @@ int dry_run(Rng& rng, Report& rep) {
   return 0;
 }
 
+// ---------------------------------------------------------------------------------------------
+// state class hashes (class_hash.cu): class_hash()'s bits for prefix ‖ part 0 ‖ part 1 streams
+// around XXH3's boundaries (241 bytes, a 64-byte stripe, a 1024-byte block, a 128-block tile),
+// prefixes of every length mod 8, parts at every alignment and split at odd places, each part
+// ending where its allocation ends (a read past it faults on memra-emu, and under memcheck).
+
+void test_class_hashes(Rng& rng, Report& rep) {
+  struct Case {
+    int name_len;
+    size_t bytes, split, misalign;  // split: part 0's bytes (= bytes: one part)
+  };
+  const std::vector<int64_t> shape = {7, 3};
+  std::vector<Case> cases;
+  for (int name_len = 1; name_len <= 8; ++name_len) {
+    const size_t p = class_hash_prefix({std::string(name_len, 'n'), "BF16", &shape, nullptr, 0}).size();
+    for (size_t total : {size_t{241}, size_t{1023}, size_t{1024}, size_t{1025}, size_t{1024 + 64}, size_t{2049},
+                         size_t{128 * 1024}, size_t{128 * 1024 + 1}, size_t{129 * 1024 + 63}}) {
+      const size_t n = total - p;
+      const size_t misalign = static_cast<size_t>(rng.integer(0, 7));
+      cases.push_back({name_len, n, n, misalign});
+      cases.push_back({name_len, n, static_cast<size_t>(rng.integer(1, static_cast<int64_t>(n) - 1)), misalign});
+    }
+  }
+  cases.push_back({300, 0, 0, 0});                          // the prefix alone past 240 bytes
+  cases.push_back({5, (size_t{3} << 20) + 13, 2048 * 3 + 5, 3});  // 3 MB: many tiles
+  cases.push_back({12, (size_t{1} << 20), size_t{1} << 20, 0});   // aligned, one part
+  std::vector<std::string> names, prefixes;
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<DevVec<uint8_t>> parts;
+  std::string all_prefixes;
+  std::vector<size_t> prefix_at;
+  for (const Case& c : cases) {
+    names.push_back(std::string(static_cast<size_t>(c.name_len), static_cast<char>('a' + names.size() % 26)));
+    std::vector<uint8_t> d(c.bytes);
+    for (auto& b : d) b = static_cast<uint8_t>(rng.integer(0, 255));
+    data.push_back(std::move(d));
+  }
+  std::vector<Hash128> want;
+  std::vector<HashClassDev> desc;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    const ClassBytes item{names[k], "BF16", &shape, data[k].data(), c.bytes};
+    want.push_back(class_hash(item));
+    prefix_at.push_back(all_prefixes.size());
+    all_prefixes += class_hash_prefix(item);
+    HashClassDev d;
+    d.prefix_bytes = all_prefixes.size() - prefix_at.back();
+    // part 0 at `misalign` bytes into its allocation, part 1 at 8 − misalign into another; each
+    // allocation ends with its part
+    const size_t sizes[2] = {c.split, c.bytes - c.split}, offs[2] = {c.misalign, (8 - c.misalign) % 8};
+    for (int q = 0; q < 2; ++q) {
+      std::vector<uint8_t> host(offs[q] + sizes[q], 0x5A);
+      std::memcpy(host.data() + offs[q], data[k].data() + (q ? c.split : 0), sizes[q]);
+      parts.emplace_back(host);
+      d.part[q] = parts.back().get() + offs[q];
+      d.part_bytes[q] = sizes[q];
+    }
+    desc.push_back(d);
+  }
+  DevVec<uint8_t> dprefix(std::vector<uint8_t>(all_prefixes.begin(), all_prefixes.end()));
+  for (size_t k = 0; k < desc.size(); ++k) desc[k].prefix = dprefix.get() + prefix_at[k];
+  std::vector<uint8_t> desc_bytes(desc.size() * sizeof(HashClassDev));
+  std::memcpy(desc_bytes.data(), desc.data(), desc_bytes.size());
+  DevVec<uint8_t> ddesc(desc_bytes);
+  DevVec<uint64_t> dout(2 * desc.size());
+  dout.poison();
+  check(class_hashes_device(reinterpret_cast<const HashClassDev*>(ddesc.get()), static_cast<int>(desc.size()),
+                            xxh3_keys(xxh3_default_secret()), dout.get(), nullptr),
+        "class_hashes_device");
+  const std::vector<uint64_t> got = dout.download();
+  int differ = 0;
+  std::string first;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    if (got[2 * k] == want[k].high && got[2 * k + 1] == want[k].low) continue;
+    if (!differ++)
+      first = ", first: stream " + std::to_string(desc[k].prefix_bytes + cases[k].bytes) + " bytes (prefix " +
+              std::to_string(desc[k].prefix_bytes) + ", split " + std::to_string(cases[k].split) + ", misalign " +
+              std::to_string(cases[k].misalign) + ")";
+  }
+  rep.add("class hashes on the device == class_hash() (" + std::to_string(cases.size()) + " streams)", differ == 0,
+          std::to_string(cases.size() - differ) + "/" + std::to_string(cases.size()) + " equal" + first);
+}
+
 }  // namespace
 
 int run_ops_dry(uint64_t seed) {
@@ -3189,13 +3273,14 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
     test_moe_site(rng, rep, "sqrtsoftplus", true);
   });
   group("synthetic", [&] { test_synthetic(rep); });
+  group("hash", [&] { test_class_hashes(rng, rep); });
   group("packed", [&] {
     test_packed_linear(rng, rep, quick);
     test_packed_sites(rng, rep, WType::kFp4Block);
     test_packed_sites(rng, rep, WType::kFp8Block);
   });
   if (ran == 0) {
-    std::fprintf(stderr, "memra_cuda_test: no op group called %s (linear, norm, mhc, topk, compressor, attention, moe, synthetic, packed)\n",
+    std::fprintf(stderr, "memra_cuda_test: no op group called %s (linear, norm, mhc, topk, compressor, attention, moe, synthetic, hash, packed)\n",
                  only.c_str());
     return 2;
   }
