@@ -671,8 +671,8 @@ void CudaTrunkComponent::export_stream(int64_t pos, uint8_t* dst, size_t size, c
   release();
 }
 
-void CudaTrunkComponent::export_stream_hashed(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk,
-                                              std::vector<Hash128>& hashes) const {
+std::vector<Hash128> CudaTrunkComponent::hash_on_devices(int64_t pos, const std::function<void()>& beside,
+                                                         std::vector<size_t>* short_classes) const {
   if (pos < 0 || pos > trunk_.capacity())
     throw Error("cannot export a state at position " + std::to_string(pos) + " (capacity " +
                 std::to_string(trunk_.capacity()) + ")");
@@ -680,28 +680,23 @@ void CudaTrunkComponent::export_stream_hashed(int64_t pos, uint8_t* dst, size_t 
   const std::vector<ClassSpec> specs = trunk_specs(cfg_, pos);
   const std::vector<Segment> segs = trunk_.segments(specs, pos);
   const int S = trunk_.placement().shards();
-  // Per device: its classes' descriptors, then their prefixes, uploaded as one block; the digests
-  // come back into `out`.
+  // Per device: its classes' descriptors, the digests' room, then the prefixes, uploaded as one block.
   struct DeviceJobs {
     std::vector<size_t> classes;
     std::vector<HashClassDev> desc;
     std::string prefixes;
     std::vector<uint64_t> out;
-    DeviceBuffer memory;
     cudaStream_t stream = nullptr;
   };
   std::vector<DeviceJobs> jobs(S);
-  std::vector<size_t> on_host;
-  std::vector<size_t> begin;
   size_t offset = 0;
   for (size_t k = 0; k < specs.size(); ++k) {
     const ClassLayout& l = specs[k].layout;
     const size_t n = l.nbytes();
-    begin.push_back(offset);
     const std::string prefix = class_hash_prefix({l.name, dtype_name(l.dtype), &l.shape, nullptr, n});
     HashClassDev d;
     int parts = 0, shard = -1;
-    bool split = false;
+    bool split = false;  // more than two runs, or on two devices: never made by segments(), hashed on the host
     for_pieces(segs, offset, offset + n, [&](const Segment& s, size_t at, size_t bytes) {
       split = split || parts == 2 || (shard >= 0 && s.shard != shard);
       if (split) return;
@@ -711,7 +706,7 @@ void CudaTrunkComponent::export_stream_hashed(int64_t pos, uint8_t* dst, size_t 
     });
     offset += n;
     if (prefix.size() + n <= kShortStream || split || shard < 0) {
-      on_host.push_back(k);
+      if (short_classes) short_classes->push_back(k);
       continue;
     }
     d.prefix_bytes = prefix.size();
@@ -720,8 +715,8 @@ void CudaTrunkComponent::export_stream_hashed(int64_t pos, uint8_t* dst, size_t 
     jobs[shard].desc.push_back(d);
     jobs[shard].classes.push_back(k);
   }
-  begin.push_back(offset);
   const Xxh3Keys keys = xxh3_keys(xxh3_default_secret());
+  if (hash_memory_.size() != static_cast<size_t>(S)) hash_memory_.resize(S);
   auto wait_all = [&] {
     for (int sh = 0; sh < S; ++sh) {
       if (!jobs[sh].stream) continue;
@@ -737,26 +732,25 @@ void CudaTrunkComponent::export_stream_hashed(int64_t pos, uint8_t* dst, size_t 
       DeviceJobs& j = jobs[sh];
       if (j.desc.empty()) continue;
       DeviceGuard guard(trunk_.device(sh));
-      const size_t desc_bytes = j.desc.size() * sizeof(HashClassDev), out_bytes = 2 * j.desc.size() * sizeof(uint64_t);
       static_assert(sizeof(HashClassDev) % 8 == 0);
-      j.memory = DeviceBuffer(trunk_.device(sh), desc_bytes + out_bytes + j.prefixes.size(), "state class hashes");
-      uint8_t* base = j.memory.as<uint8_t>();
+      const size_t desc_bytes = j.desc.size() * sizeof(HashClassDev), out_bytes = 2 * j.desc.size() * sizeof(uint64_t);
+      uint8_t* base = hash_memory_[sh].ensure(trunk_.device(sh), desc_bytes + out_bytes + j.prefixes.size(), "state class hashes");
       for (HashClassDev& d : j.desc) d.prefix = base + desc_bytes + out_bytes + reinterpret_cast<size_t>(d.prefix);
       check(cudaStreamCreateWithFlags(&j.stream, cudaStreamNonBlocking), "cudaStreamCreate (class hashes)");
       check(cudaMemcpyAsync(base, j.desc.data(), desc_bytes, cudaMemcpyHostToDevice, j.stream), "class hashes (H2D)");
       check(cudaMemcpyAsync(base + desc_bytes + out_bytes, j.prefixes.data(), j.prefixes.size(), cudaMemcpyHostToDevice, j.stream),
             "class hashes (H2D)");
-      uint64_t* out = reinterpret_cast<uint64_t*>(base + desc_bytes);
-      check(class_hashes_device(reinterpret_cast<const HashClassDev*>(base), static_cast<int>(j.desc.size()), keys, out, j.stream),
+      check(class_hashes_device(reinterpret_cast<const HashClassDev*>(base), static_cast<int>(j.desc.size()), keys,
+                                reinterpret_cast<uint64_t*>(base + desc_bytes), j.stream),
             "class_hashes_device");
     }
-    export_stream(pos, dst, size, on_chunk);  // the copies run while the devices hash
+    if (beside) beside();
     for (int sh = 0; sh < S; ++sh) {  // a pageable D2H waits for its stream: only now
       DeviceJobs& j = jobs[sh];
       if (!j.stream) continue;
       DeviceGuard guard(trunk_.device(sh));
       j.out.resize(2 * j.desc.size());
-      check(cudaMemcpyAsync(j.out.data(), j.memory.as<uint8_t>() + j.desc.size() * sizeof(HashClassDev),
+      check(cudaMemcpyAsync(j.out.data(), hash_memory_[sh].get() + j.desc.size() * sizeof(HashClassDev),
                             j.out.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost, j.stream),
             "class hashes (D2H)");
       check(cudaStreamSynchronize(j.stream), "class hashes");
@@ -766,12 +760,29 @@ void CudaTrunkComponent::export_stream_hashed(int64_t pos, uint8_t* dst, size_t 
     throw;
   }
   wait_all();
-  hashes.assign(specs.size(), Hash128{});
+  std::vector<Hash128> hashes(specs.size());
   for (const DeviceJobs& j : jobs)
     for (size_t c = 0; c < j.classes.size(); ++c) hashes[j.classes[c]] = Hash128{j.out[2 * c], j.out[2 * c + 1]};
-  for (size_t k : on_host) {
+  return hashes;
+}
+
+std::vector<Hash128> CudaTrunkComponent::device_class_hashes(int64_t pos) const { return hash_on_devices(pos, {}, nullptr); }
+
+void CudaTrunkComponent::export_stream_hashed(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk,
+                                              std::vector<Hash128>& hashes) const {
+  std::vector<size_t> short_classes;
+  hashes = hash_on_devices(pos, [&] { export_stream(pos, dst, size, on_chunk); }, &short_classes);
+  if (short_classes.empty()) return;
+  const std::vector<ClassSpec> specs = trunk_specs(cfg_, pos);
+  std::vector<size_t> begin;
+  size_t offset = 0;
+  for (const ClassSpec& s : specs) {
+    begin.push_back(offset);
+    offset += s.layout.nbytes();
+  }
+  for (size_t k : short_classes) {
     const ClassLayout& l = specs[k].layout;
-    hashes[k] = class_hash({l.name, dtype_name(l.dtype), &l.shape, dst + begin[k], begin[k + 1] - begin[k]});
+    hashes[k] = class_hash({l.name, dtype_name(l.dtype), &l.shape, dst + begin[k], l.nbytes()});
   }
 }
 

@@ -160,6 +160,9 @@ class CudaTrunkComponent final : public StateComponent {
   bool hashes_in_place() const override { return true; }
   void export_stream_hashed(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk,
                             std::vector<Hash128>& hashes) const override;
+  // The devices' half alone, no copies (memra_cuda_test bandwidth times it apart): class_hash() of
+  // every class whose stream passes 240 bytes, the others' entries zero.
+  std::vector<Hash128> device_class_hashes(int64_t pos) const;
   // How export_stream orders and cuts its copies. Interleaved: round-robin over the classes (largest
   // first) in chunks of `chunk` bytes, so every hashing thread has a class whose newest bytes just
   // landed (still in the host's last-level cache) instead of one thread trailing a 38 MiB class it
@@ -185,10 +188,15 @@ class CudaTrunkComponent final : public StateComponent {
   // H2D of `classes` (exactly `specs`) after reset() (full) or reset_mutable().
   void import_specs(int64_t pos, const std::vector<CacheClass>& classes, const std::vector<ClassSpec>& specs, bool full);
 
+  // The class hashes on the devices (class_hash.cu) with `beside` run between their launch and their
+  // wait (the copies); the classes left to the host (streams of ≤ 240 bytes) listed in short_classes.
+  std::vector<Hash128> hash_on_devices(int64_t pos, const std::function<void()>& beside, std::vector<size_t>* short_classes) const;
+
   const void* owner_;
   ModelConfig cfg_;
   DeviceTrunk trunk_;
   mutable PinnedBuffer staging_[2];
+  mutable std::vector<Scratch<uint8_t>> hash_memory_;  // per shard: descriptors, digests, prefixes
   StreamPlan plan_;
 };
 
