@@ -14,9 +14,10 @@
 // by any threads in any order; the scrambles cannot, so the blocks are chained in order by eight
 // threads (one per accumulator).
 //
-// One block of 256 threads per class: thread (slot, i) sums lane i of 4 of a tile's 128 blocks
-// into shared memory, then threads 0-7 chain the tile's 128 blocks. A class is read once from HBM
-// at ~25 GB/s a class (the chain: ~40 cycles a 1 KB block), all classes at once.
+// One block of 256 threads per class, tiles of 112 blocks, two in shared memory: warps 1-7 sum
+// lane i of the next tile's blocks (thread (slot, i), 4 blocks each) while threads 0-7 of warp 0
+// chain the last tile's 112 blocks. A block that lies in one region is summed by straight-line
+// aligned loads (Stream::block); the few at a region's edge word by word.
 //   grid n_classes   block 256
 #include "common.cuh"
 #include "launch.cuh"
@@ -27,54 +28,86 @@ namespace memra::cuda {
 namespace {
 
 constexpr int kBlock = 256;
-constexpr int kLanes = 8;                  // XXH3's accumulators
-constexpr int kSlots = kBlock / kLanes;    // blocks summed side by side
-constexpr int kPasses = 4;                 // of kSlots each: a tile
-constexpr int kTile = kSlots * kPasses;    // 1 KB blocks a tile
+constexpr int kLanes = 8;                              // XXH3's accumulators
+constexpr int kSlotsOfChain = kWarp / kLanes;          // warp 0: the chain (threads 0-7)
+constexpr int kFillSlots = kBlock / kLanes - kSlotsOfChain;  // warps 1-7: blocks summed side by side
+constexpr int kTile = kFillSlots * 4;                  // 1 KB blocks a tile: 112
 constexpr uint64_t kBlockBytes = 1024, kStripeBytes = 64;
 constexpr uint64_t kPrime32_1 = 0x9E3779B1u, kPrime32_2 = 0x85EBCA77u, kPrime32_3 = 0xC2B2AE3Du;
 constexpr uint64_t kPrime64_1 = 0x9E3779B185EBCA87ull, kPrime64_2 = 0xC2B2AE3D27D4EB4Full,
                    kPrime64_3 = 0x165667B19E3779F9ull, kPrime64_4 = 0x85EBCA77C2B2AE63ull,
                    kPrime64_5 = 0x27D4EB2F165667C5ull;
 
-// The class's hashed stream, prefix ‖ part 0 ‖ part 1, read 8 bytes at any offset. Each region is
-// read only inside its bounds (compute-sanitizer's memcheck, memra-emu's guard pages): an aligned
-// word, or two aligned words shifted together where both lie in the region, else byte by byte.
+// A run of the class's stream, [begin, end), at ptr.
+struct Region {
+  const uint8_t* ptr;
+  uint64_t begin, end;
+};
+
+// The class's hashed stream, prefix ‖ part 0 ‖ part 1. Each region is read only inside its bounds
+// (compute-sanitizer's memcheck, memra-emu's guard pages).
 struct Stream {
-  const uint8_t* ptr[3];
-  uint64_t end[3];  // where each region ends in the stream
+  Region r0, r1, r2;
 
   __device__ explicit Stream(const HashClassDev& c) {
-    ptr[0] = c.prefix, ptr[1] = c.part[0], ptr[2] = c.part[1];
-    end[0] = c.prefix_bytes, end[1] = end[0] + c.part_bytes[0], end[2] = end[1] + c.part_bytes[1];
+    r0 = {c.prefix, 0, c.prefix_bytes};
+    r1 = {c.part[0], r0.end, r0.end + c.part_bytes[0]};
+    r2 = {c.part[1], r1.end, r1.end + c.part_bytes[1]};
   }
-  __device__ uint64_t length() const { return end[2]; }
+  __device__ uint64_t length() const { return r2.end; }
+  __device__ Region region(uint64_t p) const { return p < r0.end ? r0 : p < r1.end ? r1 : r2; }
 
-  __device__ uint8_t byte(uint64_t p) const {
-    const int r = p < end[0] ? 0 : p < end[1] ? 1 : 2;
-    return ptr[r][p - (r ? end[r - 1] : 0)];
-  }
+  // 8 bytes at any offset, little-endian: an aligned word, or two shifted together where both lie
+  // in the region, else byte by byte (across regions, at an edge).
   __device__ uint64_t word(uint64_t p) const {
-    const int r = p < end[0] ? 0 : p < end[1] ? 1 : 2;
-    const uint64_t begin = r ? end[r - 1] : 0;
-    if (p + 8 <= end[r]) {
-      const uint8_t* q = ptr[r] + (p - begin);
+    const Region g = region(p);
+    if (p + 8 <= g.end) {
+      const uint8_t* q = g.ptr + (p - g.begin);
       const uintptr_t a = reinterpret_cast<uintptr_t>(q) & ~uintptr_t{7};
       const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(q) & 7) * 8;
       if (shift == 0) return *reinterpret_cast<const uint64_t*>(a);
-      if (a >= reinterpret_cast<uintptr_t>(ptr[r]) && a + 16 <= reinterpret_cast<uintptr_t>(ptr[r]) + (end[r] - begin)) {
+      if (a >= reinterpret_cast<uintptr_t>(g.ptr) && a + 16 <= reinterpret_cast<uintptr_t>(g.ptr) + (g.end - g.begin)) {
         const uint64_t lo = *reinterpret_cast<const uint64_t*>(a), hi = *reinterpret_cast<const uint64_t*>(a + 8);
         return (lo >> shift) | (hi << (64 - shift));
       }
     }
-    uint64_t v = 0;  // little-endian, across regions or at an edge
-    for (int k = 0; k < 8; ++k) v |= static_cast<uint64_t>(byte(p + k)) << (8 * k);
+    uint64_t v = 0;
+    for (int k = 0; k < 8; ++k) {
+      const Region h = region(p + k);
+      v |= static_cast<uint64_t>(h.ptr[p + k - h.begin]) << (8 * k);
+    }
     return v;
   }
   // Accumulator i's share of the stripe at p (XXH3_accumulate_512's two adds into acc[i]).
   __device__ uint64_t stripe(uint64_t p, int i, uint64_t key) const {
     const uint64_t k = word(p + 8 * i) ^ key;
     return word(p + 8 * (i ^ 1)) + (k & 0xFFFFFFFFu) * (k >> 32);
+  }
+
+  // Accumulator i's share of the 1 KB block at p: its 16 stripes. Where the block (and 8 bytes past
+  // it) lies in one region, straight-line aligned loads shifted together, so a thread's 48 loads are
+  // in flight at once (word()'s branches kept them one after another: 2.3 GB/s a class, run 185);
+  // else stripe by stripe through word().
+  __device__ uint64_t block(uint64_t p, int i, const Xxh3Keys& keys) const {
+    const Region g = region(p);
+    const uintptr_t q = reinterpret_cast<uintptr_t>(g.ptr) + (p - g.begin), a = q & ~uintptr_t{7};
+    uint64_t sum = 0;
+    if (p + kBlockBytes + 8 <= g.end && a >= reinterpret_cast<uintptr_t>(g.ptr)) {
+      const int shift = static_cast<int>(q & 7) * 8;
+      const uint64_t* w = reinterpret_cast<const uint64_t*>(a) + (i & ~1);
+#pragma unroll
+      for (int st = 0; st < 16; ++st) {
+        const uint64_t lo = w[8 * st], mid = w[8 * st + 1], hi = w[8 * st + 2];
+        // (x << 1) << (63 − shift): x << (64 − shift), and 0 at shift 0 (no shift by 64)
+        const uint64_t even = (lo >> shift) | ((mid << 1) << (63 - shift));
+        const uint64_t odd = (mid >> shift) | ((hi << 1) << (63 - shift));
+        const uint64_t k = ((i & 1) ? odd : even) ^ keys.acc[st + i];
+        sum += ((i & 1) ? even : odd) + (k & 0xFFFFFFFFu) * (k >> 32);
+      }
+    } else {
+      for (int st = 0; st < 16; ++st) sum += stripe(p + st * kStripeBytes, i, keys.acc[st + i]);
+    }
+    return sum;
   }
 };
 
@@ -102,30 +135,37 @@ __device__ uint64_t merge(const uint64_t* acc, const uint64_t* key, uint64_t sta
   return r ^ (r >> 32);
 }
 
+__device__ __forceinline__ uint64_t init_acc(int i) {  // XXH3_INIT_ACC, without an indexed local array
+  return i == 0 ? kPrime32_3 : i == 1 ? kPrime64_1 : i == 2 ? kPrime64_2 : i == 3 ? kPrime64_3
+       : i == 4 ? kPrime64_4 : i == 5 ? kPrime32_2 : i == 6 ? kPrime64_5 : kPrime32_1;
+}
+
 __global__ void __launch_bounds__(kBlock) class_hash_kernel(const HashClassDev* classes, Xxh3Keys keys, uint64_t* out) {
   pdl_begin();
-  __shared__ uint64_t sums[kTile][kLanes];
+  __shared__ uint64_t sums[2][kTile][kLanes];  // a tile's block sums, two tiles: one filled, one chained
   __shared__ uint64_t final_acc[kLanes];
   const Stream s(classes[blockIdx.x]);
   const uint64_t len = s.length(), blocks = (len - 1) / kBlockBytes;
-  const int i = threadIdx.x % kLanes, slot = threadIdx.x / kLanes;
-  const uint64_t init[kLanes] = {kPrime32_3, kPrime64_1, kPrime64_2, kPrime64_3, kPrime64_4, kPrime32_2, kPrime64_5, kPrime32_1};
-  uint64_t acc = init[i];  // threads 0-7 carry the chain
-  for (uint64_t b0 = 0; b0 < blocks; b0 += kTile) {
+  const uint64_t tiles = (blocks + kTile - 1) / kTile;
+  const int warp = threadIdx.x / kWarp, i = threadIdx.x % kLanes, slot = threadIdx.x / kLanes - kSlotsOfChain;
+  auto fill = [&](uint64_t tile) {  // warps 1-7: lane i of the tile's blocks
+    const uint64_t b0 = tile * kTile;
     const int n = static_cast<int>(blocks - b0 < kTile ? blocks - b0 : kTile);
-#pragma unroll
-    for (int u = 0; u < kPasses; ++u) {
-      const int t = slot + u * kSlots;
-      if (t >= n) break;
-      const uint64_t p = (b0 + t) * kBlockBytes;
-      uint64_t sum = 0;
-#pragma unroll
-      for (int st = 0; st < 16; ++st) sum += s.stripe(p + st * kStripeBytes, i, keys.acc[st + i]);
-      sums[t][i] = sum;
+    for (int t = slot; t < n; t += kFillSlots) sums[tile & 1][t][i] = s.block((b0 + t) * kBlockBytes, i, keys);
+  };
+  uint64_t acc = init_acc(i);  // threads 0-7 carry the chain
+  if (warp > 0 && tiles > 0) fill(0);
+  __syncthreads();
+  for (uint64_t tile = 0; tile < tiles; ++tile) {
+    if (warp == 0) {
+      if (threadIdx.x < kLanes) {
+        const int n = static_cast<int>(blocks - tile * kTile < kTile ? blocks - tile * kTile : kTile);
+        const uint64_t key = keys.acc[16 + i];
+        for (int t = 0; t < n; ++t) acc = scramble(acc + sums[tile & 1][t][i], key);
+      }
+    } else if (tile + 1 < tiles) {
+      fill(tile + 1);
     }
-    __syncthreads();
-    if (threadIdx.x < kLanes)
-      for (int t = 0; t < n; ++t) acc = scramble(acc + sums[t][i], keys.acc[16 + i]);
     __syncthreads();
   }
   if (threadIdx.x < kLanes) {
