@@ -14,11 +14,11 @@
 // by any threads in any order; the scrambles cannot, so the blocks are chained in order by eight
 // threads (one per accumulator).
 //
-// One block of 256 threads per class, tiles of 112 blocks, two in shared memory: warps 1-7 sum
-// lane i of the next tile's blocks (thread (slot, i), 4 blocks each) while threads 0-7 of warp 0
-// chain the last tile's 112 blocks. A block that lies in one region is summed by straight-line
+// One block of 512 threads per class, tiles of 120 blocks, two in shared memory: warps 1-15 sum
+// lane i of the next tile's blocks (thread (slot, i), 2 blocks each) while threads 0-7 of warp 0
+// chain the last tile's 120 blocks. A block that lies in one region is summed by straight-line
 // aligned loads (Stream::block); the few at a region's edge word by word.
-//   grid n_classes   block 256
+//   grid n_classes   block 512
 #include "common.cuh"
 #include "launch.cuh"
 #include "ops.h"
@@ -27,11 +27,12 @@ namespace memra::cuda {
 
 namespace {
 
-constexpr int kBlock = 256;
+constexpr int kBlock = 512;
 constexpr int kLanes = 8;                              // XXH3's accumulators
 constexpr int kSlotsOfChain = kWarp / kLanes;          // warp 0: the chain (threads 0-7)
-constexpr int kFillSlots = kBlock / kLanes - kSlotsOfChain;  // warps 1-7: blocks summed side by side
-constexpr int kTile = kFillSlots * 4;                  // 1 KB blocks a tile: 112
+constexpr int kFillSlots = kBlock / kLanes - kSlotsOfChain;  // warps 1-15: blocks summed side by side
+constexpr int kTile = kFillSlots * 2;                  // 1 KB blocks a tile: 120
+constexpr int kChainBatch = 8;                         // sums read ahead of the chain
 constexpr uint64_t kBlockBytes = 1024, kStripeBytes = 64;
 constexpr uint64_t kPrime32_1 = 0x9E3779B1u, kPrime32_2 = 0x85EBCA77u, kPrime32_3 = 0xC2B2AE3Du;
 constexpr uint64_t kPrime64_1 = 0x9E3779B185EBCA87ull, kPrime64_2 = 0xC2B2AE3D27D4EB4Full,
@@ -148,7 +149,7 @@ __global__ void __launch_bounds__(kBlock) class_hash_kernel(const HashClassDev* 
   const uint64_t len = s.length(), blocks = (len - 1) / kBlockBytes;
   const uint64_t tiles = (blocks + kTile - 1) / kTile;
   const int warp = threadIdx.x / kWarp, i = threadIdx.x % kLanes, slot = threadIdx.x / kLanes - kSlotsOfChain;
-  auto fill = [&](uint64_t tile) {  // warps 1-7: lane i of the tile's blocks
+  auto fill = [&](uint64_t tile) {  // warps 1-15: lane i of the tile's blocks
     const uint64_t b0 = tile * kTile;
     const int n = static_cast<int>(blocks - b0 < kTile ? blocks - b0 : kTile);
     for (int t = slot; t < n; t += kFillSlots) sums[tile & 1][t][i] = s.block((b0 + t) * kBlockBytes, i, keys);
@@ -161,7 +162,15 @@ __global__ void __launch_bounds__(kBlock) class_hash_kernel(const HashClassDev* 
       if (threadIdx.x < kLanes) {
         const int n = static_cast<int>(blocks - tile * kTile < kTile ? blocks - tile * kTile : kTile);
         const uint64_t key = keys.acc[16 + i];
-        for (int t = 0; t < n; ++t) acc = scramble(acc + sums[tile & 1][t][i], key);
+        int t = 0;
+        for (; t + kChainBatch <= n; t += kChainBatch) {  // the shared loads off the chain's path
+          uint64_t v[kChainBatch];
+#pragma unroll
+          for (int j = 0; j < kChainBatch; ++j) v[j] = sums[tile & 1][t + j][i];
+#pragma unroll
+          for (int j = 0; j < kChainBatch; ++j) acc = scramble(acc + v[j], key);
+        }
+        for (; t < n; ++t) acc = scramble(acc + sums[tile & 1][t][i], key);
       }
     } else if (tile + 1 < tiles) {
       fill(tile + 1);
