@@ -2,7 +2,8 @@
 // stream_snapshot, the StreamedSnapshot state-file writer, the streamed verified restore) against
 // the class-by-class path: the same class hashes (the file format's hash is unchanged), the same
 // file bytes, the same restored state. Run on the CPU backends' default stream implementations; the
-// CUDA trunk's overrides are checked by memra_cuda_test bandwidth on a GPU. (Planted: StreamHasher
+// CUDA trunk's overrides (and its class hashes made on the device) are checked by memra_cuda_test
+// (ops group hash, the backend suite, bandwidth) on a GPU and on memra-emu. (Planted: StreamHasher
 // without the class prefix, and a state-file writer that took the hashes in reverse order: both
 // failed here; reverted.)
 #include <catch2/catch.hpp>
@@ -113,6 +114,19 @@ TEST_CASE("StreamHasher: classes in any order, pieces in order within a class", 
     StreamHasher h(layout, bytes.data(), 2);
     h.land(0, bytes.size());
     CHECK(h.finish() == hashes_of(classes));
+  }
+  SECTION("classes hashed elsewhere: skipped whether or not they land, the others hashed") {
+    std::vector<bool> elsewhere(classes.size(), false);
+    for (size_t k = 0; k < classes.size(); k += 2) elsewhere[k] = true;
+    const std::vector<Hash128> want = hashes_of(classes);
+    StreamHasher h(layout, bytes.data(), 3, elsewhere);
+    for (size_t k = 0; k < classes.size(); ++k)  // every odd class, and every fourth even one, lands
+      if (!elsewhere[k] || k % 4 == 0) h.land(begin[k], begin[k + 1] - begin[k]);
+    const std::vector<Hash128> got = h.finish();
+    REQUIRE(got.size() == classes.size());
+    for (size_t k = 0; k < classes.size(); ++k) CHECK(got[k] == (elsewhere[k] ? Hash128{} : want[k]));
+    StreamHasher all(layout, bytes.data(), 3, std::vector<bool>(classes.size(), true));  // no worker at all
+    CHECK(all.finish() == std::vector<Hash128>(classes.size()));
   }
   SECTION("a class's pieces out of order, or a byte missing, is an error") {
     StreamHasher h(layout, bytes.data(), 2);
