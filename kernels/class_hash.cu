@@ -19,6 +19,7 @@
 // chain the last tile's 120 blocks. A block that lies in one region is summed by straight-line
 // aligned loads (Stream::block); the few at a region's edge word by word.
 //   grid n_classes   block 512
+#include "ab_switch.h"
 #include "common.cuh"
 #include "launch.cuh"
 #include "ops.h"
@@ -27,12 +28,15 @@ namespace memra::cuda {
 
 namespace {
 
-constexpr int kBlock = 512;
 constexpr int kLanes = 8;                              // XXH3's accumulators
 constexpr int kSlotsOfChain = kWarp / kLanes;          // warp 0: the chain (threads 0-7)
-constexpr int kFillSlots = kBlock / kLanes - kSlotsOfChain;  // warps 1-15: blocks summed side by side
-constexpr int kTile = kFillSlots * 2;                  // 1 KB blocks a tile: 120
 constexpr int kChainBatch = 8;                         // sums read ahead of the chain
+// Threads a class: warps 1 … B/32 − 1 sum blocks side by side, two a thread a tile.
+template <int B>
+struct HashShape {
+  static constexpr int kFillSlots = B / kLanes - kSlotsOfChain;
+  static constexpr int kTile = kFillSlots * 2;  // 1 KB blocks a tile: 120 at 512 threads
+};
 constexpr uint64_t kBlockBytes = 1024, kStripeBytes = 64;
 constexpr uint64_t kPrime32_1 = 0x9E3779B1u, kPrime32_2 = 0x85EBCA77u, kPrime32_3 = 0xC2B2AE3Du;
 constexpr uint64_t kPrime64_1 = 0x9E3779B185EBCA87ull, kPrime64_2 = 0xC2B2AE3D27D4EB4Full,
@@ -141,7 +145,9 @@ __device__ __forceinline__ uint64_t init_acc(int i) {  // XXH3_INIT_ACC, without
        : i == 4 ? kPrime64_4 : i == 5 ? kPrime32_2 : i == 6 ? kPrime64_5 : kPrime32_1;
 }
 
-__global__ void __launch_bounds__(kBlock) class_hash_kernel(const HashClassDev* classes, Xxh3Keys keys, uint64_t* out) {
+template <int B>
+__global__ void __launch_bounds__(B) class_hash_kernel(const HashClassDev* classes, Xxh3Keys keys, uint64_t* out) {
+  constexpr int kFillSlots = HashShape<B>::kFillSlots, kTile = HashShape<B>::kTile;
   pdl_begin();
   __shared__ uint64_t sums[2][kTile][kLanes];  // a tile's block sums, two tiles: one filled, one chained
   __shared__ uint64_t final_acc[kLanes];
@@ -212,7 +218,10 @@ Xxh3Keys xxh3_keys(const uint8_t* secret) {
 
 cudaError_t class_hashes_device(const HashClassDev* classes, int n, const Xxh3Keys& keys, uint64_t* out, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  return launch(class_hash_kernel, dim3(n), dim3(kBlock), 0, stream, classes, keys, out);
+  // A/B (run 190): 1024 threads a class, one block an SM; 512 by default.
+  static const int threads = switch_count("MEMRA_CUDA_HASH_THREADS", 512);
+  if (threads == 1024) return launch(class_hash_kernel<1024>, dim3(n), dim3(1024), 0, stream, classes, keys, out);
+  return launch(class_hash_kernel<512>, dim3(n), dim3(512), 0, stream, classes, keys, out);
 }
 
 }  // namespace memra::cuda
