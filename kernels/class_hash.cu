@@ -14,12 +14,13 @@
 // by any threads in any order; the scrambles cannot, so the blocks are chained in order by eight
 // threads (one per accumulator).
 //
-// One block of 512 threads per class, tiles of 120 blocks, two in shared memory: warps 1-15 sum
-// lane i of the next tile's blocks (thread (slot, i), 2 blocks each) while threads 0-7 of warp 0
-// chain the last tile's 120 blocks. A block that lies in one region is summed by straight-line
-// aligned loads (Stream::block); the few at a region's edge word by word.
-//   grid n_classes   block 512
-#include "ab_switch.h"
+// One block of 1024 threads per class (one an SM), tiles of 248 blocks, two in shared memory:
+// warps 1-31 sum lane i of the next tile's blocks (thread (slot, i), 2 blocks each) while threads
+// 0-7 of warp 0 chain the last tile's 248 blocks. A block that lies in one run is summed by
+// straight-line aligned loads (Stream::block); the few at a run's edge word by word. A class's
+// chain ran at 2.3 GB/s with per-word branches (run 185), ~19 at 512 threads and ~33 at 1024 (run
+// 190: a 799 MiB class; the host hashed one class at 7.5-9).
+//   grid n_classes   block 1024
 #include "common.cuh"
 #include "launch.cuh"
 #include "ops.h"
@@ -28,15 +29,12 @@ namespace memra::cuda {
 
 namespace {
 
+constexpr int kBlock = 1024;                           // one block an SM: the most loads in flight a class
 constexpr int kLanes = 8;                              // XXH3's accumulators
 constexpr int kSlotsOfChain = kWarp / kLanes;          // warp 0: the chain (threads 0-7)
+constexpr int kFillSlots = kBlock / kLanes - kSlotsOfChain;  // warps 1-31: blocks summed side by side
+constexpr int kTile = kFillSlots * 2;                  // 1 KB blocks a tile: 248
 constexpr int kChainBatch = 8;                         // sums read ahead of the chain
-// Threads a class: warps 1 … B/32 − 1 sum blocks side by side, two a thread a tile.
-template <int B>
-struct HashShape {
-  static constexpr int kFillSlots = B / kLanes - kSlotsOfChain;
-  static constexpr int kTile = kFillSlots * 2;  // 1 KB blocks a tile: 120 at 512 threads
-};
 constexpr uint64_t kBlockBytes = 1024, kStripeBytes = 64;
 constexpr uint64_t kPrime32_1 = 0x9E3779B1u, kPrime32_2 = 0x85EBCA77u, kPrime32_3 = 0xC2B2AE3Du;
 constexpr uint64_t kPrime64_1 = 0x9E3779B185EBCA87ull, kPrime64_2 = 0xC2B2AE3D27D4EB4Full,
@@ -145,9 +143,7 @@ __device__ __forceinline__ uint64_t init_acc(int i) {  // XXH3_INIT_ACC, without
        : i == 4 ? kPrime64_4 : i == 5 ? kPrime32_2 : i == 6 ? kPrime64_5 : kPrime32_1;
 }
 
-template <int B>
-__global__ void __launch_bounds__(B) class_hash_kernel(const HashClassDev* classes, Xxh3Keys keys, uint64_t* out) {
-  constexpr int kFillSlots = HashShape<B>::kFillSlots, kTile = HashShape<B>::kTile;
+__global__ void __launch_bounds__(kBlock) class_hash_kernel(const HashClassDev* classes, Xxh3Keys keys, uint64_t* out) {
   pdl_begin();
   __shared__ uint64_t sums[2][kTile][kLanes];  // a tile's block sums, two tiles: one filled, one chained
   __shared__ uint64_t final_acc[kLanes];
@@ -155,7 +151,7 @@ __global__ void __launch_bounds__(B) class_hash_kernel(const HashClassDev* class
   const uint64_t len = s.length(), blocks = (len - 1) / kBlockBytes;
   const uint64_t tiles = (blocks + kTile - 1) / kTile;
   const int warp = threadIdx.x / kWarp, i = threadIdx.x % kLanes, slot = threadIdx.x / kLanes - kSlotsOfChain;
-  auto fill = [&](uint64_t tile) {  // warps 1-15: lane i of the tile's blocks
+  auto fill = [&](uint64_t tile) {  // warps 1-31: lane i of the tile's blocks
     const uint64_t b0 = tile * kTile;
     const int n = static_cast<int>(blocks - b0 < kTile ? blocks - b0 : kTile);
     for (int t = slot; t < n; t += kFillSlots) sums[tile & 1][t][i] = s.block((b0 + t) * kBlockBytes, i, keys);
@@ -218,10 +214,7 @@ Xxh3Keys xxh3_keys(const uint8_t* secret) {
 
 cudaError_t class_hashes_device(const HashClassDev* classes, int n, const Xxh3Keys& keys, uint64_t* out, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  // A/B (run 190): 1024 threads a class, one block an SM; 512 by default.
-  static const int threads = switch_count("MEMRA_CUDA_HASH_THREADS", 512);
-  if (threads == 1024) return launch(class_hash_kernel<1024>, dim3(n), dim3(1024), 0, stream, classes, keys, out);
-  return launch(class_hash_kernel<512>, dim3(n), dim3(512), 0, stream, classes, keys, out);
+  return launch(class_hash_kernel, dim3(n), dim3(kBlock), 0, stream, classes, keys, out);
 }
 
 }  // namespace memra::cuda
