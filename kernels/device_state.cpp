@@ -672,7 +672,7 @@ void CudaTrunkComponent::export_stream(int64_t pos, uint8_t* dst, size_t size, c
 }
 
 std::vector<Hash128> CudaTrunkComponent::hash_on_devices(int64_t pos, const std::function<void()>& beside,
-                                                         std::vector<size_t>* short_classes) const {
+                                                         const uint8_t* landed) const {
   if (pos < 0 || pos > trunk_.capacity())
     throw Error("cannot export a state at position " + std::to_string(pos) + " (capacity " +
                 std::to_string(trunk_.capacity()) + ")");
@@ -689,6 +689,7 @@ std::vector<Hash128> CudaTrunkComponent::hash_on_devices(int64_t pos, const std:
     cudaStream_t stream = nullptr;
   };
   std::vector<DeviceJobs> jobs(S);
+  std::vector<std::pair<size_t, size_t>> on_host;  // (class, offset): streams of ≤ 240 bytes
   size_t offset = 0;
   for (size_t k = 0; k < specs.size(); ++k) {
     const ClassLayout& l = specs[k].layout;
@@ -704,11 +705,12 @@ std::vector<Hash128> CudaTrunkComponent::hash_on_devices(int64_t pos, const std:
       d.part[parts] = s.ptr + (at - s.offset);
       d.part_bytes[parts++] = bytes;
     });
-    offset += n;
     if (prefix.size() + n <= kShortStream || split || shard < 0) {
-      if (short_classes) short_classes->push_back(k);
+      on_host.emplace_back(k, offset);
+      offset += n;
       continue;
     }
+    offset += n;
     d.prefix_bytes = prefix.size();
     d.prefix = reinterpret_cast<const uint8_t*>(jobs[shard].prefixes.size());  // an offset until uploaded
     jobs[shard].prefixes += prefix;
@@ -763,6 +765,11 @@ std::vector<Hash128> CudaTrunkComponent::hash_on_devices(int64_t pos, const std:
   std::vector<Hash128> hashes(specs.size());
   for (const DeviceJobs& j : jobs)
     for (size_t c = 0; c < j.classes.size(); ++c) hashes[j.classes[c]] = Hash128{j.out[2 * c], j.out[2 * c + 1]};
+  if (landed)
+    for (const auto& [k, at] : on_host) {
+      const ClassLayout& l = specs[k].layout;
+      hashes[k] = class_hash({l.name, dtype_name(l.dtype), &l.shape, landed + at, l.nbytes()});
+    }
   return hashes;
 }
 
@@ -770,20 +777,7 @@ std::vector<Hash128> CudaTrunkComponent::device_class_hashes(int64_t pos) const 
 
 void CudaTrunkComponent::export_stream_hashed(int64_t pos, uint8_t* dst, size_t size, const ChunkFn& on_chunk,
                                               std::vector<Hash128>& hashes) const {
-  std::vector<size_t> short_classes;
-  hashes = hash_on_devices(pos, [&] { export_stream(pos, dst, size, on_chunk); }, &short_classes);
-  if (short_classes.empty()) return;
-  const std::vector<ClassSpec> specs = trunk_specs(cfg_, pos);
-  std::vector<size_t> begin;
-  size_t offset = 0;
-  for (const ClassSpec& s : specs) {
-    begin.push_back(offset);
-    offset += s.layout.nbytes();
-  }
-  for (size_t k : short_classes) {
-    const ClassLayout& l = specs[k].layout;
-    hashes[k] = class_hash({l.name, dtype_name(l.dtype), &l.shape, dst + begin[k], l.nbytes()});
-  }
+  hashes = hash_on_devices(pos, [&] { export_stream(pos, dst, size, on_chunk); }, dst);
 }
 
 void CudaTrunkComponent::import_stream(int64_t pos, const uint8_t* src, size_t size) {

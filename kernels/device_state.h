@@ -189,8 +189,9 @@ class CudaTrunkComponent final : public StateComponent {
   void import_specs(int64_t pos, const std::vector<CacheClass>& classes, const std::vector<ClassSpec>& specs, bool full);
 
   // The class hashes on the devices (class_hash.cu) with `beside` run between their launch and their
-  // wait (the copies); the classes left to the host (streams of ≤ 240 bytes) listed in short_classes.
-  std::vector<Hash128> hash_on_devices(int64_t pos, const std::function<void()>& beside, std::vector<size_t>* short_classes) const;
+  // wait (the copies); the streams of ≤ 240 bytes hashed on the host from `landed` (the classes end
+  // to end, as beside left them), or left zero without it.
+  std::vector<Hash128> hash_on_devices(int64_t pos, const std::function<void()>& beside, const uint8_t* landed) const;
 
   const void* owner_;
   ModelConfig cfg_;

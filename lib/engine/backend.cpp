@@ -119,18 +119,40 @@ void State::rewind(const StateMark& mark, int64_t kept_rows) {
   position_ = mark.position + kept_rows;
 }
 
-void State::export_stream(uint8_t* dst, size_t size, const ChunkFn& on_chunk) const {
-  size_t offset = 0;
-  for (const auto& c : components_) {
+namespace {
+
+// Every component's classes end to end into dst; with `hashes`, the classes of components that hash
+// in place hashed there (their entries set, the others left as they are).
+void export_components(const State& state, uint8_t* dst, size_t size, const ChunkFn& on_chunk,
+                       std::vector<Hash128>* hashes) {
+  size_t offset = 0, first = 0;
+  for (const auto& c : state.components()) {
+    const std::vector<ClassLayout> layout = c->layout(state.position());
     size_t n = 0;
-    for (const auto& l : c->layout(position_)) n += l.nbytes();
+    for (const auto& l : layout) n += l.nbytes();
     if (offset + n > size) throw Error("export buffer of " + std::to_string(size) + " bytes is too small for the state");
     const size_t base = offset;
-    c->export_stream(position_, dst + base, n, [&](size_t at, size_t bytes) {
+    const ChunkFn landed = [&](size_t at, size_t bytes) {
       if (on_chunk) on_chunk(base + at, bytes);
-    });
+    };
+    if (hashes && c->hashes_in_place()) {
+      if (first + layout.size() > hashes->size()) throw Error("class hashes for fewer classes than the state holds");
+      std::vector<Hash128> mine;
+      c->export_stream_hashed(state.position(), dst + base, n, landed, mine);
+      if (mine.size() != layout.size()) throw Error("state component " + c->name() + " hashed a different number of classes");
+      std::copy(mine.begin(), mine.end(), hashes->begin() + static_cast<std::ptrdiff_t>(first));
+    } else {
+      c->export_stream(state.position(), dst + base, n, landed);
+    }
     offset += n;
+    first += layout.size();
   }
+}
+
+}  // namespace
+
+void State::export_stream(uint8_t* dst, size_t size, const ChunkFn& on_chunk) const {
+  export_components(*this, dst, size, on_chunk, nullptr);
 }
 
 std::vector<bool> State::hashed_in_place() const {
@@ -140,28 +162,7 @@ std::vector<bool> State::hashed_in_place() const {
 }
 
 void State::export_stream_hashed(uint8_t* dst, size_t size, const ChunkFn& on_chunk, std::vector<Hash128>& hashes) const {
-  size_t offset = 0, first = 0;
-  for (const auto& c : components_) {
-    const std::vector<ClassLayout> layout = c->layout(position_);
-    size_t n = 0;
-    for (const auto& l : layout) n += l.nbytes();
-    if (offset + n > size) throw Error("export buffer of " + std::to_string(size) + " bytes is too small for the state");
-    if (first + layout.size() > hashes.size()) throw Error("class hashes for fewer classes than the state holds");
-    const size_t base = offset;
-    const ChunkFn landed = [&](size_t at, size_t bytes) {
-      if (on_chunk) on_chunk(base + at, bytes);
-    };
-    if (c->hashes_in_place()) {
-      std::vector<Hash128> mine;
-      c->export_stream_hashed(position_, dst + base, n, landed, mine);
-      if (mine.size() != layout.size()) throw Error("state component " + c->name() + " hashed a different number of classes");
-      std::copy(mine.begin(), mine.end(), hashes.begin() + static_cast<std::ptrdiff_t>(first));
-    } else {
-      c->export_stream(position_, dst + base, n, landed);
-    }
-    offset += n;
-    first += layout.size();
-  }
+  export_components(*this, dst, size, on_chunk, &hashes);
 }
 
 void State::import_stream(int64_t pos, const uint8_t* src, size_t size) {
