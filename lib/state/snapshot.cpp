@@ -48,22 +48,25 @@ StreamedSnapshot stream_snapshot(const Backend& backend, const State& state, int
 std::vector<Hash128> export_hashed(const State& state, uint8_t* dst, size_t size, int threads, bool in_place) {
   const std::vector<ClassLayout> layout = state.layout();
   const std::vector<bool> elsewhere = in_place ? state.hashed_in_place() : std::vector<bool>{};
-  StreamHasher hasher(layout, dst, threads, elsewhere);
-  const ChunkFn landed = [&](size_t offset, size_t n) { hasher.land(offset, n); };
   std::vector<Hash128> placed(layout.size());
-  if (in_place)
-    state.export_stream_hashed(dst, size, landed, placed);
-  else
-    state.export_stream(dst, size, landed);
-  std::vector<Hash128> out = hasher.finish();
+  std::vector<Hash128> out = hash_stream(
+      layout, dst,
+      [&](const ChunkFn& landed) {
+        if (in_place)
+          state.export_stream_hashed(dst, size, landed, placed);
+        else
+          state.export_stream(dst, size, landed);
+      },
+      threads, elsewhere);
   for (size_t k = 0; k < out.size(); ++k)
     if (k < elsewhere.size() && elsewhere[k]) out[k] = placed[k];
   return out;
 }
 
 std::vector<Hash128> hash_stream(const std::vector<ClassLayout>& layout, const uint8_t* dst,
-                                 const std::function<void(const ChunkFn&)>& run_export, int threads) {
-  StreamHasher hasher(layout, dst, threads);
+                                 const std::function<void(const ChunkFn&)>& run_export, int threads,
+                                 const std::vector<bool>& hashed_elsewhere) {
+  StreamHasher hasher(layout, dst, threads, hashed_elsewhere);
   run_export([&](size_t offset, size_t n) { hasher.land(offset, n); });
   return hasher.finish();
 }

@@ -48,10 +48,12 @@ StreamedSnapshot stream_snapshot(const Backend& backend, const State& state, int
 // Its core: the state's classes streamed into `dst` (size bytes) and class_hash() of each, hashed
 // as stream_snapshot says.
 std::vector<Hash128> export_hashed(const State& state, uint8_t* dst, size_t size, int threads = 0, bool in_place = true);
-// Its core, for any streamed export: `run_export` streams the classes of `layout` into `dst`
-// (calling the ChunkFn it is given as ranges land); returns class_hash() of each class.
+// The host's half, for any streamed export: `run_export` streams the classes of `layout` into `dst`
+// (calling the ChunkFn it is given as ranges land); returns class_hash() of each class, hashed on
+// worker threads as it lands, but those marked in hashed_elsewhere (their entries zero).
 std::vector<Hash128> hash_stream(const std::vector<ClassLayout>& layout, const uint8_t* dst,
-                                 const std::function<void(const ChunkFn&)>& run_export, int threads = 0);
+                                 const std::function<void(const ChunkFn&)>& run_export, int threads = 0,
+                                 const std::vector<bool>& hashed_elsewhere = {});
 
 // A fresh state of `capacity` from classes laid end to end (State::import_stream). `layout` must be
 // the new state's layout at `pos` (names, dtypes, shapes), else a negative Error naming the first
