@@ -3124,7 +3124,8 @@ int dry_run(Rng& rng, Report& rep) {
 
 // ---------------------------------------------------------------------------------------------
 // state class hashes (class_hash.cu): class_hash()'s bits for prefix ‖ part 0 ‖ part 1 streams
-// around XXH3's boundaries (241 bytes, a 64-byte stripe, a 1024-byte block, a 128-block tile),
+// around XXH3's boundaries (241 bytes, a 64-byte stripe, a 1024-byte block) and the kernel's
+// (128 and 248 blocks: a tile at 512 and at 1024 threads a class),
 // prefixes of every length mod 8, parts at every alignment and split at odd places, each part
 // ending where its allocation ends (a read past it faults on memra-emu, and under memcheck).
 
@@ -3138,7 +3139,8 @@ void test_class_hashes(Rng& rng, Report& rep) {
   for (int name_len = 1; name_len <= 8; ++name_len) {
     const size_t p = class_hash_prefix({std::string(name_len, 'n'), "BF16", &shape, nullptr, 0}).size();
     for (size_t total : {size_t{241}, size_t{1023}, size_t{1024}, size_t{1025}, size_t{1024 + 64}, size_t{2049},
-                         size_t{128 * 1024}, size_t{128 * 1024 + 1}, size_t{129 * 1024 + 63}}) {
+                         size_t{128 * 1024}, size_t{128 * 1024 + 1}, size_t{129 * 1024 + 63}, size_t{248 * 1024},
+                         size_t{248 * 1024 + 1}, size_t{249 * 1024 + 63}}) {
       const size_t n = total - p;
       const size_t misalign = static_cast<size_t>(rng.integer(0, 7));
       cases.push_back({name_len, n, n, misalign});
@@ -3148,7 +3150,7 @@ void test_class_hashes(Rng& rng, Report& rep) {
   cases.push_back({300, 0, 0, 0});                          // the prefix alone past 240 bytes
   cases.push_back({5, (size_t{3} << 20) + 13, 2048 * 3 + 5, 3});  // 3 MB: many tiles
   cases.push_back({12, (size_t{1} << 20), size_t{1} << 20, 0});   // aligned, one part
-  std::vector<std::string> names, prefixes;
+  std::vector<std::string> names;
   std::vector<std::vector<uint8_t>> data;
   std::vector<DevVec<uint8_t>> parts;
   std::string all_prefixes;
