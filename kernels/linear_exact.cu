@@ -5,10 +5,7 @@
 // the grid: no split-K, no shape-dependent kernel choice that changes a reduction. Packed weights
 // (FP8/FP4 with e8m0 block scales) are decoded in registers as they are loaded (dot_exact.cuh).
 //
-// Seven kernels, one (row, o) order, so the same bits from any of them:
-//   linear_one_row_stream_kernel  one row of a plain aligned matrix (decode GEMV): a grid of one
-//                              wave, each warp streaming its outputs' weights through a ring of 8
-//                              lane steps in flight                grid (≤ one wave, rows)
+// Six kernels, one (row, o) order, so the same bits from any of them:
 //   linear_one_row_kernel      one row of a plain matrix (decode GEMV), one output per warp, its
 //                              first weights loaded before pdl_begin(); also a few rows of a
 //                              matrix with few outputs, one GEMV per row (per_row_fits)
@@ -143,83 +140,6 @@ __global__ void __launch_bounds__(kBlock) linear_one_row_kernel(LinearArgs a) {
     acc = r[0];
   }
   if (lane == 0) store_output(a, g, row, o, acc);
-}
-
-// One row of a plain matrix streamed by a grid of at most one wave (the decode GEMVs of many
-// outputs: wq_b, wo_a, wo_b): warp gw of W takes the units u = gw, gw + W, … ((group, output)
-// pairs, groups outer) and walks their lane steps as one sequence of chunks of kStreamChunk steps
-// (a unit's last chunk padded with steps past `in`, which no lane loads or adds), two chunks
-// ahead: while one chunk is added the next is in flight, across unit boundaries (the first two
-// before pdl_begin()). linear_one_row_kernel's warp loads its row and drains it, then its block
-// gives way to the next: each warp's loads come in bursts with a round trip between.
-// Each unit's chain is dot_rows<Row, 1>'s (lane l: base = l·V + s·32·V for s ascending while base <
-// in, v ascending, from +0, then warp_sum), so every unit has the bits of every other form. Row
-// blockIdx.y (the test form runs several rows side by side).
-constexpr int kStreamChunk = 4;
-constexpr int kStreamTestBlocks = 3;  // the test form's grid: several units a warp at any shape
-
-template <typename Row>
-__global__ void __launch_bounds__(kBlock) linear_one_row_stream_kernel(LinearArgs a) {
-  constexpr int V = Row::kV, kStep = kWarp * V, C = kStreamChunk;
-  const int lane = threadIdx.x % kWarp;
-  const int W = gridDim.x * kOutsPerBlock;
-  const int gw = blockIdx.x * kOutsPerBlock + threadIdx.x / kWarp;
-  const int row = blockIdx.y;
-  const int chunks = (a.in + C * kStep - 1) / (C * kStep);  // a unit's
-  const int units = a.out * a.groups;
-  const int mine = gw < units ? (units - 1 - gw) / W + 1 : 0;
-  const int total = mine * chunks;
-  // Chunk c of this warp's sequence: unit c / chunks (group g, output o), its chunk k.
-  struct Place {
-    int g, o, k;
-  };
-  const auto place = [&](int c) {
-    const int n = c / chunks, u = gw + n * W, g = u / a.out;
-    return Place{g, u - g * a.out, c - n * chunks};
-  };
-  const auto load_chunk = [&](int c, uint4 (&w)[C]) {
-    if (c >= total) return;
-    const Place p = place(c);
-    const Row r = Row::at(a.w, a.ws, p.g * a.w_gstride / a.in + p.o, a.in);
-#pragma unroll
-    for (int s = 0; s < C; ++s) {
-      const int base = lane * V + (p.k * C + s) * kStep;
-      if (base < a.in) w[s] = r.load_raw(base);
-    }
-  };
-  float acc = 0.0f;
-  const auto add_chunk = [&](int c, const uint4 (&w)[C]) {
-    const Place p = place(c);
-    const float* x = a.x + p.g * a.x_gstride + static_cast<int64_t>(row) * a.x_stride;
-#pragma unroll
-    for (int s = 0; s < C; ++s) {
-      const int base = lane * V + (p.k * C + s) * kStep;
-      if (base < a.in) {
-        float wf[V], xf[V];
-        Row::decode(w[s], wf);
-        load_x<V>(x + base, xf);
-#pragma unroll
-        for (int v = 0; v < V; ++v) acc = __fmaf_rn(xf[v], wf[v], acc);
-      }
-    }
-    if (p.k == chunks - 1) {  // the unit's last chunk (the whole warp)
-      acc = warp_sum(acc);
-      if (lane == 0) store_output(a, p.g, row, p.o, acc);
-      acc = 0.0f;
-    }
-  };
-  uint4 w0[C], w1[C];
-  load_chunk(0, w0);
-  load_chunk(1, w1);
-  pdl_begin();
-  for (int c = 0; c < total; c += 2) {
-    add_chunk(c, w0);
-    load_chunk(c + 2, w0);
-    if (c + 1 < total) {
-      add_chunk(c + 1, w1);
-      load_chunk(c + 3, w1);
-    }
-  }
 }
 
 template <typename Row>
@@ -888,43 +808,6 @@ cudaError_t launch_rows(const LinearArgs& a, cudaStream_t stream, int ko) {
   return launch_rows_ko<WT, 1>(a, stream, gm);
 }
 
-// MEMRA_CUDA_LINEAR_STREAM (A/B timing; the same bits in every setting): 0 = one-row GEMVs through
-// linear_one_row_kernel; n ≥ 1 = the streamed kernel on a grid of n waves; unset = one wave.
-int stream_waves() {
-  static const int setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_STREAM");
-    return v && std::string(v) == "0" ? 0 : switch_count("MEMRA_CUDA_LINEAR_STREAM", 1);
-  }();
-  return setting;
-}
-
-// Whether the streamed kernel's vector loads are aligned: x, its row and group strides, and every
-// weight row (in·sizeof(WT) a multiple of 16: each row starts aligned).
-template <typename Row>
-bool stream_ok(const LinearArgs& a) {
-  using WT = std::remove_const_t<std::remove_pointer_t<decltype(Row::w)>>;
-  return a.in % Row::kV == 0 && (static_cast<int64_t>(a.in) * sizeof(WT)) % 16 == 0 &&
-         reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && a.x_stride % 4 == 0 && a.x_gstride % 4 == 0 &&
-         reinterpret_cast<uintptr_t>(a.w) % 16 == 0 && static_cast<int64_t>(a.out) * a.groups <= (int64_t{1} << 30);
-}
-
-// The streamed kernel for every row on grid y: `waves` times the blocks the device holds at once,
-// never more than one unit a warp needs; `max_blocks` > 0 caps it (the test form: several units a
-// warp even at the tests' small shapes).
-template <typename Row>
-cudaError_t launch_stream(const LinearArgs& a, cudaStream_t stream, int waves, int max_blocks) {
-  const auto kernel = linear_one_row_stream_kernel<Row>;
-  int per_sm = 0;
-  cudaError_t e = resident_blocks(reinterpret_cast<const void*>(kernel), kBlock, 0, per_sm);
-  if (e != cudaSuccess) return e;
-  DeviceCaps caps;
-  if ((e = current_device_caps(caps)) != cudaSuccess) return e;
-  const int64_t units = static_cast<int64_t>(a.out) * a.groups;
-  int64_t blocks = std::min<int64_t>((units + kOutsPerBlock - 1) / kOutsPerBlock, int64_t{std::max(per_sm, 1)} * caps.sms * waves);
-  if (max_blocks > 0) blocks = std::min<int64_t>(blocks, max_blocks);
-  return launch(kernel, dim3(static_cast<unsigned>(blocks), a.rows, 1), kBlock, 0, stream, a);
-}
-
 template <typename Row>
 cudaError_t launch_tiled(const LinearArgs& a, cudaStream_t stream, dim3 grid, int ko) {
   if (ko == 4) return launch(linear_exact_tiled_kernel<Row, 4>, grid, kBlock, 0, stream, a);
@@ -940,19 +823,9 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
   if (rows_form && !kRawWeights<Row>) rows_form = false, form = 0;
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
-  if constexpr (kPlainRow<Row>) {
-    if (form == kLinearStream) {  // misaligned: the one-row kernel per row, the same bits
-      if (stream_ok<Row>(a) && a.rows <= 65535) return launch_stream<Row>(a, stream, 1, kStreamTestBlocks);
-      form = kLinearPerRow;
-    }
-  }
   if (a.rows == 1 && form >= 0) {
-    if constexpr (kPlainRow<Row>) {
-      if (stream_waves() > 0 && stream_ok<Row>(a)) return launch_stream<Row>(a, stream, stream_waves(), 0);
-      return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
-    } else {
-      return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
-    }
+    if constexpr (kPlainRow<Row>) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
+    else return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
   }
   if constexpr (kPlainRow<Row>) {
     if (form == kLinearPerRow || (form == 0 && per_row_fits(a)))
