@@ -89,13 +89,6 @@ struct PlainRow {
   }
 };
 
-// Rows whose 16 bytes of a lane step load raw and decode later (PlainRow): a load issued a step
-// ahead holds 4 registers instead of V values.
-template <typename Row>
-inline constexpr bool kRawRow = false;
-template <typename WT>
-inline constexpr bool kRawRow<PlainRow<WT>> = true;
-
 // FP8 e4m3 row: 8 codes (8 bytes) per step; `s` is the row's scale row, value i uses s[i / bc].
 struct Fp8Row {
   static constexpr int kV = 8;
@@ -215,8 +208,12 @@ __device__ __forceinline__ void dot_rows_multi(const float* const (&xr)[RB], int
   for (int q = 0; q < NW; ++q)
 #pragma unroll
     for (int r = 0; r < RB; ++r) acc[q][r] = 0.0f;
-  // Lane step `base`'s FMAs for every row, on the step's decoded weights.
-  const auto step = [&](int base, const float (&wf)[NW][V]) {
+  constexpr int kUnroll = RB <= 4 ? 2 : 1;
+#pragma unroll kUnroll
+  for (int base = lane * V; base < in; base += kWarp * V) {
+    float wf[NW][V];
+#pragma unroll
+    for (int q = 0; q < NW; ++q) w[q].load(base, wf[q]);
 #pragma unroll
     for (int r = 0; r < RB; ++r) {
       if (r < nr) {
@@ -227,36 +224,6 @@ __device__ __forceinline__ void dot_rows_multi(const float* const (&xr)[RB], int
 #pragma unroll
           for (int v = 0; v < V; ++v) acc[q][r] = __fmaf_rn(xf[v], wf[q][v], acc[q][r]);
       }
-    }
-  };
-  if constexpr (RB > 4 && kRawRow<Row>) {
-    // More rows than the unrolled loop holds in registers: one step at a time, the next step's
-    // weights loaded raw while this one's are added, so a warp waits on memory once, not every
-    // step (the large expert groups were bound by one step's loads in flight a warp).
-    uint4 next[NW];
-    int base = lane * V;
-    if (base < in) {
-#pragma unroll
-      for (int q = 0; q < NW; ++q) next[q] = w[q].load_raw(base);
-    }
-    for (; base < in; base += kWarp * V) {
-      float wf[NW][V];
-#pragma unroll
-      for (int q = 0; q < NW; ++q) Row::decode(next[q], wf[q]);
-      if (base + kWarp * V < in) {
-#pragma unroll
-        for (int q = 0; q < NW; ++q) next[q] = w[q].load_raw(base + kWarp * V);
-      }
-      step(base, wf);
-    }
-  } else {
-    constexpr int kUnroll = RB <= 4 ? 2 : 1;
-#pragma unroll kUnroll
-    for (int base = lane * V; base < in; base += kWarp * V) {
-      float wf[NW][V];
-#pragma unroll
-      for (int q = 0; q < NW; ++q) w[q].load(base, wf[q]);
-      step(base, wf);
     }
   }
 #pragma unroll
