@@ -10,7 +10,7 @@ $m --version | head -1
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
-timeout 150 $NCU --clock-control none --kernel-name-base demangled -k regex:moe_stage --launch-count 8 \
+timeout 150 $NCU --clock-control none --kernel-name-base demangled -k regex:moe_stage --launch-count 24 \
   --section SpeedOfLight --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis \
   --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SchedulerStats \
   -o /tmp/moe $m bench --layers C --contexts 2048 --batches 64 --verify 6 \
