@@ -8,11 +8,12 @@
 //   weights are summed in selection order and renormalised as the CPU does; eid/ew are written in
 //   ascending expert id order (the order the experts are summed in).
 // experts_fused    grouped launches for all (row, expert) pairs of all rows:
-//   group  (1 block)  pairs sorted by (expert, pair), cut into groups of ≤ 8 rows of one expert
+//   group  (1 block)  pairs sorted by (expert, pair), cut into groups of ≤ 4 rows of one expert
+//                     (an expert's rows split as evenly as can be)
 //   up     grid (groups, ceil(I/8))  block 256: h = swiglu(x·w1ᵀ, x·w3ᵀ) for the group's rows
 //   down   grid (groups, ceil(D/8))  block 256: eo = h·w2ᵀ
 //   rounds of ≥ 2 rows: the groups in two lists, each with its own up and down kernel (groups of
-//   ≤ 2 rows; groups of 3-8), both in the wide form (w1's and w3's rows share each activation load)
+//   ≤ 2 rows; groups of 3-4), both in the wide form (w1's and w3's rows share each activation load)
 //   one row (a decode step, ExpertsArgs::sync given): one persistent launch instead, up then down
 //   tiles of each pair in one grid (moe_one_row_kernel), no grouping.
 //   Each element is dot_rows (dot_exact.cuh), the same fixed-order dot as linear_exact: a pair's
@@ -38,7 +39,7 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kWarps = kBlock / kWarp;
 constexpr int kMaxK = 16;
-constexpr int kGroupRows = 8;
+constexpr int kGroupRows = 4;
 constexpr int kSmallRows = 2;     // the small list's groups (moe_group_kernel), one kernel of their own
 constexpr int kGroupBlocks = 128;  // blocks along x of the small list's grids, striding over its groups
 
@@ -231,7 +232,7 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
 }
 
 // Counting sort of the pairs by expert (stable: pair order within an expert), then groups of
-// ≤ kGroupRows pairs, each 3 ints (expert, first slot in pair_order, count) in one of two lists:
+// ≤ kGroupRows pairs (an expert's as even as can be), each 3 ints (expert, first slot in pair_order, count) in one of two lists:
 // with `split`, groups of ≤ kSmallRows rows from slot 0 up (n_groups[0] of them) and larger ones
 // from slot top down (n_groups[1]); without, every group from slot 0 up (n_groups[1] = 0). An
 // expert yields at most one small group (its last), so the lists never meet below max_groups.
@@ -250,12 +251,16 @@ __global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int
     int o = 0, n_small = 0, n_large = 0;
     for (int e = 0; e < E; ++e) {
       off[e] = o;
-      for (int s = 0; s < cnt[e]; s += kGroupRows) {
-        const int nr = min(kGroupRows, cnt[e] - s);
+      // ceil(cnt / kGroupRows) groups as even as can be (5 rows: 3 + 2, 6: 3 + 3, 7: 4 + 3), so
+      // that an expert past kGroupRows rows leaves no small remainder but at 5.
+      const int ng = (cnt[e] + kGroupRows - 1) / kGroupRows;
+      for (int j = 0, s = 0; j < ng; ++j) {
+        const int nr = cnt[e] / ng + (j < cnt[e] % ng);
         const int g = !split || nr <= kSmallRows ? n_small++ : top - n_large++;
         groups[3 * g] = e;
         groups[3 * g + 1] = o + s;
         groups[3 * g + 2] = nr;
+        s += nr;
       }
       o += cnt[e];
     }
