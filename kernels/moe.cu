@@ -405,7 +405,7 @@ struct DownStage {
 };
 
 // One stage (UpStage, DownStage) for the groups of one list. kMaxRows bounds the list's group size,
-// so the small list's kernel (kSmallRows) is compiled without the 4- and 8-row loops: the register
+// so the small list's kernel (kSmallRows) is compiled without the 4-row loops: the register
 // count of a kernel is that of its largest path, and the 8-row loop's 120 registers held every
 // group of a 64-row round at two blocks per SM (ncu, run 63). kWide: the wide form. Only the small
 // list's blocks stride over several groups along x (its bound, one group per expert, is loose); the
@@ -414,10 +414,11 @@ struct DownStage {
 template <int kMaxRows>
 inline constexpr bool kStrided = kMaxRows <= kSmallRows;
 
-// The large list stays on the 8-row path at 128 registers although it streams at 45-48% of DRAM
-// peak (ncu, run 179): in passes of 2 rows (80 registers) or 4 the up kernel's re-reads of the
-// block's weight rows came from DRAM, not L2 (about twice the bytes), and batch 64 lost 6% / 1.4%
-// (run 180).
+// Groups hold at most 4 rows (kGroupRows): compiled for 8, the large list's kernels held 128
+// registers and spilled in every group (ncu, run 195: 1.8 M local requests to L2, 62-65% of DRAM
+// peak), where at 4 they spill nothing at the same 128 and two blocks an SM (batch 64's experts
+// −2.8%, run 196). Three blocks an SM would spill 80-304 bytes. Passes of 2 or 4 rows inside an
+// 8-row group lost instead (run 180): their re-reads of the block's weight rows came from DRAM.
 template <typename Row, typename Stage, int kMaxRows, bool kWide>
 __global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? 2 : 0)
     moe_stage_kernel(ExpertsArgs a, GroupList list) {
