@@ -232,10 +232,11 @@ __global__ void __launch_bounds__(kBlock) route_kernel(RouteArgs a) {
 }
 
 // Counting sort of the pairs by expert (stable: pair order within an expert), then groups of
-// ≤ kGroupRows pairs (an expert's as even as can be), each 3 ints (expert, first slot in pair_order, count) in one of two lists:
-// with `split`, groups of ≤ kSmallRows rows from slot 0 up (n_groups[0] of them) and larger ones
-// from slot top down (n_groups[1]); without, every group from slot 0 up (n_groups[1] = 0). An
-// expert yields at most one small group (its last), so the lists never meet below max_groups.
+// ≤ kGroupRows pairs (an expert's as even as can be), each 3 ints (expert, first slot in
+// pair_order, count) in one of two lists: with `split`, groups of ≤ kSmallRows rows from slot 0
+// up (n_groups[0] of them) and larger ones from slot top down (n_groups[1]); without, every group
+// from slot 0 up (n_groups[1] = 0). An expert yields at most one small group (its last: a 5-row
+// expert's 3 + 2), so the lists never meet below max_groups.
 __global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int P, int E, int32_t* pair_order,
                                                          int32_t* groups, int32_t* n_groups, int top, bool split) {
   pdl_begin();
