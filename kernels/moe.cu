@@ -447,7 +447,11 @@ __global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? 2 : 0
       else Stage::template narrow<Row, kGroupRows>(a, e, o, pair, nr);
     }
   };
-  for (int j = blockIdx.x; j < n; j += gridDim.x) one(j);
+  if constexpr (kStrided<kMaxRows>) {
+    for (int j = blockIdx.x; j < n; j += gridDim.x) one(j);
+  } else if (blockIdx.x < n) {
+    one(blockIdx.x);
+  }
 }
 
 // One row (a batch-1 decode step) in one launch. With one row every pair is a group of its own, so
@@ -610,18 +614,10 @@ int wide_setting() {
 // One list's launch: grid x one block row per possible group of the list (`bound`), or for the
 // strided small list at most kGroupBlocks; grid y the stage's outputs at the kernel's outputs per
 // warp. Both follow from the kernel's own template arguments, so the host cannot disagree with it.
-// MEMRA_CUDA_MOE_LARGE_BLOCKS=n (A/B timing; same bits): the other lists' grid x at most n blocks,
-// striding over their groups, instead of one block row per possible group.
-int large_blocks() {
-  static const int n = switch_count("MEMRA_CUDA_MOE_LARGE_BLOCKS", 0);
-  return n;
-}
-
 template <typename Row, typename Stage, int kMaxRows, bool kWide>
 cudaError_t launch_list(const ExpertsArgs& a, GroupList list, int bound, cudaStream_t stream) {
   constexpr int per_warp = kWide ? Stage::kWidePerWarp : 1;
-  const int cap = kStrided<kMaxRows> ? kGroupBlocks : large_blocks() > 0 ? large_blocks() : bound;
-  const int x = std::max(1, std::min(bound, cap));
+  const int x = std::max(1, kStrided<kMaxRows> ? std::min(bound, kGroupBlocks) : bound);
   const int y = (Stage::outputs(a) + kWarps * per_warp - 1) / (kWarps * per_warp);
   return launch(moe_stage_kernel<Row, Stage, kMaxRows, kWide>, dim3(x, y), kBlock, 0, stream, a, list);
 }
