@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int
 
 // A group's rows through dot_rows with the smallest row count RB ≥ nr that is instantiated, so a
 // lone pair (every pair of a decode step, most of a small batch's) runs the single-row loop with
-// four weight loads in flight per lane instead of the 8-row loop's two: the same FMA sequence per
+// four weight loads in flight per lane instead of the 4-row loop's two: the same FMA sequence per
 // row (dot_exact.cuh), so the same bits for any nr.
 template <typename Row, int RB>
 __device__ __forceinline__ void group_up(const ExpertsArgs& a, int e, int i, const int (&pair)[kGroupRows], int nr) {
