@@ -689,28 +689,27 @@ std::vector<Hash128> CudaTrunkComponent::hash_on_devices(int64_t pos, const std:
     cudaStream_t stream = nullptr;
   };
   std::vector<DeviceJobs> jobs(S);
-  std::vector<std::pair<size_t, size_t>> on_host;  // (class, offset): streams of ≤ 240 bytes
+  std::vector<std::pair<size_t, size_t>> on_host;  // (class, offset): streams of ≤ 240 bytes, split classes
   size_t offset = 0;
   for (size_t k = 0; k < specs.size(); ++k) {
     const ClassLayout& l = specs[k].layout;
-    const size_t n = l.nbytes();
+    const size_t n = l.nbytes(), at = offset;
+    offset += n;
     const std::string prefix = class_hash_prefix({l.name, dtype_name(l.dtype), &l.shape, nullptr, n});
     HashClassDev d;
     int parts = 0, shard = -1;
     bool split = false;  // more than two runs, or on two devices: never made by segments(), hashed on the host
-    for_pieces(segs, offset, offset + n, [&](const Segment& s, size_t at, size_t bytes) {
+    for_pieces(segs, at, at + n, [&](const Segment& s, size_t from, size_t bytes) {
       split = split || parts == 2 || (shard >= 0 && s.shard != shard);
       if (split) return;
       shard = s.shard;
-      d.part[parts] = s.ptr + (at - s.offset);
+      d.part[parts] = s.ptr + (from - s.offset);
       d.part_bytes[parts++] = bytes;
     });
     if (prefix.size() + n <= kShortStream || split || shard < 0) {
-      on_host.emplace_back(k, offset);
-      offset += n;
+      on_host.emplace_back(k, at);
       continue;
     }
-    offset += n;
     d.prefix_bytes = prefix.size();
     d.prefix = reinterpret_cast<const uint8_t*>(jobs[shard].prefixes.size());  // an offset until uploaded
     jobs[shard].prefixes += prefix;

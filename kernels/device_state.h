@@ -189,8 +189,9 @@ class CudaTrunkComponent final : public StateComponent {
   void import_specs(int64_t pos, const std::vector<CacheClass>& classes, const std::vector<ClassSpec>& specs, bool full);
 
   // The class hashes on the devices (class_hash.cu) with `beside` run between their launch and their
-  // wait (the copies); the streams of ≤ 240 bytes hashed on the host from `landed` (the classes end
-  // to end, as beside left them), or left zero without it.
+  // wait (the copies); the streams of ≤ 240 bytes (and a class split over devices or more than two
+  // runs, which segments() never makes) hashed on the host from `landed` (the classes end to end, as
+  // beside left them), or left zero without it.
   std::vector<Hash128> hash_on_devices(int64_t pos, const std::function<void()>& beside, const uint8_t* landed) const;
 
   const void* owner_;

@@ -117,8 +117,6 @@ int run_bandwidth(const std::string& model, double gib) {
     const double exp_plain = gbps(seconds_since(t));
     const bool rt = std::memcmp(src.get(), dst.get(), total) == 0;
 
-    // The product path (hashes on the device) and the host-hashed one (default plan and threads):
-    // each the median of three runs after a warm-up run.
     // The product path (hashes on the device), the devices' hashing alone (no copies in flight) and
     // the host-hashed path (default plan and threads): each the median of three runs after a warm-up
     // run; `hashed` returns what the run made, held to the source's hashes (and bytes, if copied).
