@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(1024) moe_group_kernel(const int32_t* eid, int
   }
 }
 
-// A group's rows through dot_rows with the smallest row count RB ≥ nr that is instantiated, so a
+// A group's rows through dot_rows with the smallest row count RB ≥ nr of 1, 2 and kGroupRows, so a
 // lone pair (every pair of a decode step, most of a small batch's) runs the single-row loop with
 // four weight loads in flight per lane instead of the 4-row loop's two: the same FMA sequence per
 // row (dot_exact.cuh), so the same bits for any nr.
@@ -438,12 +438,10 @@ __global__ void __launch_bounds__(kBlock, kWide && kMaxRows > kSmallRows ? 2 : 0
         Stage::template wide<Row, 2>(a, e, o, pair, nr);
       }
     } else if constexpr (kWide) {
-      if (nr <= 4) Stage::template wide<Row, 4>(a, e, o, pair, nr);
-      else Stage::template wide<Row, kGroupRows>(a, e, o, pair, nr);
+      Stage::template wide<Row, kGroupRows>(a, e, o, pair, nr);
     } else {
       if (nr == 1) Stage::template narrow<Row, 1>(a, e, o, pair, nr);
       else if (kMaxRows <= 2 || nr == 2) Stage::template narrow<Row, 2>(a, e, o, pair, nr);
-      else if (kMaxRows <= 4 || nr <= 4) Stage::template narrow<Row, 4>(a, e, o, pair, nr);
       else Stage::template narrow<Row, kGroupRows>(a, e, o, pair, nr);
     }
   };
