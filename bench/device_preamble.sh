@@ -5,6 +5,8 @@
 #   m   its memra                              el  prints the seconds since the preamble ran
 #   lib_arm NAME  unpacks a second library carried as $P/NAME (below)
 #   whole_check   the whole gpu-check within the call's LIMIT, as $OUT/check.tar.gz (below)
+#   ops_bits GROUP [ARM], memcheck_ops GROUP   one ops group by bits / under memcheck, one line each
+# It prints memra's version and the GPU's name first (each run's record of what ran where).
 # NCCL's NVLink multicast stays off (the lent machines' rule), and the pack's libraries come first.
 bash tools/gpu-check.sh --unpack
 P=$PWD/build-gpu-pack
@@ -13,6 +15,25 @@ m=$P/bin/memra
 export NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH=$P/bin
 T0=$(date +%s)
 el() { echo "t=$(($(date +%s) - T0))s"; }
+[[ -x "$m" ]] && "$m" --version | head -1
+command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name --format=csv,noheader | head -1
+# ops_bits GROUP [ARM]: `memra_cuda_test ops --only GROUP` (the exact kernels against their CPU twins
+# by bits) with the pack's library, or with lib_arm ARM's; its output as $OUT/ops-GROUP[-ARM].txt,
+# one line printed: its rc and verdict.
+ops_bits() {
+  local f=$OUT/ops-$1${2:+-$2}.txt
+  LD_LIBRARY_PATH=${2:+/tmp/$2/bin}${2:+:}$LD_LIBRARY_PATH timeout 60 "$t" ops --only "$1" > "$f" 2>&1
+  echo "ops $1${2:+ ($2)} rc=$? $(tail -1 "$f")"
+}
+# memcheck_ops GROUP: the quick ops GROUP under compute-sanitizer's memcheck, as $OUT/memcheck-GROUP.txt,
+# one line printed (or why it did not run).
+memcheck_ops() {
+  local san f=$OUT/memcheck-$1.txt
+  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  [[ -n "$san" ]] || { echo "memcheck ops $1: no compute-sanitizer here"; return 0; }
+  timeout 90 "$san" --tool memcheck --error-exitcode 9 --print-limit 20 "$t" ops --quick --only "$1" > "$f" 2>&1
+  echo "memcheck ops $1 rc=$? $(grep -E 'ERROR SUMMARY' "$f" | tail -1)"
+}
 # lib_arm NAME: the carried library $P/NAME/libmemra_cuda.so.xz beside the pack's memra and other
 # libraries in /tmp/NAME/bin (an ab_arms.sh arm: bin=/tmp/NAME/bin; a test: LD_LIBRARY_PATH=/tmp/NAME/bin).
 lib_arm() {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # shell.bench_device_preamble: bench/device_preamble.sh's whole_check (a device run's whole check in
 # one line) runs tools/gpu-check.sh fresh with the budget left of the call's LIMIT (less 15 s for the
-# archive), archives what it wrote as $OUT/check.tar.gz and prints its summary's last lines. On a
-# stub gpu-check.sh that records what it was given (the real one needs the GPU machine).
+# archive), archives what it wrote as $OUT/check.tar.gz and prints its summary's last lines; ops_bits
+# runs one ops group with the pack's library or an arm's, into its own file, one line printed. On
+# stubs of gpu-check.sh and memra_cuda_test that record what they were given (the real ones need
+# the GPU machine).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 root="$work/root"
@@ -13,6 +15,18 @@ cat > "$root/tools/gpu-check.sh" <<'STUB'
 { echo "step one PASS"; echo "step two PASS"; echo "budget ${GPU_CHECK_BUDGET_S:-unset} fresh ${GPU_CHECK_FRESH:-unset}"; } > "$OUT/summary.txt"
 echo "console line"
 STUB
+mkdir -p "$root/build-gpu-pack/bin"
+cat > "$root/build-gpu-pack/bin/memra_cuda_test" <<'STUB'
+#!/usr/bin/env bash
+echo "args $*"; echo "lib ${LD_LIBRARY_PATH%%:*}"; echo "== 3 checks, 0 failed =="
+STUB
+chmod +x "$root/build-gpu-pack/bin/memra_cuda_test"
+ops=$(cd "$root" && OUT="$work/out" bash -c 'source bench/device_preamble.sh; ops_bits moe; ops_bits linear up2' 2>&1)
+grep -q '^ops moe rc=0 == 3 checks, 0 failed ==$' <<< "$ops" || { echo "FAIL: ops_bits moe's line: $ops"; fail=1; }
+grep -q '^ops linear (up2) rc=0 ' <<< "$ops" || { echo "FAIL: ops_bits linear up2's line: $ops"; fail=1; }
+grep -q '^args ops --only moe$' "$work/out/ops-moe.txt" 2>/dev/null || { echo "FAIL: ops-moe.txt: not ops --only moe"; fail=1; }
+grep -q "^lib $root/build-gpu-pack/bin$" "$work/out/ops-moe.txt" || { echo "FAIL: ops_bits moe: not the pack's library first"; fail=1; }
+grep -q '^lib /tmp/up2/bin$' "$work/out/ops-linear-up2.txt" 2>/dev/null || { echo "FAIL: ops_bits linear up2: not the arm's library first"; fail=1; }
 out=$(cd "$root" && OUT="$work/out" LIMIT=100 bash -c 'source bench/device_preamble.sh; whole_check 2' 2>&1)
 grep -q '^budget 8[0-5] fresh 1$' <<< "$out" || { echo "FAIL: not the budget left of LIMIT 100 less 15, fresh: $out"; fail=1; }
 grep -q '^step one' <<< "$out" && { echo "FAIL: printed more than the summary's last 2 lines: $out"; fail=1; }
@@ -22,5 +36,5 @@ for f in summary.txt console.txt; do
   grep -q "$f" <<< "$listing" || { echo "FAIL: check.tar.gz lacks $f: $listing"; fail=1; }
 done
 tar xzf "$work/out/check.tar.gz" -O ./console.txt | grep -q 'console line' || { echo "FAIL: the console was not kept"; fail=1; }
-[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail"
+[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines"
 exit $fail
