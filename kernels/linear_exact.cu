@@ -395,10 +395,15 @@ struct GemmPlace {
   }
 };
 
-// Each thread's copies of a chunk, planned once per block for both register-tiled kernels (run
-// 76's SASS: recomputing them took 162 instructions a chunk): x copy i is row xr0 + i·kXRowStep of
-// the block at column xcol of the chunk, weight copy i (16 bytes of WT) row wr0 + i·kWRowStep at
-// column wcol. Per chunk only c0 moves; a copy off the matrix is invalid (zero-filled, read nowhere).
+// Each thread's copies of a chunk, planned once per block for both register-tiled kernels: x copy i
+// is row xr0 + i·kXRowStep of the block at column xcol of the chunk, weight copy i (16 bytes of WT)
+// row wr0 + i·kWRowStep at column wcol. Rows past the block's (x) or the matrix's (weights) are
+// clamped to its last: their products land in partials nothing stores. Columns past `in` (a
+// partial last chunk) are clamped to its last vector: lane l reads its step only when c0 + l·V <
+// in, so those slots are never read. Every copy is then unconditional, its source the block's base
+// plus a 32-bit offset (gemm_offsets_fit): with per-copy 64-bit pointers, masks and zero-fill
+// predicates ptxas rematerialized them every chunk, 97 instructions for 6 copies (ncu source
+// counters, run 202).
 template <typename WT, int RT>
 struct GemmCopyPlan {
   static constexpr int V = 16 / sizeof(WT), kRowVecs = kGemmChunk / V, kXQuads = kGemmChunk / 4;
@@ -406,32 +411,39 @@ struct GemmCopyPlan {
   static constexpr int kWRowStep = kBlock / kRowVecs, kXRowStep = kBlock / kXQuads;
   static_assert(kWLoads >= 1 && kXLoads >= 1, "chunk too small for the block");
   int xr0, xcol, wr0, wcol;
-  const float* xsrc;
-  const WT* wsrc;
-  int64_t xstep, wstep;
-  unsigned x_rows_ok = 0, w_rows_ok = 0;
+  int x_last, w_last;                 // the last column a 16-byte copy may start at (in − its values)
+  unsigned xo[kXLoads], wo[kWLoads];  // the copies' rows as byte offsets from xg / wg
+  const char* xg;                     // the block's first x row
+  const char* wg;                     // the block's first weight row
   __device__ __forceinline__ GemmCopyPlan(const LinearArgs& a, const GemmPlace& at) {
     const int t = threadIdx.x;
     xr0 = t / kXQuads, xcol = (t % kXQuads) * 4, wr0 = t / kRowVecs, wcol = (t % kRowVecs) * V;
-    xsrc = at.xg + static_cast<int64_t>(xr0) * a.x_stride + xcol;
-    wsrc = static_cast<const WT*>(a.w) + (at.wrow0 + wr0) * a.in + wcol;
-    xstep = static_cast<int64_t>(kXRowStep) * a.x_stride, wstep = static_cast<int64_t>(kWRowStep) * a.in;
+    x_last = a.in - 4, w_last = a.in - V;
+    xg = reinterpret_cast<const char*>(at.xg);
+    wg = reinterpret_cast<const char*>(static_cast<const WT*>(a.w) + at.wrow0 * a.in);
 #pragma unroll
-    for (int i = 0; i < kXLoads; ++i) x_rows_ok |= static_cast<unsigned>(xr0 + i * kXRowStep < at.nr) << i;
+    for (int i = 0; i < kXLoads; ++i)
+      xo[i] = static_cast<unsigned>(min(xr0 + i * kXRowStep, at.nr - 1) * static_cast<int>(a.x_stride)) * 4u;
 #pragma unroll
-    for (int i = 0; i < kWLoads; ++i) w_rows_ok |= static_cast<unsigned>(at.o0 + wr0 + i * kWRowStep < a.out) << i;
+    for (int i = 0; i < kWLoads; ++i)
+      wo[i] = static_cast<unsigned>(min(wr0 + i * kWRowStep, a.out - 1 - at.o0) * a.in) * unsigned{sizeof(WT)};
   }
-  __device__ __forceinline__ bool x_ok(int i, int c0, int in) const { return c0 + xcol < in && (x_rows_ok >> i & 1); }
-  __device__ __forceinline__ bool w_ok(int i, int c0, int in) const { return c0 + wcol < in && (w_rows_ok >> i & 1); }
   // The chunk at c0's x copies → rows xr0 + i·kXRowStep of the tile at xs ([RT][kGemmLd]).
-  __device__ __forceinline__ void copy_x(const LinearArgs& a, float* xs, int c0) const {
+  __device__ __forceinline__ void copy_x(float* xs, int c0) const {
+    const unsigned c = static_cast<unsigned>(min(c0 + xcol, x_last)) * 4u;
 #pragma unroll
-    for (int i = 0; i < kXLoads; ++i) {
-      const bool valid = x_ok(i, c0, a.in);
-      cp_async16(xs + (xr0 + i * kXRowStep) * kGemmLd + xcol, valid ? xsrc + i * xstep + c0 : a.x, valid);
-    }
+    for (int i = 0; i < kXLoads; ++i) cp_async16(xs + (xr0 + i * kXRowStep) * kGemmLd + xcol, xg + (xo[i] + c), true);
+  }
+  // Weight copy i of the chunk at c0: its source (16 bytes of WT).
+  __device__ __forceinline__ const WT* w_src(int i, int c0) const {
+    return reinterpret_cast<const WT*>(wg + (wo[i] + static_cast<unsigned>(min(c0 + wcol, w_last)) * unsigned{sizeof(WT)}));
   }
 };
+
+// GemmCopyPlan's 32-bit byte offsets hold: a block's rows of x and of the weights span < 2³² bytes.
+bool gemm_offsets_fit(const LinearArgs& a) {
+  return a.x_stride <= (int64_t{1} << 24) && static_cast<int64_t>(a.in) <= (int64_t{1} << 24);
+}
 
 // The epilogue of both register-tiled kernels: each thread's partials of lane l into shared memory
 // (`part`, [4·NJ·16][33], free once the caller's barrier has passed), then per (row, o) the 32
@@ -494,7 +506,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
   const auto fetch_w = [&](int c0) {
 #pragma unroll
     for (int i = 0; i < Plan::kWLoads; ++i)
-      wraw[i] = plan.w_ok(i, c0, a.in) ? *reinterpret_cast<const uint4*>(plan.wsrc + i * plan.wstep + c0) : make_uint4(0, 0, 0, 0);
+      wraw[i] = *reinterpret_cast<const uint4*>(plan.w_src(i, c0));
   };
   const auto store_w = [&](int buf) {
 #pragma unroll
@@ -508,7 +520,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
     }
   };
   const auto copy_x = [&](int buf, int c0) {
-    plan.copy_x(a, xs + buf * RT * kGemmLd, c0);
+    plan.copy_x(xs + buf * RT * kGemmLd, c0);
     cp_async_commit();
   };
 
@@ -600,13 +612,10 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   const int chunks = (a.in + kGemmChunk - 1) / kGemmChunk;
   const auto copy_w = [&](int c0, int slot) {  // the chunk at c0's weights → ring slot `slot`
 #pragma unroll
-    for (int i = 0; i < Plan::kWLoads; ++i) {
-      const bool valid = plan.w_ok(i, c0, a.in);
-      cp_async16(ws + (slot * OT + plan.wr0 + i * Plan::kWRowStep) * kGemmLdRaw + plan.wcol,
-                 valid ? plan.wsrc + i * plan.wstep + c0 : a.w, valid);
-    }
+    for (int i = 0; i < Plan::kWLoads; ++i)
+      cp_async16(ws + (slot * OT + plan.wr0 + i * Plan::kWRowStep) * kGemmLdRaw + plan.wcol, plan.w_src(i, c0), true);
   };
-  const auto copy_x = [&](int c0, int slot) { plan.copy_x(a, xs + slot * RT * kGemmLd, c0); };
+  const auto copy_x = [&](int c0, int slot) { plan.copy_x(xs + slot * RT * kGemmLd, c0); };
 
   // Groups: G0 = weights of chunks 0 … kAhead − 1 (before pdl_begin(): nothing writes weights
   // during a forward) + x of chunk 0; Gp = x of chunk p < kAhead; G(c + kAhead) committed in
@@ -766,6 +775,13 @@ bool gemm_fills_sms(const LinearArgs& a, int tile) {
   return blocks >= 2 * sms;
 }
 
+// MEMRA_CUDA_LINEAR_GEMM_16_PER_SM=4 (A/B timing; same bits): 16-row blocks of 16-bit weights at
+// four blocks an SM (64 registers) instead of three.
+int gemm_16_per_sm() {
+  static const int setting = switch_count("MEMRA_CUDA_LINEAR_GEMM_16_PER_SM", 3);
+  return setting;
+}
+
 // The register-tiled form for `rows_per_block` (8, 16 or 32) rows a block. 16-bit weights raw, one
 // chunk ahead (ring of 2), as many blocks per SM as registers allow: 16-row blocks three per SM at
 // 80 registers (run 77: within 1% of 32-row blocks at 32-64 rows, and whole at 16); f32 weights
@@ -776,7 +792,8 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
   if constexpr (kRawWeights<Row>) {
     if (gemm_raw_weights()) {
       if (rows_per_block <= 8) return launch_gemm_raw<Row, 2, 4, 2>(a, stream);
-      if (rows_per_block <= 16) return launch_gemm_raw<Row, 4, 3, 2>(a, stream);
+      if (rows_per_block <= 16)
+        return gemm_16_per_sm() == 4 ? launch_gemm_raw<Row, 4, 4, 2>(a, stream) : launch_gemm_raw<Row, 4, 3, 2>(a, stream);
       return launch_gemm_raw<Row, 8, 2, 2>(a, stream);
     }
   }
@@ -830,7 +847,8 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
   if constexpr (kPlainRow<Row>) {
     if (form == kLinearPerRow || (form == 0 && per_row_fits(a)))
       return launch(linear_one_row_kernel<Row>, dim3(gx, a.rows, a.groups), kBlock, 0, stream, a);
-    const bool gemm_fits = tiled_ok<Row>(a, static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts));
+    const bool gemm_fits =
+        tiled_ok<Row>(a, static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts)) && gemm_offsets_fit(a);
     if (form < 0 && !rows_form && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);
     const int from = gemm_min_rows();
     if (form == 0 && from > 0 && a.rows >= from && gemm_fits) {
