@@ -23,10 +23,10 @@
 //                                                        grid (ceil(rows / RB), ceil(out / (8·KO)), groups)
 //   linear_exact_gemm_raw_kernel  rows ≥ kGemmMinRows (16), bf16/f16 weights, aligned, a grid of
 //                              two blocks per SM: the register-tiled form; a thread holds one lane's
-//                              partials of NJ rows × 8 outputs, the lanes' butterfly replayed in
+//                              partials of NJ rows × 4 outputs, the lanes' butterfly replayed in
 //                              shared memory; raw weights staged by cp.async, decoded in the loop;
-//                              NJ = 4 (16-row blocks), 2 and 8 for the forms
-//                                                        grid (ceil(rows / 4·NJ), ceil(out / 16), groups)
+//                              NJ = 8 (16-row blocks), 4 and 16 for the forms
+//                                                        grid (ceil(rows / 2·NJ), ceil(out / 16), groups)
 //   linear_exact_gemm_kernel   the same for f32 weights: decoded to f32 on the way into shared memory
 //   block 256 (8 warps); rows beyond `rows` masked.
 // Every kernel ends in store_output: y, or with LinearArgs::hc the attention's hc_post applied to the
@@ -345,11 +345,14 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs
 // Rows ≥ kGemmMinRows of a plain matrix on the vector path: the register-tiled form. The tiled
 // kernel above gives each warp one lane step of 8 rows × KO outputs, so a weight load serves 8 rows
 // and an activation load KO outputs, and its FMAs waited on both (ncu, run 70: 26% of the FMA pipe
-// at 32 rows). Here a thread keeps one lane's partial sums for NJ rows × 8 outputs, both operands
-// staged in shared memory as f32, so a float4 of activations serves 8 outputs and a float4 of
-// weights NJ rows: NJ·8·4 FMAs per NJ + 8 shared loads.
-//   Thread (warp w, lane λ): lane l = 4w + (λ & 3) of dot_rows' order, rows rt + 4j (rt = (λ >> 2)
-//   & 3, j < NJ), outputs ot + 2j (ot = λ >> 4, j < 8). A block: 4·NJ rows × 16 outputs.
+// at 32 rows). Here a thread keeps one lane's partial sums for NJ rows × 4 outputs, both operands
+// staged in shared memory, so a float4 of activations serves 4 outputs and a float4 of weights NJ
+// rows: NJ·4·4 FMAs per NJ + 4 shared loads. Few outputs and many rows a thread, because a weight
+// costs a conversion per thread that reads it (bf16 → f32) and an activation does not: at 4 × 8
+// a half step is 128 FFMA of ~165 instructions, at 8 × 4 (the form before run 204) of 181.
+//   Thread (warp w, lane λ): lane l = 4w + (λ & 3) of dot_rows' order, rows rt + 2j (rt = (λ >> 2)
+//   & 1, j < NJ), outputs ob + 2k (ob = (ot & 1) + 8·(ot >> 1), ot = λ >> 3, k < 4). A block: 2·NJ
+//   rows × 16 outputs.
 // Its partial of (row, o) is lane l's chain of dot_rows<Row, 1>: acc = fma(x[i], w[i], acc) from +0
 // over i = base + 0 … V−1, base = l·V, l·V + 32·V, … (< in), chunk after chunk of kGemmChunk
 // (a multiple of 32·V). The 32 lanes' partials then meet in shared memory in warp_sum's butterfly
@@ -361,10 +364,14 @@ constexpr int kGemmChunk = 256;          // K elements per staged chunk
 constexpr int kGemmLd = kGemmChunk + 4;  // padded row (floats): a warp's float4 reads in ≤ 2 wavefronts
 constexpr int kGemmOuts = 16;            // outputs per block
 
+constexpr int kRowGroups = 2;                      // rt: a thread's rows rt + 2j
+constexpr int kThreadOuts = 4;                     // a thread's outputs ob + 2k, k < 4
+static_assert(kRowGroups * (kGemmOuts / kThreadOuts) * 4 == kWarp, "4 lanes l × (rt, ot) places = a warp");
+
 template <int NJ>
 constexpr size_t gemm_smem_bytes() {
-  const size_t stage = 2u * (4 * NJ + kGemmOuts) * kGemmLd * sizeof(float);  // two chunks of x and w
-  const size_t partials = static_cast<size_t>(4 * NJ) * kGemmOuts * (kWarp + 1) * sizeof(float);
+  const size_t stage = 2u * (kRowGroups * NJ + kGemmOuts) * kGemmLd * sizeof(float);  // two chunks of x and w
+  const size_t partials = static_cast<size_t>(kRowGroups * NJ) * kGemmOuts * (kWarp + 1) * sizeof(float);
   return stage > partials ? stage : partials;
 }
 
@@ -378,16 +385,18 @@ __device__ __forceinline__ void butterfly_fold(float (&p)[kWarp]) {
 }
 
 // Where a thread of a register-tiled block works (one definition for both kernels and their
-// epilogue): lane l of dot_rows' order, rows rt + 4j and outputs ot + 2k of the block's rows r0 …
+// epilogue): lane l of dot_rows' order, rows rt + 2j and outputs ob + 2k of the block's rows r0 …
 // r0 + nr − 1 and 16 outputs from o0, group g; wrow0 and xg: the block's first weight row and
-// activation row.
+// activation row. A warp's 4 × 4 (l, ob) weight reads hit 16 distinct 8-byte slots; with ob in
+// {0, 1, 8, 9} and a raw row of 132 words (≡ 2 mod 32 banks) they fill the 32 banks once.
 struct GemmPlace {
-  int l, rt, ot, r0, o0, g, nr;
+  int l, rt, ob, r0, o0, g, nr;
   int64_t wrow0;
   const float* xg;
   __device__ __forceinline__ GemmPlace(const LinearArgs& a, int rows_per_block) {
     const int lane = threadIdx.x % kWarp;
-    l = static_cast<int>(threadIdx.x / kWarp) * 4 + (lane & 3), rt = (lane >> 2) & 3, ot = lane >> 4;
+    const int ot = lane >> 3;
+    l = static_cast<int>(threadIdx.x / kWarp) * 4 + (lane & 3), rt = (lane >> 2) & 1, ob = (ot & 1) + 8 * (ot >> 1);
     r0 = blockIdx.x * rows_per_block, o0 = blockIdx.y * kGemmOuts, g = blockIdx.z;
     nr = min(rows_per_block, a.rows - r0);
     wrow0 = g * a.w_gstride / a.in + o0;
@@ -449,14 +458,14 @@ bool gemm_offsets_fit(const LinearArgs& a) {
 // (`part`, [4·NJ·16][33], free once the caller's barrier has passed), then per (row, o) the 32
 // lanes' partials in warp_sum's butterfly, stored to y.
 template <int NJ>
-__device__ __forceinline__ void gemm_butterfly_store(const float (&acc)[NJ][8], float* part, const LinearArgs& a,
+__device__ __forceinline__ void gemm_butterfly_store(const float (&acc)[NJ][kThreadOuts], float* part, const LinearArgs& a,
                                                      const GemmPlace& at) {
-  constexpr int RT = 4 * NJ, OT = kGemmOuts;
-  const int l = at.l, rt = at.rt, ot = at.ot, r0 = at.r0, o0 = at.o0, g = at.g, nr = at.nr;
+  constexpr int RT = kRowGroups * NJ, OT = kGemmOuts;
+  const int l = at.l, rt = at.rt, ob = at.ob, r0 = at.r0, o0 = at.o0, g = at.g, nr = at.nr;
 #pragma unroll
   for (int j = 0; j < NJ; ++j)
 #pragma unroll
-    for (int k = 0; k < 8; ++k) part[((rt + 4 * j) * OT + ot + 2 * k) * (kWarp + 1) + l] = acc[j][k];
+    for (int k = 0; k < kThreadOuts; ++k) part[((rt + kRowGroups * j) * OT + ob + 2 * k) * (kWarp + 1) + l] = acc[j][k];
   __syncthreads();
   for (int e = threadIdx.x; e < RT * OT; e += kBlock) {
     const int r = e / OT, o = e % OT;
@@ -468,23 +477,23 @@ __device__ __forceinline__ void gemm_butterfly_store(const float (&acc)[NJ][8], 
   }
 }
 
-// One float4 of lane l's step for NJ rows (xq, from the x tile) times 8 outputs' weights (w(k) for
-// output ot + 2k): acc[j][k] takes the 4 products in element order, as dot_rows does.
+// One float4 of lane l's step: 4 outputs' weights (w(k) for output ob + 2k) times NJ rows (from
+// the x tile): acc[j][k] takes the 4 products in element order, as dot_rows does.
 template <int NJ, typename WLoad>
-__device__ __forceinline__ void gemm_quad(float (&acc)[NJ][8], const float* xb, int rt, int x_off, WLoad&& w) {
-  float4 xq[NJ];
+__device__ __forceinline__ void gemm_quad(float (&acc)[NJ][kThreadOuts], const float* xb, int rt, int x_off, WLoad&& w) {
+  float4 wq[kThreadOuts];
 #pragma unroll
-  for (int j = 0; j < NJ; ++j) xq[j] = *reinterpret_cast<const float4*>(xb + (rt + 4 * j) * kGemmLd + x_off);
+  for (int k = 0; k < kThreadOuts; ++k) wq[k] = w(k);
 #pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const float4 wq = w(k);
+  for (int j = 0; j < NJ; ++j) {
+    const float4 xq = *reinterpret_cast<const float4*>(xb + (rt + kRowGroups * j) * kGemmLd + x_off);
 #pragma unroll
-    for (int j = 0; j < NJ; ++j) {
+    for (int k = 0; k < kThreadOuts; ++k) {
       float& sum = acc[j][k];
-      sum = __fmaf_rn(xq[j].x, wq.x, sum);
-      sum = __fmaf_rn(xq[j].y, wq.y, sum);
-      sum = __fmaf_rn(xq[j].z, wq.z, sum);
-      sum = __fmaf_rn(xq[j].w, wq.w, sum);
+      sum = __fmaf_rn(xq.x, wq[k].x, sum);
+      sum = __fmaf_rn(xq.y, wq[k].y, sum);
+      sum = __fmaf_rn(xq.z, wq[k].z, sum);
+      sum = __fmaf_rn(xq.w, wq[k].w, sum);
     }
   }
 }
@@ -492,14 +501,14 @@ __device__ __forceinline__ void gemm_quad(float (&acc)[NJ][8], const float* xb, 
 template <typename Row, int NJ, int kMinBlocks>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(LinearArgs a) {
   using WT = std::remove_cv_t<std::remove_pointer_t<decltype(Row::w)>>;
-  constexpr int V = Row::kV, RT = 4 * NJ, OT = kGemmOuts;
+  constexpr int V = Row::kV, RT = kRowGroups * NJ, OT = kGemmOuts;
   constexpr int kSteps = kGemmChunk / (kWarp * V);  // lane steps per chunk
   using Plan = GemmCopyPlan<WT, RT>;
   MEMRA_DYNAMIC_SMEM(float, gemm_smem, 16);
   float* const xs = gemm_smem;                    // [2][RT][kGemmLd]
   float* const ws = gemm_smem + 2 * RT * kGemmLd;  // [2][OT][kGemmLd]
   const GemmPlace at(a, RT);
-  const int l = at.l, rt = at.rt, ot = at.ot;
+  const int l = at.l, rt = at.rt, ob = at.ob;
   const Plan plan(a, at);
 
   uint4 wraw[Plan::kWLoads];
@@ -528,11 +537,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
   pdl_begin();
   copy_x(0, 0);
   store_w(0);
-  float acc[NJ][8];
+  float acc[NJ][kThreadOuts];
 #pragma unroll
   for (int j = 0; j < NJ; ++j)
 #pragma unroll
-    for (int k = 0; k < 8; ++k) acc[j][k] = 0.0f;
+    for (int k = 0; k < kThreadOuts; ++k) acc[j][k] = 0.0f;
   const int chunks = (a.in + kGemmChunk - 1) / kGemmChunk;
   for (int c = 0; c < chunks; ++c) {
     const int c0 = c * kGemmChunk, buf = c & 1;
@@ -551,7 +560,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
       if (c0 + off < a.in) {  // lane l's step is whole or absent (in % V == 0)
 #pragma unroll 1  // unrolled, ptxas hoisted the second half's loads and spilled
         for (int h = 0; h < V / 4; ++h) {
-          const float* wh = wb + ot * kGemmLd + off + 4 * h;
+          const float* wh = wb + ob * kGemmLd + off + 4 * h;
           gemm_quad<NJ>(acc, xb, rt, off + 4 * h,
                         [&](int k) { return *reinterpret_cast<const float4*>(wh + 2 * k * kGemmLd); });
         }
@@ -571,8 +580,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
 // cost blocks per SM and gained nothing, runs 74 and 76); one barrier per chunk. In the loop a
 // half step is 128 FFMA of 181 instructions (SASS, run 77). The same lanes, rows, outputs and
 // order as linear_exact_gemm_kernel: the same bits.
-constexpr int kGemmLdRaw = kGemmChunk + 32;  // padded raw row (16-bit values): 576 bytes, 16-aligned;
-                                             // outputs ot and ot + 1 land 16 banks apart
+constexpr int kGemmLdRaw = kGemmChunk + 8;  // padded raw row (16-bit values): 528 bytes, 16-aligned,
+                                            // 132 words ≡ 2 mod 32 banks (GemmPlace)
 
 // Four 16-bit weights (8 bytes, element 0 in the low half of u.x) as f32: bf16 by its bits
 // (bf16x2_f32), f16 by the conversion.
@@ -589,9 +598,9 @@ __device__ __forceinline__ float4 raw4_f32(uint2 u, __half) {
 
 template <int NJ, int kRing>
 constexpr size_t gemm_raw_smem_bytes() {
-  const size_t x = static_cast<size_t>(kRing) * 4 * NJ * kGemmLd * sizeof(float);
+  const size_t x = static_cast<size_t>(kRing) * kRowGroups * NJ * kGemmLd * sizeof(float);
   const size_t w = static_cast<size_t>(kRing) * kGemmOuts * kGemmLdRaw * 2;
-  const size_t partials = static_cast<size_t>(4 * NJ) * kGemmOuts * (kWarp + 1) * sizeof(float);
+  const size_t partials = static_cast<size_t>(kRowGroups * NJ) * kGemmOuts * (kWarp + 1) * sizeof(float);
   return x + w > partials ? x + w : partials;
 }
 
@@ -600,14 +609,14 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
   constexpr int kAhead = kRing - 1;  // chunks in flight while one is computed
   using WT = std::remove_cv_t<std::remove_pointer_t<decltype(Row::w)>>;
   static_assert(sizeof(WT) == 2 && Row::kV == 8, "16-bit weights");
-  constexpr int V = 8, RT = 4 * NJ, OT = kGemmOuts;
+  constexpr int V = 8, RT = kRowGroups * NJ, OT = kGemmOuts;
   static_assert(kGemmChunk == kWarp * V, "one lane step per chunk");
   using Plan = GemmCopyPlan<WT, RT>;
   MEMRA_DYNAMIC_SMEM(float, gemm_smem, 16);
   float* const xs = gemm_smem;                                            // [ring][RT][kGemmLd]
   WT* const ws = reinterpret_cast<WT*>(gemm_smem + kRing * RT * kGemmLd);  // [ring][OT][kGemmLdRaw]
   const GemmPlace at(a, RT);
-  const int l = at.l, rt = at.rt, ot = at.ot;
+  const int l = at.l, rt = at.rt, ob = at.ob;
   const Plan plan(a, at);
   const int chunks = (a.in + kGemmChunk - 1) / kGemmChunk;
   const auto copy_w = [&](int c0, int slot) {  // the chunk at c0's weights → ring slot `slot`
@@ -629,11 +638,11 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
     if (p < chunks) copy_x(p * kGemmChunk, p);
     cp_async_commit();
   }
-  float acc[NJ][8];
+  float acc[NJ][kThreadOuts];
 #pragma unroll
   for (int j = 0; j < NJ; ++j)
 #pragma unroll
-    for (int k = 0; k < 8; ++k) acc[j][k] = 0.0f;
+    for (int k = 0; k < kThreadOuts; ++k) acc[j][k] = 0.0f;
   int slot = 0, fill = kAhead % kRing;  // ring slots of chunk c and of chunk c + kAhead
   for (int c0 = 0; c0 < a.in; c0 += kGemmChunk) {
     cp_async_wait<kAhead - 1>();  // every group but the latest kAhead − 1: this chunk's copies
@@ -647,7 +656,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
     const int off = l * V;
     if (c0 + off < a.in) {  // lane l's step is whole or absent (in % V == 0)
       const float* xb = xs + slot * RT * kGemmLd;
-      const WT* wb = ws + (slot * OT + ot) * kGemmLdRaw + off;
+      const WT* wb = ws + (slot * OT + ob) * kGemmLdRaw + off;
 #pragma unroll 1  // as in linear_exact_gemm_kernel
       for (int h = 0; h < V / 4; ++h) {
         const WT* wh = wb + 4 * h;
@@ -726,7 +735,7 @@ template <int NJ, typename Kernel>
 cudaError_t launch_gemm(Kernel kernel, size_t smem, const LinearArgs& a, cudaStream_t stream) {
   const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   if (e != cudaSuccess) return e;
-  const dim3 grid(static_cast<unsigned>((a.rows + 4 * NJ - 1) / (4 * NJ)),
+  const dim3 grid(static_cast<unsigned>((a.rows + kRowGroups * NJ - 1) / (kRowGroups * NJ)),
                   static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts), a.groups);
   return launch(kernel, grid, kBlock, smem, stream, a);
 }
@@ -784,22 +793,22 @@ int gemm_16_per_sm() {
 
 // The register-tiled form for `rows_per_block` (8, 16 or 32) rows a block. 16-bit weights raw, one
 // chunk ahead (ring of 2), as many blocks per SM as registers allow: 16-row blocks three per SM at
-// 80 registers (run 77: within 1% of 32-row blocks at 32-64 rows, and whole at 16); f32 weights
+// 80 registers (run 77, with 8 outputs a thread: within 1% of 32-row blocks at 32-64 rows); f32 weights
 // decoded in staging (that form on 16-bit weights, MEMRA_CUDA_LINEAR_GEMM_RAW=0, is 8-30% slower:
 // its weights wait in registers a chunk ahead, run 80).
 template <typename Row>
 cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_per_block) {
   if constexpr (kRawWeights<Row>) {
     if (gemm_raw_weights()) {
-      if (rows_per_block <= 8) return launch_gemm_raw<Row, 2, 4, 2>(a, stream);
+      if (rows_per_block <= 8) return launch_gemm_raw<Row, 4, 4, 2>(a, stream);
       if (rows_per_block <= 16)
-        return gemm_16_per_sm() == 4 ? launch_gemm_raw<Row, 4, 4, 2>(a, stream) : launch_gemm_raw<Row, 4, 3, 2>(a, stream);
-      return launch_gemm_raw<Row, 8, 2, 2>(a, stream);
+        return gemm_16_per_sm() == 4 ? launch_gemm_raw<Row, 8, 4, 2>(a, stream) : launch_gemm_raw<Row, 8, 3, 2>(a, stream);
+      return launch_gemm_raw<Row, 16, 2, 2>(a, stream);
     }
   }
-  if (rows_per_block <= 8) return launch_gemm_staged<Row, 2, 4>(a, stream);
-  if (rows_per_block <= 16) return launch_gemm_staged<Row, 4, 3>(a, stream);
-  return launch_gemm_staged<Row, 8, 2>(a, stream);
+  if (rows_per_block <= 8) return launch_gemm_staged<Row, 4, 4>(a, stream);
+  if (rows_per_block <= 16) return launch_gemm_staged<Row, 8, 3>(a, stream);
+  return launch_gemm_staged<Row, 16, 2>(a, stream);
 }
 
 // MEMRA_CUDA_LINEAR_ROWS=0 (A/B timing; same bits): 16-bit rounds of 2-15 rows through the tiled
