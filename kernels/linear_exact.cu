@@ -749,14 +749,29 @@ cudaError_t launch_gemm_raw(const LinearArgs& a, cudaStream_t stream) {
                          stream);
 }
 
-// MEMRA_CUDA_LINEAR_GEMM_TILE=32 (A/B timing; same bits): rounds of > 16 rows in blocks of 32 rows
-// (NJ = 8: two per SM with raw weights, one with f32-staged) instead of 16.
-int gemm_tile_rows() {
+// Blocks of the register-tiled grid at `tile` rows a block, and the SMs they share.
+int64_t gemm_blocks(const LinearArgs& a, int tile) {
+  return static_cast<int64_t>((a.rows + tile - 1) / tile) * ((a.out + kGemmOuts - 1) / kGemmOuts) * a.groups;
+}
+int device_sms() {
+  DeviceCaps caps;
+  return current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
+}
+
+// Rows a block for a round of > 16 rows: 32 (NJ = 16, two blocks an SM; a half step 256 FFMA of
+// ~300 instructions) where that grid still gives every SM three blocks, else 16 (three an SM).
+// Run 203 (H100, 64 rows): wq_b / wo_a / wo_b 197 / 175 / 179 → 182 / 162 / 163 us at 32 rows a
+// block (4096 / 1024 / 512 blocks); at 256 blocks (wo_b at 32 rows, the shared expert's w1 / w3 at
+// 64) half the SMs idle in the last wave. MEMRA_CUDA_LINEAR_GEMM_TILE=16|32 (A/B timing; same
+// bits): always that many.
+int gemm_tile_rows(const LinearArgs& a) {
   static const int setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_TILE");
-    return v && std::string(v) == "32" ? 32 : 16;
+    const std::string s = v ? v : "";
+    return s == "32" ? 32 : s == "16" ? 16 : 0;
   }();
-  return setting;
+  if (setting) return setting;
+  return gemm_blocks(a, 32) >= 3 * device_sms() ? 32 : 16;
 }
 
 // A few rows of a matrix with few outputs as per-row GEMVs (linear_one_row_kernel, grid y = rows)
@@ -777,19 +792,7 @@ bool per_row_fits(const LinearArgs& a) {
 // Whether the register-tiled grid gives every SM two blocks: a lane's chain cannot be split (its
 // order is sequential over `in`), so a matrix of few outputs (wq_a, the router, the shared expert at
 // 32 rows) has few blocks, each walking all of `in`; the tiled kernel spreads those better.
-bool gemm_fills_sms(const LinearArgs& a, int tile) {
-  DeviceCaps caps;
-  const int sms = current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
-  const int64_t blocks = static_cast<int64_t>((a.rows + tile - 1) / tile) * ((a.out + kGemmOuts - 1) / kGemmOuts) * a.groups;
-  return blocks >= 2 * sms;
-}
-
-// MEMRA_CUDA_LINEAR_GEMM_16_PER_SM=4 (A/B timing; same bits): 16-row blocks of 16-bit weights at
-// four blocks an SM (64 registers) instead of three.
-int gemm_16_per_sm() {
-  static const int setting = switch_count("MEMRA_CUDA_LINEAR_GEMM_16_PER_SM", 3);
-  return setting;
-}
+bool gemm_fills_sms(const LinearArgs& a, int tile) { return gemm_blocks(a, tile) >= 2 * device_sms(); }
 
 // The register-tiled form for `rows_per_block` (8, 16 or 32) rows a block. 16-bit weights raw, one
 // chunk ahead (ring of 2), as many blocks per SM as registers allow: 16-row blocks three per SM at
@@ -801,8 +804,7 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
   if constexpr (kRawWeights<Row>) {
     if (gemm_raw_weights()) {
       if (rows_per_block <= 8) return launch_gemm_raw<Row, 4, 4, 2>(a, stream);
-      if (rows_per_block <= 16)
-        return gemm_16_per_sm() == 4 ? launch_gemm_raw<Row, 8, 4, 2>(a, stream) : launch_gemm_raw<Row, 8, 3, 2>(a, stream);
+      if (rows_per_block <= 16) return launch_gemm_raw<Row, 8, 3, 2>(a, stream);
       return launch_gemm_raw<Row, 16, 2, 2>(a, stream);
     }
   }
@@ -861,7 +863,7 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     if (form < 0 && !rows_form && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);
     const int from = gemm_min_rows();
     if (form == 0 && from > 0 && a.rows >= from && gemm_fits) {
-      const int tile = a.rows <= 8 ? 8 : a.rows <= 16 ? 16 : gemm_tile_rows();
+      const int tile = a.rows <= 8 ? 8 : a.rows <= 16 ? 16 : gemm_tile_rows(a);
       if (gemm_fills_sms(a, tile)) return launch_gemm_rows<Row>(a, stream, tile);
     }
     const int env = tiled_setting();
