@@ -455,7 +455,7 @@ bool gemm_offsets_fit(const LinearArgs& a) {
 }
 
 // The epilogue of both register-tiled kernels: each thread's partials of lane l into shared memory
-// (`part`, [4·NJ·16][33], free once the caller's barrier has passed), then per (row, o) the 32
+// (`part`, [2·NJ·16][33], free once the caller's barrier has passed), then per (row, o) the 32
 // lanes' partials in warp_sum's butterfly, stored to y.
 template <int NJ>
 __device__ __forceinline__ void gemm_butterfly_store(const float (&acc)[NJ][kThreadOuts], float* part, const LinearArgs& a,
@@ -578,7 +578,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
 // shared-memory pipe). With nothing to decode on the way in, every copy is a cp.async into a ring
 // of kRing chunks, kRing − 1 chunks in flight while one is computed (2 by default: deeper rings
 // cost blocks per SM and gained nothing, runs 74 and 76); one barrier per chunk. In the loop a
-// half step is 128 FFMA of 181 instructions (SASS, run 77). The same lanes, rows, outputs and
+// half step of the 16-row form is 128 FFMA of 165 instructions (SASS, 1c2ee38). The same lanes, rows, outputs and
 // order as linear_exact_gemm_kernel: the same bits.
 constexpr int kGemmLdRaw = kGemmChunk + 8;  // padded raw row (16-bit values): 528 bytes, 16-aligned,
                                             // 132 words ≡ 2 mod 32 banks (GemmPlace)
