@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# shell.bench_ab_medians: bench/ab_medians.py reads bench/ab_arms.sh's ARMpass.json files (arm names
+# may end in digits: the pass is the last one), prints each arm's medians over its passes and, last,
+# "winner ARM" among the candidates by batch-64 tokens/s; an unreadable file is named on stderr and
+# skipped; no readable run or a bad argument count is a one-line error with exit 2. (Made-up files:
+# the runs themselves come from a GPU.)
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
+med="$src/bench/ab_medians.py"
+command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+mk() {  # mk FILE B64_TOKENS_PER_S LINEAR64_MS
+  cat > "$1" <<JSON
+{"decode": [{"context": 2048, "ms_per_layer_token": 0.25}],
+ "batch": [{"batch": 64, "tokens_per_s": $2,
+  "timeline": {"sites": [{"site": "C:linear_exact (wq_b)", "ms": $3}, {"site": "C:experts_fused", "ms": 3.3}]}}],
+ "verify": [{"block": 6, "ms": 1.5}]}
+JSON
+}
+d="$work/ab"; mkdir -p "$d"
+mk "$d/k41.json" 6700 0.2; mk "$d/k42.json" 6720 0.19; mk "$d/k43.json" 6900 0.18   # k4: median 6720, 0.19
+mk "$d/k4b1.json" 6760 0.17; mk "$d/k4b2.json" 6750 0.18                             # k4b: median 6755
+mk "$d/base1.json" 9000 0.3                                                          # not a candidate
+expect 0 '^k4  *0.2500  *-  *-  *6720  *1.500  *-  *-  *0.190$' -- python3 "$med" "$d" k4,k4b
+expect 0 '^k4b  *0.2500  *-  *-  *6755 ' -- python3 "$med" "$d" k4,k4b
+expect 0 '^winner k4b$' -- python3 "$med" "$d" k4,k4b
+expect 0 '^winner base$' -- python3 "$med" "$d"
+echo '{"batch": [' > "$d/broken1.json"
+expect 0 'ab_medians.py: broken1.json: unreadable' -- python3 "$med" "$d" k4
+expect 2 'ab_medians.py: error: no run could be read' -- python3 "$med" "$work/none"
+expect 2 'ab_medians.py: error: usage' -- python3 "$med"
+exit $fail
