@@ -6,6 +6,7 @@
 #   lib_arm NAME  unpacks a second library carried as $P/NAME (below)
 #   whole_check   the whole gpu-check within the call's LIMIT, as $OUT/check.tar.gz (below)
 #   ops_bits GROUP [ARM], memcheck_ops GROUP   one ops group by bits / under memcheck, one line each
+#   v4_bench [LINES]  issue 13's v4 bench (bench/gpu_bench.sh) as $OUT/bench.tar.gz, its table printed
 # It prints memra's version and the GPU's name first (each run's record of what ran where).
 # NCCL's NVLink multicast stays off (the lent machines' rule), and the pack's libraries come first.
 bash tools/gpu-check.sh --unpack
@@ -51,5 +52,19 @@ whole_check() {
   OUT=$dir GPU_CHECK_FRESH=1 GPU_CHECK_BUDGET_S=$left bash tools/gpu-check.sh > "$dir/console.txt" 2>&1
   tar czf "$OUT/check.tar.gz" -C "$dir" .
   tail -n "${1:-60}" "$dir/summary.txt" 2>/dev/null
+  el
+}
+# v4_bench [LINES]: bench/gpu_bench.sh with the pack's binaries (memra bench --timeline beside
+# transformers on the same weights, the marginal layer, tau, the table and the plot) in a folder of
+# its own, archived as $OUT/bench.tar.gz; one line with its rc, then the first LINES (default 40)
+# of its table.
+v4_bench() {
+  local dir
+  dir=$(mktemp -d)
+  OUT=$dir BIN=$P/bin BENCH_TIMEOUT=90 TF_TIMEOUT=150 MARGINAL_TIMEOUT=45 BENCH_ARGS=--timeline \
+    timeout 240 bash bench/gpu_bench.sh > "$dir/console.txt" 2>&1
+  echo "v4 bench rc=$?"
+  tar czf "$OUT/bench.tar.gz" -C "$dir" .
+  head -n "${1:-40}" "$dir/table.md" 2>/dev/null
   el
 }

@@ -2,9 +2,11 @@
 # shell.bench_device_preamble: bench/device_preamble.sh's whole_check (a device run's whole check in
 # one line) runs tools/gpu-check.sh fresh with the budget left of the call's LIMIT (less 15 s for the
 # archive), archives what it wrote as $OUT/check.tar.gz and prints its summary's last lines; ops_bits
-# runs one ops group with the pack's library or an arm's, into its own file, one line printed. On
-# stubs of gpu-check.sh and memra_cuda_test that record what they were given (the real ones need
-# the GPU machine).
+# runs one ops group with the pack's library or an arm's, into its own file, one line printed;
+# v4_bench runs bench/gpu_bench.sh with the pack's binaries, archives its folder as
+# $OUT/bench.tar.gz and prints its rc and the table's first lines. On stubs of gpu-check.sh,
+# gpu_bench.sh and memra_cuda_test that record what they were given (the real ones need the GPU
+# machine).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 root="$work/root"
@@ -36,5 +38,16 @@ for f in summary.txt console.txt; do
   grep -q "$f" <<< "$listing" || { echo "FAIL: check.tar.gz lacks $f: $listing"; fail=1; }
 done
 tar xzf "$work/out/check.tar.gz" -O ./console.txt | grep -q 'console line' || { echo "FAIL: the console was not kept"; fail=1; }
-[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines"
+cat > "$root/bench/gpu_bench.sh" <<'STUB'
+{ echo "| measure | memra |"; echo "| decode | 0.28 |"; echo "| batch 64 | 6800 |"; } > "$OUT/table.md"
+echo "bin $BIN args $BENCH_ARGS" > "$OUT/given.txt"
+exit 3
+STUB
+vb=$(cd "$root" && OUT="$work/out" bash -c 'source bench/device_preamble.sh; v4_bench 2' 2>&1)
+grep -q '^v4 bench rc=3$' <<< "$vb" || { echo "FAIL: v4_bench's rc line: $vb"; fail=1; }
+grep -q '^| decode | 0.28 |$' <<< "$vb" || { echo "FAIL: v4_bench did not print the table: $vb"; fail=1; }
+grep -q '^| batch 64' <<< "$vb" && { echo "FAIL: v4_bench printed more than 2 table lines: $vb"; fail=1; }
+given=$(tar xzf "$work/out/bench.tar.gz" -O ./given.txt 2>&1)
+grep -q "^bin $root/build-gpu-pack/bin args --timeline$" <<< "$given" || { echo "FAIL: v4_bench: not the pack's binaries with --timeline: $given"; fail=1; }
+[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines; v4_bench: binaries, archive, table"
 exit $fail
