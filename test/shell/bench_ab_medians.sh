@@ -2,8 +2,8 @@
 # shell.bench_ab_medians: bench/ab_medians.py reads bench/ab_arms.sh's ARMpass.json files (arm names
 # may end in digits: the pass is the last one), prints each arm's medians over its passes and, last,
 # "winner ARM" among the candidates by batch-64 tokens/s; an unreadable file is named on stderr and
-# skipped; no readable run or a bad argument count is a one-line error with exit 2. (Made-up files:
-# the runs themselves come from a GPU.)
+# skipped; --sites sums other timeline sites (ab_summary.py's site_sum); no readable run, no OUTDIR
+# or a bad regex is a one-line error with exit 2. (Made-up files: the runs come from a GPU.)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 med="$src/bench/ab_medians.py"
@@ -24,6 +24,8 @@ expect 0 '^k4  *0.2500  *-  *-  *6720  *1.500  *-  *-  *0.190$' -- python3 "$med
 expect 0 '^k4b  *0.2500  *-  *-  *6755 ' -- python3 "$med" "$d" k4,k4b
 expect 0 '^winner k4b$' -- python3 "$med" "$d" k4,k4b
 expect 0 '^winner base$' -- python3 "$med" "$d"
+expect 0 '^k4  *0.2500  *-  *-  *6720  *1.500  *-  *-  *3.300$' -- python3 "$med" --sites experts "$d" k4
+expect 2 'ab_medians.py: error: --sites: ' -- python3 "$med" --sites '(' "$d"
 echo '{"batch": [' > "$d/broken1.json"
 expect 0 'ab_medians.py: broken1.json: unreadable' -- python3 "$med" "$d" k4
 expect 2 'ab_medians.py: error: no run could be read' -- python3 "$med" "$work/none"
