@@ -763,13 +763,15 @@ int device_sms() {
 // Run 203 (H100, 64 rows): wq_b / wo_a / wo_b 197 / 175 / 179 → 182 / 162 / 163 us at 32 rows a
 // block (4096 / 1024 / 512 blocks); at 256 blocks (wo_b at 32 rows, the shared expert's w1 / w3 at
 // 64) half the SMs idle in the last wave. Run 204, this rule as the default: the 64-row linears
-// 2.01 → 1.84 ms (2 layers), each big site at the faster form's time. MEMRA_CUDA_LINEAR_GEMM_TILE=16|32
-// (A/B timing; same bits): always that many.
+// 2.01 → 1.84 ms (2 layers), each big site at the faster form's time; where the grid is 512 blocks or
+// fewer, run 202's 8-output form was 6-16 us faster (the 16-row form's last wave), which the 8-row
+// form's twice as many blocks may recover. MEMRA_CUDA_LINEAR_GEMM_TILE=8|16|32 (A/B timing; same
+// bits): always that many.
 int gemm_tile_rows(const LinearArgs& a) {
   static const int setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_TILE");
     const std::string s = v ? v : "";
-    return s == "32" ? 32 : s == "16" ? 16 : 0;
+    return s == "32" ? 32 : s == "16" ? 16 : s == "8" ? 8 : 0;
   }();
   if (setting) return setting;
   return gemm_blocks(a, 32) >= 3 * device_sms() ? 32 : 16;
