@@ -767,14 +767,14 @@ int device_sms() {
 // fewer, run 202's 8-output form was 6-16 us faster (the 16-row form's last wave), which the 8-row
 // form's twice as many blocks may recover. MEMRA_CUDA_LINEAR_GEMM_TILE=8|16|32 (A/B timing; same
 // bits): always that many.
-int gemm_tile_rows(const LinearArgs& a) {
+int gemm_tile_rows(const LinearArgs& a, int sms) {
   static const int setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_TILE");
     const std::string s = v ? v : "";
     return s == "32" ? 32 : s == "16" ? 16 : s == "8" ? 8 : 0;
   }();
   if (setting) return setting;
-  return gemm_blocks(a, 32) >= 3 * device_sms() ? 32 : 16;
+  return gemm_blocks(a, 32) >= 3 * sms ? 32 : 16;
 }
 
 // A few rows of a matrix with few outputs as per-row GEMVs (linear_one_row_kernel, grid y = rows)
@@ -795,7 +795,7 @@ bool per_row_fits(const LinearArgs& a) {
 // Whether the register-tiled grid gives every SM two blocks: a lane's chain cannot be split (its
 // order is sequential over `in`), so a matrix of few outputs (wq_a, the router, the shared expert at
 // 32 rows) has few blocks, each walking all of `in`; the tiled kernel spreads those better.
-bool gemm_fills_sms(const LinearArgs& a, int tile) { return gemm_blocks(a, tile) >= 2 * device_sms(); }
+bool gemm_fills_sms(const LinearArgs& a, int tile, int sms) { return gemm_blocks(a, tile) >= 2 * sms; }
 
 // The register-tiled form for `rows_per_block` (8, 16 or 32) rows a block. 16-bit weights raw, one
 // chunk ahead (ring of 2), as many blocks per SM as registers allow: 16-row blocks three per SM at
@@ -866,8 +866,9 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     if (form < 0 && !rows_form && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);
     const int from = gemm_min_rows();
     if (form == 0 && from > 0 && a.rows >= from && gemm_fits) {
-      const int tile = a.rows <= 8 ? 8 : a.rows <= 16 ? 16 : gemm_tile_rows(a);
-      if (gemm_fills_sms(a, tile)) return launch_gemm_rows<Row>(a, stream, tile);
+      const int sms = device_sms();
+      const int tile = a.rows <= 8 ? 8 : a.rows <= 16 ? 16 : gemm_tile_rows(a, sms);
+      if (gemm_fills_sms(a, tile, sms)) return launch_gemm_rows<Row>(a, stream, tile);
     }
     const int env = tiled_setting();
     const int ko = form == 1 || form == 2 || form == 4 ? form
