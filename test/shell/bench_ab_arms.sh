@@ -6,7 +6,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 arms="$src/bench/ab_arms.sh"
-command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+need python3
 mkdir -p "$work/a" "$work/b"
 for d in a b; do  # a stand-in memra: its tokens/s comes from FAKE_TOKS (arm a) or is 7000 (build b)
   cat > "$work/$d/memra" <<SH

@@ -7,7 +7,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 med="$src/bench/ab_medians.py"
-command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+need python3
 mk() {  # mk FILE B64_TOKENS_PER_S LINEAR64_MS
   cat > "$1" <<JSON
 {"decode": [{"context": 2048, "ms_per_layer_token": 0.25}],

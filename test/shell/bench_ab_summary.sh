@@ -7,7 +7,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 ab="$src/bench/ab_summary.py"
-command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+need python3
 mk() {  # mk FILE TOKENS_PER_S LINEAR_MS
   cat > "$1" <<JSON
 {"decode": [{"context": 2048, "ms_per_layer_token": 0.25, "ratio_to_floor": 1.75, "logits_xxh3": "383647b2373afe14",

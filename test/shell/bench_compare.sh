@@ -10,7 +10,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 cmp="$src/bench/compare.py"
-command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+need python3
 cat > "$work/m.json" <<'JSON'
 {"memra": "0.1.0 (test)", "device": "test GPU", "geometry": {"layers": "CH", "vocab": 4096, "seed": 1},
  "ceilings": {"copy_GBps": 4000, "bf16_TFLOPs": 780, "pinned_d2h_GBps": 55, "pinned_h2d_GBps": 55},

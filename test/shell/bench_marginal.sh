@@ -8,7 +8,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 mg="$src/bench/marginal.py"
-command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+need python3
 mk() {  # mk FILE LAYERS STEP_MS FLOOR_MS BATCH_STEP BATCH_FLOOR VERIFY_MS VERIFY_FLOOR PREFILL_S [SEED]
   cat > "$1" <<JSON
 {"geometry": {"layers": "$2", "seed": ${10:-1}, "hidden": 4096, "vocab": 4096},

@@ -6,7 +6,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 ng="$src/bench/ncu_grid.py"
-command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+need python3
 cat > "$work/raw.csv" <<'CSV'
 ==PROF== Connected to process 1
 "ID","Kernel Name","Grid Size","Block Size","gpu__time_duration.sum","smsp__inst_executed.sum"

@@ -7,7 +7,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 bin="${MEMRA_BIN:-memra}"
-command -v python3 >/dev/null || { echo "skip: python3 is not installed"; exit 77; }
+need python3
 cd "$src" || exit 2
 echo '{"verify": [{"block": 4, "context": 2048, "ms": 1.0}, {"block": 1, "context": 2048, "ms": 0.5}]}' > "$work/bench.json"
 expect 0 '{"4": ' -- python3 bench/tau.py "$bin" "$work/bench.json" "$work/tau.json" --prompts 2 --steps 24
