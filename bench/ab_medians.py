@@ -7,7 +7,8 @@ OUTDIR holds ab_arms.sh's ARMpass.json files (pass 1-9, the last digit of the na
 arm: the median over its passes of decode ms/layer (the first context), batch 8 / 32 / 64 tokens/s,
 verify 6 / 16 ms, and the timeline sites matching REGEX (default linear_exact) summed at batch 32 /
 64 in ms (ab_summary.py's site_sum; '-' where a run lacks the measure). Last line: "winner ARM", the candidate (default: every arm) with the most
-batch-64 tokens/s, so a device run can choose the setting its next step runs under. An unreadable
+batch-64 tokens/s, so a device run can choose the setting its next step runs under ("winner -"
+where no candidate measured batch 64). An unreadable
 file is named on stderr and skipped; exit 2 with a one-line error when no run could be read.
 """
 import argparse
@@ -79,7 +80,9 @@ def main():
         print(f"{arm:6s} " + " ".join(cells))
     names = args.candidates.split(",") if args.candidates else list(rows)
     cands = {a: rows[a]["b64"] for a in names if a in rows and rows[a]["b64"] is not None}
-    print("winner", max(cands, key=cands.get) if cands else names[0])
+    if not cands:  # no candidate measured batch 64: name none rather than pick one unmeasured
+        print(f"ab_medians.py: no candidate among {','.join(names)} has a batch-64 measure", file=sys.stderr)
+    print("winner", max(cands, key=cands.get) if cands else "-")
     return 0
 
 

@@ -24,6 +24,7 @@ expect 0 '^k4  *0.2500  *-  *-  *6720  *1.500  *-  *-  *0.190$' -- python3 "$med
 expect 0 '^k4b  *0.2500  *-  *-  *6755 ' -- python3 "$med" "$d" k4,k4b
 expect 0 '^winner k4b$' -- python3 "$med" "$d" k4,k4b
 expect 0 '^winner base$' -- python3 "$med" "$d"
+expect 0 '^winner -$' -- python3 "$med" "$d" k9,k10
 expect 0 '^k4  *0.2500  *-  *-  *6720  *1.500  *-  *-  *3.300$' -- python3 "$med" --sites experts "$d" k4
 expect 2 'ab_medians.py: error: --sites: ' -- python3 "$med" --sites '(' "$d"
 echo '{"batch": [' > "$d/broken1.json"
