@@ -758,23 +758,28 @@ int device_sms() {
   return current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
 }
 
-// Rows a block for a round of > 16 rows: 32 (NJ = 16, two blocks an SM; a half step 256 FFMA of
-// ~300 instructions) where that grid still gives every SM three blocks, else 16 (three an SM).
+// Rows a block: above 16 rows 32 (NJ = 16, two blocks an SM; a half step 256 FFMA of ~300
+// instructions) where that grid still gives every SM three blocks, else 16 (three an SM).
 // Run 203 (H100, 64 rows): wq_b / wo_a / wo_b 197 / 175 / 179 → 182 / 162 / 163 us at 32 rows a
 // block (4096 / 1024 / 512 blocks); at 256 blocks (wo_b at 32 rows, the shared expert's w1 / w3 at
 // 64) half the SMs idle in the last wave. Run 204, this rule as the default: the 64-row linears
 // 2.01 → 1.84 ms (2 layers), each big site at the faster form's time; where the grid is 512 blocks or
 // fewer, run 202's 8-output form was 6-16 us faster (the 16-row form's last wave), which the 8-row
-// form's twice as many blocks may recover. MEMRA_CUDA_LINEAR_GEMM_TILE=8|16|32 (A/B timing; same
-// bits): always that many.
+// form's twice as many blocks may recover. Rounds of ≤ 16 rows: 16 (8 at ≤ 8).
+// MEMRA_CUDA_LINEAR_GEMM_TILE (A/B timing; same bits): =16|32 always that many above 16 rows; =8
+// always 8 above 8; =small8 the default, but 8 (four blocks an SM) where it would be 16 and that
+// grid is at most four blocks an SM (512 16-row blocks fill 1.3 waves of three; 1024 8-row blocks
+// 1.94 waves of four; at 16 rows a grid too small for the 16-row form goes to the tiled kernel).
 int gemm_tile_rows(const LinearArgs& a, int sms) {
   static const int setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_TILE");
     const std::string s = v ? v : "";
-    return s == "32" ? 32 : s == "16" ? 16 : s == "8" ? 8 : 0;
+    return s == "32" ? 32 : s == "16" ? 16 : s == "8" ? 8 : s == "small8" ? -8 : 0;
   }();
-  if (setting) return setting;
-  return gemm_blocks(a, 32) >= 3 * sms ? 32 : 16;
+  if (a.rows <= 8 || setting == 8) return 8;
+  if (a.rows > 16 && setting > 0) return setting;
+  if (a.rows > 16 && gemm_blocks(a, 32) >= 3 * sms) return 32;
+  return setting == -8 && gemm_blocks(a, 16) <= 4 * sms ? 8 : 16;
 }
 
 // A few rows of a matrix with few outputs as per-row GEMVs (linear_one_row_kernel, grid y = rows)
@@ -867,7 +872,7 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     const int from = gemm_min_rows();
     if (form == 0 && from > 0 && a.rows >= from && gemm_fits) {
       const int sms = device_sms();
-      const int tile = a.rows <= 8 ? 8 : a.rows <= 16 ? 16 : gemm_tile_rows(a, sms);
+      const int tile = gemm_tile_rows(a, sms);
       if (gemm_fills_sms(a, tile, sms)) return launch_gemm_rows<Row>(a, stream, tile);
     }
     const int env = tiled_setting();
