@@ -355,7 +355,7 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
   // 0.43 → 0.36 ms, run 179), else 8 (32 rows × 16 heads, 128 blocks, ran 3.5% slower at batch 32).
   const int by_rows = a.rows >= 64 ? (static_cast<int64_t>(a.rows) * ((a.H + 15) / 16) >= 256 ? 16 : 8)
                       : a.rows >= 24 ? 4 : 1;
-  const int want = heads ? heads : a.rows >= 24 && env_heads > 1 && heads_form(env_heads) ? env_heads : by_rows;
+  const int want = heads ? heads : env_heads > 1 && heads_form(env_heads) ? env_heads : by_rows;
   int hb = want;
   while (hb > 1 && attention_heads_smem(a.max_keys, a.d, hb) + 1024 > static_cast<size_t>(caps.smem_optin)) hb /= 2;
   if (heads && hb != heads) return cudaErrorNotSupported;
