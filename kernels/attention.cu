@@ -341,20 +341,22 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
       (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
       (a.kind != AttnKind::kSliding && a.m < 1) || (heads != 0 && !heads_form(heads)))
     return cudaErrorInvalidValue;
-  // Up to 23 rows (where the one-head kernels below would run, each block re-reading every key for
-  // one head on one SM): the cluster kernel (attention_cluster.cu) reads each key once per 4-8 heads
-  // and spreads a (row, head group) over 8 SMs. Bits do not depend on this choice.
+  // Up to 10 rows (kAttentionClusterRows): the cluster kernel (attention_cluster.cu) reads each key
+  // once per 4-8 heads and spreads a (row, head group) over 8 SMs, where the heads kernel's rows × H / HB
+  // blocks leave SMs idle. Bits do not depend on this choice.
   if (heads == 0 && a.rows <= attention_cluster_rows() && attention_cluster_ok(a)) return attention_cluster(a, stream);
-  // Heads per block: 1 for few rows (a decode step: latency, as many blocks as possible), more for
-  // many rows (each key read once for HB heads), as far as shared memory allows. Bits do not depend on it.
+  // Heads per block: 1 for few rows (where the cluster kernel cannot run: as many blocks as possible),
+  // more for many rows (each key read once for HB heads), as far as shared memory allows. Bits do not
+  // depend on it.
   DeviceCaps caps;
   if (const cudaError_t err = current_device_caps(caps); err != cudaSuccess) return err;
   static const int env_heads = switch_count("MEMRA_CUDA_ATTN_HEADS", 0);
-  // 16 rows: 4 heads measured 8% slower. From 64 rows, 16 heads a block where that still makes 256
+  // Past the cluster kernel's rows 4 (verify 16: C / H attention 174 / 72 us in the cluster kernel,
+  // 133 / 39 at 4 heads a block, run 205). From 64 rows, 16 heads a block where that still makes 256
   // blocks (64 rows × 64 heads: each key read from L2 by half as many blocks; batch 64's C attention
   // 0.43 → 0.36 ms, run 179), else 8 (32 rows × 16 heads, 128 blocks, ran 3.5% slower at batch 32).
   const int by_rows = a.rows >= 64 ? (static_cast<int64_t>(a.rows) * ((a.H + 15) / 16) >= 256 ? 16 : 8)
-                      : a.rows >= 24 ? 4 : 1;
+                      : a.rows > kAttentionClusterRows ? 4 : 1;
   const int want = heads ? heads : env_heads > 1 && heads_form(env_heads) ? env_heads : by_rows;
   int hb = want;
   while (hb > 1 && attention_heads_smem(a.max_keys, a.d, hb) + 1024 > static_cast<size_t>(caps.smem_optin)) hb /= 2;

@@ -355,7 +355,10 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads = 0
 // default, 4 for one or two rows and 8 for more (MEMRA_CUDA_ATTN_CLUSTER=4 or 8: that; =0: never
 // taken by attention()). attention_cluster returns cudaErrorInvalidValue where attention_cluster_ok
 // is false.
-inline constexpr int kAttentionClusterRows = 23;
+// 10: the cluster kernel against the 4-head kernel (run 205, H200; C / H attention, us): 6 rows
+// 80 / 33 against 122 / 36, 8 rows 104 / 43 against 126 / 38, 16 rows 174 / 72 against 133 / 39
+// (the 4-head grid is rows × 16 blocks, nearly flat in rows until it fills the SMs).
+inline constexpr int kAttentionClusterRows = 10;
 int attention_cluster_rows();
 bool attention_cluster_ok(const AttentionArgs& a, int heads = 0);
 cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int heads = 0);
