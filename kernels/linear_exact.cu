@@ -764,22 +764,20 @@ int device_sms() {
 // block (4096 / 1024 / 512 blocks); at 256 blocks (wo_b at 32 rows, the shared expert's w1 / w3 at
 // 64) half the SMs idle in the last wave. Run 204, this rule as the default: the 64-row linears
 // 2.01 → 1.84 ms (2 layers), each big site at the faster form's time; where the grid is 512 blocks or
-// fewer, run 202's 8-output form was 6-16 us faster (the 16-row form's last wave), which the 8-row
-// form's twice as many blocks may recover. Rounds of ≤ 16 rows: 16 (8 at ≤ 8).
+// fewer, run 202's 8-output form was 6-16 us faster (the 16-row form's last wave); 8-row blocks
+// there (four an SM, twice the blocks) recovered 3-5 us at shared w2 / w3 and the LM head and none
+// at wo_b (run 205, H200: under 0.3% of batch 32 / 64; not taken). Rounds of ≤ 16 rows: 16 (8 at ≤ 8).
 // MEMRA_CUDA_LINEAR_GEMM_TILE (A/B timing; same bits): =16|32 always that many above 16 rows; =8
-// always 8 above 8; =small8 the default, but 8 (four blocks an SM) where it would be 16 and that
-// grid is at most four blocks an SM (512 16-row blocks fill 1.3 waves of three; 1024 8-row blocks
-// 1.94 waves of four; at 16 rows a grid too small for the 16-row form goes to the tiled kernel).
+// always 8 above 8 (run 205: batch 64 −4%).
 int gemm_tile_rows(const LinearArgs& a, int sms) {
   static const int setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_TILE");
     const std::string s = v ? v : "";
-    return s == "32" ? 32 : s == "16" ? 16 : s == "8" ? 8 : s == "small8" ? -8 : 0;
+    return s == "32" ? 32 : s == "16" ? 16 : s == "8" ? 8 : 0;
   }();
   if (a.rows <= 8 || setting == 8) return 8;
-  if (a.rows > 16 && setting > 0) return setting;
-  if (a.rows > 16 && gemm_blocks(a, 32) >= 3 * sms) return 32;
-  return setting == -8 && gemm_blocks(a, 16) <= 4 * sms ? 8 : 16;
+  if (a.rows > 16 && setting) return setting;
+  return a.rows > 16 && gemm_blocks(a, 32) >= 3 * sms ? 32 : 16;
 }
 
 // A few rows of a matrix with few outputs as per-row GEMVs (linear_one_row_kernel, grid y = rows)
