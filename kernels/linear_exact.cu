@@ -758,17 +758,12 @@ int device_sms() {
   return current_device_caps(caps) == cudaSuccess ? caps.sms : 132;
 }
 
-// Rows a block: above 16 rows 32 (NJ = 16, two blocks an SM; a half step 256 FFMA of ~300
-// instructions) where that grid still gives every SM three blocks, else 16 (three an SM).
-// Run 203 (H100, 64 rows): wq_b / wo_a / wo_b 197 / 175 / 179 → 182 / 162 / 163 us at 32 rows a
-// block (4096 / 1024 / 512 blocks); at 256 blocks (wo_b at 32 rows, the shared expert's w1 / w3 at
-// 64) half the SMs idle in the last wave. Run 204, this rule as the default: the 64-row linears
-// 2.01 → 1.84 ms (2 layers), each big site at the faster form's time; where the grid is 512 blocks or
-// fewer, run 202's 8-output form was 6-16 us faster (the 16-row form's last wave); 8-row blocks
-// there (four an SM, twice the blocks) recovered 3-5 us at shared w2 / w3 and the LM head and none
-// at wo_b (run 205, H200: under 0.3% of batch 32 / 64; not taken). Rounds of ≤ 16 rows: 16 (8 at ≤ 8).
-// MEMRA_CUDA_LINEAR_GEMM_TILE (A/B timing; same bits): =16|32 always that many above 16 rows; =8
-// always 8 above 8 (run 205: batch 64 −4%).
+// Rows a block: up to 8 rows 8, up to 16 rows 16 (three blocks an SM); above, 32 (NJ = 16, two an
+// SM; a half step 256 FFMA of ~300 instructions) where that grid still gives every SM three blocks,
+// else 16: at 256 32-row blocks half the SMs idle in the last wave (run 203). Run 204, this rule as
+// the default: the 64-row linears 2.01 → 1.84 ms (2 layers), each big site at the faster form's
+// time. 8-row blocks at the small grids gained under 0.3% of batch 32 / 64 (run 205; not taken).
+// MEMRA_CUDA_LINEAR_GEMM_TILE (A/B timing; same bits): =16|32 that many above 16 rows; =8 always 8.
 int gemm_tile_rows(const LinearArgs& a, int sms) {
   static const int setting = [] {
     const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_TILE");
@@ -776,8 +771,9 @@ int gemm_tile_rows(const LinearArgs& a, int sms) {
     return s == "32" ? 32 : s == "16" ? 16 : s == "8" ? 8 : 0;
   }();
   if (a.rows <= 8 || setting == 8) return 8;
-  if (a.rows > 16 && setting) return setting;
-  return a.rows > 16 && gemm_blocks(a, 32) >= 3 * sms ? 32 : 16;
+  if (a.rows <= 16) return 16;
+  if (setting) return setting;
+  return gemm_blocks(a, 32) >= 3 * sms ? 32 : 16;
 }
 
 // A few rows of a matrix with few outputs as per-row GEMVs (linear_one_row_kernel, grid y = rows)
