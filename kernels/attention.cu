@@ -351,10 +351,10 @@ cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
   DeviceCaps caps;
   if (const cudaError_t err = current_device_caps(caps); err != cudaSuccess) return err;
   static const int env_heads = switch_count("MEMRA_CUDA_ATTN_HEADS", 0);
-  // Past the cluster kernel's rows, 4 heads a block (verify 16: C / H attention 174 / 72 us in the
-  // cluster kernel, 133 / 39 at 4 heads a block, run 205). From 64 rows, 16 heads a block where that still makes 256
-  // blocks (64 rows × 64 heads: each key read from L2 by half as many blocks; batch 64's C attention
-  // 0.43 → 0.36 ms, run 179), else 8 (32 rows × 16 heads, 128 blocks, ran 3.5% slower at batch 32).
+  // Past the cluster kernel's rows, 4 heads a block (measured against it: kAttentionClusterRows).
+  // From 64 rows, 16 heads a block where that still makes 256 blocks (64 rows × 64 heads: each key
+  // read from L2 by half as many blocks; batch 64's C attention 0.43 → 0.36 ms, run 179), else 8
+  // (32 rows × 16 heads, 128 blocks, ran 3.5% slower at batch 32).
   const int by_rows = a.rows >= 64 ? (static_cast<int64_t>(a.rows) * ((a.H + 15) / 16) >= 256 ? 16 : 8)
                       : a.rows > kAttentionClusterRows ? 4 : 1;
   const int want = heads ? heads : env_heads > 1 && heads_form(env_heads) ? env_heads : by_rows;
