@@ -815,10 +815,17 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
   return launch_gemm_staged<Row, 16, 2>(a, stream);
 }
 
-// MEMRA_CUDA_LINEAR_ROWS=0 (A/B timing; same bits): 16-bit rounds of 2-15 rows through the tiled
-// kernel instead of linear_exact_rows_kernel.
-bool rows_kernel_on() {
-  static const bool setting = switch_on("MEMRA_CUDA_LINEAR_ROWS");
+// The most rows a 16-bit round sends to linear_exact_rows_kernel where the register-tiled form is
+// not taken: 2-15 rows (run 116: batch 8 +7%, verify 6 −6.6% against the tiled kernel). Rounds of
+// 16+ rows whose register-tiled grid would not fill the SMs (wo_b at 16 rows, wq_a, the router,
+// the shared expert, the compressor, the LM head) still take the tiled kernel, whose 8-row blocks
+// the rows kernel was built to replace. MEMRA_CUDA_LINEAR_ROWS (A/B timing; same bits): 0 = never
+// (the tiled kernel), n = up to n rows.
+int rows_kernel_max_rows() {
+  static const int setting = [] {
+    const char* v = std::getenv("MEMRA_CUDA_LINEAR_ROWS");
+    return v && std::string(v) == "0" ? 0 : switch_count("MEMRA_CUDA_LINEAR_ROWS", kGemmMinRows - 1);
+  }();
   return setting;
 }
 
@@ -879,7 +886,7 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     if ((env >= 0 || form > 0) && tiled_ok<Row>(a, gm)) {
       if constexpr (kRawWeights<Row>) {
         using WT = std::remove_const_t<std::remove_pointer_t<decltype(Row::w)>>;
-        if (rows_form || (form == 0 && a.rows < kGemmMinRows && rows_kernel_on()))
+        if (rows_form || (form == 0 && a.rows <= rows_kernel_max_rows()))
           return launch_rows<WT>(a, stream, ko);
       }
       return launch_tiled<Row>(a, stream, dim3(gy, gm, a.groups), ko);
