@@ -40,15 +40,20 @@ def measures(doc, pattern):
     return out
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line with a hint (argparse's own print the usage first)."""
+
+    def error(self, message):
+        print(f"ab_medians.py: error: {message} (hint: ab_medians.py [--sites REGEX] OUTDIR [CANDIDATE,...]; OUTDIR is "
+              "ab_arms.sh's)", file=sys.stderr)
+        sys.exit(2)
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sites", default="linear_exact", help="regex of timeline sites to sum at batch 32 / 64")
     ap.add_argument("outdir")
     ap.add_argument("candidates", nargs="?")
-    if len([a for a in sys.argv[1:] if not a.startswith("-")]) == 0:
-        print("ab_medians.py: error: usage: ab_medians.py [--sites REGEX] OUTDIR [CANDIDATE,...] (hint: ab_arms.sh's OUTDIR)",
-              file=sys.stderr)
-        return 2
     args = ap.parse_args()
     try:
         pattern = re.compile(args.sites)

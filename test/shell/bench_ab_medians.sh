@@ -30,5 +30,6 @@ expect 2 'ab_medians.py: error: --sites: ' -- python3 "$med" --sites '(' "$d"
 echo '{"batch": [' > "$d/broken1.json"
 expect 0 'ab_medians.py: broken1.json: unreadable' -- python3 "$med" "$d" k4
 expect 2 'ab_medians.py: error: no run could be read' -- python3 "$med" "$work/none"
-expect 2 'ab_medians.py: error: usage' -- python3 "$med"
+expect 2 'ab_medians.py: error: the following arguments are required: outdir (hint: ' -- python3 "$med"
+expect 2 'ab_medians.py: error: unrecognized arguments: extra (hint: ' -- python3 "$med" "$d" k4 extra
 exit $fail
