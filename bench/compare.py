@@ -190,7 +190,8 @@ def main():
         ax.set_yscale("log")
         ax.set_xlabel("context (tokens)")
         ax.set_ylabel("decode ms per layer per token (batch 1)")
-        ax.set_title(f"DeepSeek-V4 at V4-Flash layer geometry ({m['geometry']['layers']}), {m.get('device', '')}", fontsize=9)
+        # Two lines: the device's name made one line wider than the figure (clipped in runs 181-205).
+        ax.set_title(f"DeepSeek-V4 at V4-Flash layer geometry ({m['geometry']['layers']})\n{m.get('device', '')}", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
         fig.tight_layout()
