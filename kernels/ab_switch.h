@@ -19,4 +19,10 @@ inline int switch_count(const char* name, int fallback) {
   return n > 0 ? n : fallback;
 }
 
+// "0" = 0 (the switch off), a positive count = that count, else `fallback`: the row thresholds
+// (MEMRA_CUDA_LINEAR_GEMM, MEMRA_CUDA_LINEAR_ROWS) whose 0 means "never".
+inline int switch_zero_or_count(const char* name, int fallback) {
+  return switch_on(name) ? switch_count(name, fallback) : 0;
+}
+
 }  // namespace memra::cuda

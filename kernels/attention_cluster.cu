@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ab_switch.h"
 #include "attention_keys.cuh"
 #include "common.cuh"
 #include "device_caps.h"
@@ -375,11 +376,7 @@ int cluster_heads(const AttentionArgs& a) {
 }  // namespace
 
 int attention_cluster_rows() {
-  static const int rows = [] {
-    const char* v = std::getenv("MEMRA_CUDA_ATTN_CLUSTER_ROWS");
-    const int n = v ? std::atoi(v) : 0;
-    return n > 0 ? n : kAttentionClusterRows;
-  }();
+  static const int rows = switch_count("MEMRA_CUDA_ATTN_CLUSTER_ROWS", kAttentionClusterRows);
   return rows;
 }
 

@@ -712,11 +712,7 @@ int tiled_outs_per_warp(const LinearArgs& a, unsigned row_blocks) {
 // MEMRA_CUDA_LINEAR_GEMM (A/B timing; the same bits in every setting): 0 = never the register-tiled
 // form; n ≥ 1 = from n rows; unset or anything else = from kGemmMinRows.
 int gemm_min_rows() {
-  static const int setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM");
-    const int n = v ? std::atoi(v) : -1;
-    return v && std::string(v) == "0" ? 0 : n >= 1 ? n : kGemmMinRows;
-  }();
+  static const int setting = switch_zero_or_count("MEMRA_CUDA_LINEAR_GEMM", kGemmMinRows);
   return setting;
 }
 
@@ -781,13 +777,10 @@ int gemm_tile_rows(const LinearArgs& a, int sms) {
 // one after another (the router at 8 rows: 32 blocks, 19 us against 8 at one row). Each warp also
 // reads its weight row again (from L2 after the first row's warp), so only while rows · outputs
 // warps stay few (MEMRA_CUDA_LINEAR_PER_ROW=0: never, =n: up to n warps; A/B timing, same bits).
-constexpr int64_t kPerRowMaxWarps = 4096;
+constexpr int kPerRowMaxWarps = 4096;
 
 bool per_row_fits(const LinearArgs& a) {
-  static const int64_t max_warps = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_PER_ROW");
-    return v ? std::max<int64_t>(0, std::atoll(v)) : kPerRowMaxWarps;
-  }();
+  static const int64_t max_warps = switch_zero_or_count("MEMRA_CUDA_LINEAR_PER_ROW", kPerRowMaxWarps);
   return a.rows <= 8 && static_cast<int64_t>(a.rows) * a.out * a.groups <= max_warps;
 }
 
@@ -822,10 +815,7 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
 // the rows kernel was built to replace. MEMRA_CUDA_LINEAR_ROWS (A/B timing; same bits): 0 = never
 // (the tiled kernel), n = up to n rows.
 int rows_kernel_max_rows() {
-  static const int setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_ROWS");
-    return v && std::string(v) == "0" ? 0 : switch_count("MEMRA_CUDA_LINEAR_ROWS", kGemmMinRows - 1);
-  }();
+  static const int setting = switch_zero_or_count("MEMRA_CUDA_LINEAR_ROWS", kGemmMinRows - 1);
   return setting;
 }
 

@@ -554,10 +554,7 @@ int grid_for(int64_t total) {
 
 // MEMRA_CUDA_MOE_ONE_ROW=0 keeps one-row rounds on the grouped launches (an A/B switch; same bits).
 bool one_row_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("MEMRA_CUDA_MOE_ONE_ROW");
-    return !(v && v[0] == '0');
-  }();
+  static const bool on = switch_on("MEMRA_CUDA_MOE_ONE_ROW");
   return on;
 }
 

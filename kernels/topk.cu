@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "ab_switch.h"
 #include "common.cuh"
 #include "device_caps.h"
 #include "launch.cuh"
@@ -295,10 +296,7 @@ int cluster_keys_per_thread(int64_t max_n) {
 
 // MEMRA_CUDA_TOPK_CLUSTER=0: never the cluster form (bench A/B).
 bool cluster_form_allowed() {
-  static const bool on = [] {
-    const char* v = std::getenv("MEMRA_CUDA_TOPK_CLUSTER");
-    return !(v && std::string(v) == "0");
-  }();
+  static const bool on = switch_on("MEMRA_CUDA_TOPK_CLUSTER");
   DeviceCaps caps;
   return on && current_device_caps(caps) == cudaSuccess && caps.clusters;
 }
