@@ -7,14 +7,10 @@
 # drafter, or proposing from a state without drafter classes is refused (exit 1, one error line +
 # hint); usage errors exit 2.
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 bin="${MEMRA_BIN:-memra}"
 m="$src/models/tiny"
 d="$src/models/drafters"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
 echo "7 300 12 45 99 410 3 77 250 18 64 128 5 333 401 21" > "$work/prompt.txt"
 for f in tiny-dspark tiny-dflash-trained; do
   expect 0 "lossless: identical to plain greedy" -- "$bin" -q draft "$m" --drafter "$d/$f" --tokens "$work/prompt.txt" --steps 48 --block-size 4

@@ -5,15 +5,11 @@
 # against manifests/report.schema.json; fewer than 96 steps, a non-exact realization and a missing
 # --drafter are usage errors (exit 2).
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 bin="${MEMRA_BIN:-memra}"
 source "$src/test/shell/lib/oracle.sh"
 m="$src/models/tiny"
 d="$src/models/drafters"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
 for f in tiny-dspark tiny-dflash-trained; do
   expect 0 "\[speculative\] PASS .*tokens_equal=true trunk_bits_equal=true state_bits_equal=true" -- "$bin" -q gate speculative "$m" --drafter "$d/$f"
   expect 0 "\[drafter-restore\] PASS .*format=1.1.*captures_equal=true continuation_equal=true" -- "$bin" -q gate drafter-restore "$m" --drafter "$d/$f"

@@ -5,14 +5,10 @@
 # for a dump without a harvest (Markov head present), a disagreeing harvest, a disagreeing geometry
 # field; a trunk dump or a missing DUMP is a usage/runtime error (exit 2, one error line + hint).
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 bin="${MEMRA_BIN:-memra}"
 source "$src/test/shell/lib/oracle.sh"
 d="$src/models/drafters"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
 mutate() {  # mutate SRC_DUMP NAME PYTHON-EXPR-ON-m
   rm -rf "$work/$2"; cp -r "$1" "$work/$2"
   python3 -c "import json; p='$work/$2/manifest.json'; m=json.load(open(p)); $3; json.dump(m, open(p,'w'))"

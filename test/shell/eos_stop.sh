@@ -7,12 +7,8 @@
 # --prompt "Hello, world"; the other cases use a copy of models/tiny whose declared EOS is a token
 # its own continuation produces. Env (set by CTest): MEMRA_BIN, MEMRA_SRC.
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 bin="${MEMRA_BIN:-memra}"
-source "$src/test/shell/lib/expect.sh"
-work="$(mktemp -d "${TMPDIR:-/tmp}/memra-eos.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-fail=0
 ok() { echo "ok: $1"; }
 bad() { fail=1; echo "FAIL: $1"; }
 field() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {"j": j}))' "$@"; }

@@ -13,14 +13,11 @@
 # Needs the oracle venv (tools/oracle/setup-venv.sh); without it the test FAILS.
 # Env (set by CTest): MEMRA_BIN, MEMRA_SRC, MEMRA_BUILD. Optional: MEMRA_VENV.
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 build="${MEMRA_BUILD:-$src/build}"
 bin="${MEMRA_BIN:-$build/memra}"
 faults="$build/memra_faults"
 [[ -x "$faults" ]] || { echo "FAIL: $faults is missing (cmake --build $build --target memra_faults)"; exit 1; }
-work="$(mktemp -d "${TMPDIR:-/tmp}/faults.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
 source "$src/test/shell/lib/oracle.sh"

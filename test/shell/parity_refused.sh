@@ -9,13 +9,9 @@
 # early that a stage compares less than half its rows is INCONCLUSIVE (exit 1); every stage shows
 # the rows it compared. The unmodified dump passes (exit 0).
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 bin="${MEMRA_BIN:-memra}"
 model="$src/models/tiny"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
 source "$src/test/shell/lib/oracle.sh"
 mutate() {  # mutate NAME PYTHON-EXPR-ON-m
   rm -rf "$work/$1"; cp -r "$model/dump" "$work/$1"

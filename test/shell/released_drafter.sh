@@ -11,13 +11,9 @@
 # - a folder without a drafter of its own, or with a field missing, is refused naming it.
 # Missing / corrupt mtp tensors: test/released_drafter_test.cpp. Env (CTest): MEMRA_BIN, MEMRA_SRC.
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 bin="${MEMRA_BIN:-memra}"
-source "$src/test/shell/lib/expect.sh"
 source "$src/test/shell/lib/oracle.sh"
-work="$(mktemp -d "${TMPDIR:-/tmp}/memra-released.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-fail=0
 ok() { echo "ok: $1"; }
 bad() { fail=1; echo "FAIL: $1"; }
 

@@ -9,14 +9,11 @@
 # Once `memra gate` exists, its FAIL (equal, band) and REFUSED (parity) reports validate too, and
 # the `gate all` and failing `gate band` --report pages render (the band page's red marker shows).
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 bin="${MEMRA_BIN:-memra}"
 build="${MEMRA_BUILD:-$(dirname "$bin")}"
 source "$src/test/shell/lib/oracle.sh"
 model="$src/models/tiny"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 ok() { echo "ok: $*"; }
 

@@ -7,14 +7,10 @@
 # weights, not a timing. Against the random models/tiny the same recipe stalls near 1.8
 # (bench/NOTES.md).
 set -uo pipefail
-src="${MEMRA_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 bin="${MEMRA_BIN:-memra}"
 m="$src/models/tiny-trained"
 d="$src/models/drafters"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/lib/expect.sh"
 for i in 0 1 2 3; do
   python3 -c "import random; r=random.Random(2000+$i); print(' '.join(str(r.randrange(2,512)) for _ in range(16)))" > "$work/p$i.txt"
 done
