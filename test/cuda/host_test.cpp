@@ -34,17 +34,18 @@ void check_switches(Report& rep) {
     const char* value;  // null: unset
     bool on;
     int count;
+    int zero_or_count;
   };
-  const Case cases[] = {{nullptr, true, 7}, {"0", false, 7}, {"1", true, 1}, {"00", true, 7}, {"", true, 7},
-                        {"-3", true, 7},    {"x", true, 7},  {"32", true, 32}};
+  const Case cases[] = {{nullptr, true, 7, 7}, {"0", false, 7, 0}, {"1", true, 1, 1}, {"00", true, 7, 7},
+                        {"", true, 7, 7},      {"-3", true, 7, 7}, {"x", true, 7, 7},  {"32", true, 32, 32}};
   int bad = 0;
   for (const Case& c : cases) {
     if (c.value) setenv(kVar, c.value, 1);
     else unsetenv(kVar);
-    bad += switch_on(kVar) != c.on || switch_count(kVar, 7) != c.count;
+    bad += switch_on(kVar) != c.on || switch_count(kVar, 7) != c.count || switch_zero_or_count(kVar, 7) != c.zero_or_count;
   }
   unsetenv(kVar);
-  rep.add("A/B switch readers (on unless \"0\", positive counts)", bad == 0, std::to_string(bad) + " of 8 cases wrong");
+  rep.add("A/B switch readers (on unless \"0\", positive counts, \"0\" or a count)", bad == 0, std::to_string(bad) + " of 8 cases wrong");
 }
 
 void check_packed_decode(Report& rep) {
