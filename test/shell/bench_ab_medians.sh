@@ -2,7 +2,8 @@
 # shell.bench_ab_medians: bench/ab_medians.py reads bench/ab_arms.sh's ARMpass.json files (arm names
 # may end in digits: the pass is the last one), prints each arm's medians over its passes and, last,
 # "winner ARM" among the candidates by batch-64 tokens/s; an unreadable file is named on stderr and
-# skipped; --sites sums other timeline sites (ab_summary.py's site_sum); no readable run, no OUTDIR
+# skipped; --sites sums other timeline sites (ab_summary.py's site_sum); --per-site prints each
+# matching site's median per arm and round with its change against the first arm; no readable run, no OUTDIR
 # or a bad regex is a one-line error with exit 2. (Made-up files: the runs come from a GPU.)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
@@ -26,7 +27,9 @@ expect 0 '^winner k4b$' -- python3 "$med" "$d" k4,k4b
 expect 0 '^winner base$' -- python3 "$med" "$d"
 expect 0 '^winner -$' -- python3 "$med" "$d" k9,k10
 expect 0 '^k4  *0.2500  *-  *-  *6720  *1.500  *-  *-  *3.300$' -- python3 "$med" --sites experts "$d" k4
+expect 0 '^b64   *C:linear_exact (wq_b)  *300.0  *190.0  *-110.0  *175.0  *-125.0$' -- python3 "$med" --per-site 'wq_b' "$d"
 expect 2 'ab_medians.py: error: --sites: ' -- python3 "$med" --sites '(' "$d"
+expect 2 'ab_medians.py: error: --per-site: ' -- python3 "$med" --per-site '(' "$d"
 echo '{"batch": [' > "$d/broken1.json"
 expect 0 'ab_medians.py: broken1.json: unreadable' -- python3 "$med" "$d" k4
 expect 2 'ab_medians.py: error: no run could be read' -- python3 "$med" "$work/none"
