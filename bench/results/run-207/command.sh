@@ -14,7 +14,7 @@ BA="bench --json --timeline --contexts 2048 --batches 8,32,64 --verify 6,16 --st
 bash bench/ab_arms.sh --passes 3 --timeout 60 --sites linear_exact $m /tmp/ab "$BA" \
   base='' r='MEMRA_CUDA_LINEAR_ROWS=100000' > $OUT/ab.txt 2>&1
 tar czf $OUT/ab.tar.gz -C /tmp ab
-python3 bench/ab_medians.py --sites linear_exact /tmp/ab base,r | tee $OUT/medians.txt
+python3 bench/ab_medians.py --sites linear_exact --per-site linear_exact /tmp/ab base,r | tee $OUT/medians.txt
 el
 MEMRA_CUDA_LINEAR_ROWS=100000 timeout 60 $t ops --only linear > $OUT/ops-linear-r.txt 2>&1
 echo "ops linear (ROWS=100000) rc=$? $(tail -1 $OUT/ops-linear-r.txt)"
