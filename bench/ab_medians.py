@@ -8,10 +8,11 @@ arm: the median over its passes of decode ms/layer (the first context), batch 8 
 verify 6 / 16 ms, and the timeline sites matching REGEX (default linear_exact) summed at batch 32 /
 64 in ms (ab_summary.py's site_sum; '-' where a run lacks the measure). With --per-site, then one
 line per round (b8 ... v16) and timeline site matching REGEX: each arm's median in us and, after the
-first arm, its change against the first (where an A/B gained or lost, site by site). Last line: "winner ARM", the candidate (default: every arm) with the most
-batch-64 tokens/s, so a device run can choose the setting its next step runs under ("winner -"
-where no candidate measured batch 64). An unreadable
-file is named on stderr and skipped; exit 2 with a one-line error when no run could be read.
+first arm, its change against the first (where an A/B gained or lost, site by site). Last line:
+"winner ARM", the candidate (default: every arm) with the most batch-64 tokens/s, so a device run
+can choose the setting its next step runs under ("winner -" where no candidate measured batch 64).
+An unreadable file is named on stderr and skipped; exit 2 with a one-line error when no run could
+be read.
 """
 import argparse
 import glob
@@ -69,8 +70,7 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         print(f"ab_medians.py: error: {message} (hint: ab_medians.py [--sites REGEX] [--per-site REGEX] OUTDIR "
-              "[CANDIDATE,...]; OUTDIR is "
-              "ab_arms.sh's)", file=sys.stderr)
+              "[CANDIDATE,...]; OUTDIR is ab_arms.sh's)", file=sys.stderr)
         sys.exit(2)
 
 

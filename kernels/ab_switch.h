@@ -19,8 +19,8 @@ inline int switch_count(const char* name, int fallback) {
   return n > 0 ? n : fallback;
 }
 
-// "0" = 0 (the switch off), a positive count = that count, else `fallback`: the row thresholds
-// (MEMRA_CUDA_LINEAR_GEMM, MEMRA_CUDA_LINEAR_ROWS) whose 0 means "never".
+// "0" = 0 (the switch off), a positive count = that count, else `fallback`: the thresholds whose 0
+// means "never" (MEMRA_CUDA_LINEAR_GEMM, MEMRA_CUDA_LINEAR_ROWS, MEMRA_CUDA_LINEAR_PER_ROW).
 inline int switch_zero_or_count(const char* name, int fallback) {
   return switch_on(name) ? switch_count(name, fallback) : 0;
 }
