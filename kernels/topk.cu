@@ -21,9 +21,6 @@
 //   grid (8, rows) cluster 8  block 512   (clusters supported, 2048 < stride ≤ 8·512·8)
 #include <cooperative_groups.h>
 
-#include <cstdlib>
-#include <string>
-
 #include "ab_switch.h"
 #include "common.cuh"
 #include "device_caps.h"
