@@ -772,6 +772,16 @@ int gemm_tile_rows(const LinearArgs& a, int sms) {
   return gemm_blocks(a, 32) >= 3 * sms ? 32 : 16;
 }
 
+// MEMRA_CUDA_LINEAR_GEMM_RING=3 (A/B timing; same bits): the 8- and 16-row raw forms with a ring of
+// three chunks, two in flight while one is computed (16 rows: 73.5 KB a block, three still fit an SM;
+// 32 rows stay at two, which three would not fit twice). At 16 rows a chunk's FMAs are half those at
+// 32, where runs 74 / 76 found a deeper ring gained nothing, so one chunk ahead may not cover the
+// weights' trip from HBM (wq_b at 16 rows: 4 chunks a block, 66 us against 16 us of FMA, run 205).
+int gemm_ring() {
+  static const int setting = switch_count("MEMRA_CUDA_LINEAR_GEMM_RING", 2) == 3 ? 3 : 2;
+  return setting;
+}
+
 // A few rows of a matrix with few outputs as per-row GEMVs (linear_one_row_kernel, grid y = rows)
 // instead of the tiled kernel, whose 8-row blocks of such a matrix are few and each walks its chunks
 // one after another (the router at 8 rows: 32 blocks, 19 us against 8 at one row). Each warp also
@@ -798,8 +808,11 @@ template <typename Row>
 cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_per_block) {
   if constexpr (kRawWeights<Row>) {
     if (gemm_raw_weights()) {
-      if (rows_per_block <= 8) return launch_gemm_raw<Row, 4, 4, 2>(a, stream);
-      if (rows_per_block <= 16) return launch_gemm_raw<Row, 8, 3, 2>(a, stream);
+      const bool ring3 = gemm_ring() == 3;
+      if (rows_per_block <= 8)
+        return ring3 ? launch_gemm_raw<Row, 4, 4, 3>(a, stream) : launch_gemm_raw<Row, 4, 4, 2>(a, stream);
+      if (rows_per_block <= 16)
+        return ring3 ? launch_gemm_raw<Row, 8, 3, 3>(a, stream) : launch_gemm_raw<Row, 8, 3, 2>(a, stream);
       return launch_gemm_raw<Row, 16, 2, 2>(a, stream);
     }
   }
