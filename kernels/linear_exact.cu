@@ -17,7 +17,7 @@
 //                              (the largest whose grid has a block per SM), the 8 rows' activations
 //                              staged in shared memory, row groups on grid x
 //                                                        grid (ceil(rows / 8), ceil(out / (8·KO)), groups)
-//   linear_exact_rows_kernel   2-15 rows of a bf16/f16 matrix where the tiled kernel would run: its
+//   linear_exact_rows_kernel   rows > 1 of a bf16/f16 matrix where the tiled kernel would run: its
 //                              places, RB = 4, 6 or 8 rows a block fixed at compile time (zero rows
 //                              staged), weights 4 / KO lane steps ahead, fewer instructions a weight
 //                                                        grid (ceil(rows / RB), ceil(out / (8·KO)), groups)
@@ -33,6 +33,7 @@
 // value as it is made (the decode path's wo_b), one dependent launch fewer per layer.
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -822,13 +823,13 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
 }
 
 // The most rows a 16-bit round sends to linear_exact_rows_kernel where the register-tiled form is
-// not taken: 2-15 rows (run 116: batch 8 +7%, verify 6 −6.6% against the tiled kernel). Rounds of
-// 16+ rows whose register-tiled grid would not fill the SMs (wo_b at 16 rows, wq_a, the router,
-// the shared expert, the compressor, the LM head) still take the tiled kernel, whose 8-row blocks
-// the rows kernel was built to replace. MEMRA_CUDA_LINEAR_ROWS (A/B timing; same bits): 0 = never
-// (the tiled kernel), n = up to n rows.
+// not taken: every row count. 2-15 rows since run 116 (batch 8 +7%, verify 6 −6.6% against the
+// tiled kernel); 16+ rows whose register-tiled grid would not fill the SMs (wo_b at 16 rows, wq_a,
+// the router, the shared expert, the compressor, the LM head) since run 207 (H100: verify 16
+// 3.547 → 3.444 ms, wo_b 72 → 48 us a layer; batch 32 / 64 +0.4 / +0.6%). MEMRA_CUDA_LINEAR_ROWS
+// (A/B timing; same bits): 0 = never (the tiled kernel), n = up to n rows (15: before run 207).
 int rows_kernel_max_rows() {
-  static const int setting = switch_zero_or_count("MEMRA_CUDA_LINEAR_ROWS", kGemmMinRows - 1);
+  static const int setting = switch_zero_or_count("MEMRA_CUDA_LINEAR_ROWS", std::numeric_limits<int>::max());
   return setting;
 }
 
