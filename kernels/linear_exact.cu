@@ -833,9 +833,20 @@ int rows_kernel_max_rows() {
   return setting;
 }
 
+// MEMRA_CUDA_LINEAR_ROWS_RB4=1 (A/B timing; same bits: a (row, o) chain does not depend on the
+// block's rows): the rows kernel in 4-row blocks where its 8-row grid leaves SMs without a block
+// (at 16 rows the router, wkv, weights_proj, the compressor: 64-128 blocks at one output a warp, each
+// walking all of `in`; 14-17 us against 9-11 at 8 rows, run 207), twice the blocks, each weight row
+// read by twice as many (the second from L2).
+bool rows_rb4() {
+  static const bool setting = switch_count("MEMRA_CUDA_LINEAR_ROWS_RB4", 0) == 1;
+  return setting;
+}
+
 template <typename WT, int KO>
 cudaError_t launch_rows_ko(const LinearArgs& a, cudaStream_t stream, unsigned out_blocks) {
-  const int rb = a.rows <= 4 ? 4 : a.rows <= 6 ? 6 : 8;
+  int rb = a.rows <= 4 ? 4 : a.rows <= 6 ? 6 : 8;
+  if (rb == 8 && rows_rb4() && static_cast<int64_t>((a.rows + 7) / 8) * out_blocks * a.groups < device_sms()) rb = 4;
   const dim3 grid(static_cast<unsigned>((a.rows + rb - 1) / rb), out_blocks, a.groups);
   if (rb == 4) return launch(linear_exact_rows_kernel<WT, KO, 4>, grid, kBlock, 0, stream, a);
   if (rb == 6) return launch(linear_exact_rows_kernel<WT, KO, 6>, grid, kBlock, 0, stream, a);
