@@ -21,7 +21,7 @@
 //                              places, RB = 4, 6 or 8 rows a block fixed at compile time (zero rows
 //                              staged), weights 4 / KO lane steps ahead, fewer instructions a weight
 //                                                        grid (ceil(rows / RB), ceil(out / (8·KO)), groups)
-//   linear_exact_gemm_raw_kernel  rows ≥ kGemmMinRows (16), bf16/f16 weights, aligned, a grid of
+//   linear_exact_gemm_raw_kernel  rows ≥ kGemmFromRows (33), bf16/f16 weights, aligned, a grid of
 //                              two blocks per SM: the register-tiled form; a thread holds one lane's
 //                              partials of NJ rows × 4 outputs, the lanes' butterfly replayed in
 //                              shared memory; raw weights staged by cp.async, decoded in the loop;
@@ -343,7 +343,7 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs
   if (lane % kSpread == 0 && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
 }
 
-// Rows ≥ kGemmMinRows of a plain matrix on the vector path: the register-tiled form. The tiled
+// Rows ≥ kGemmFromRows of a plain matrix on the vector path: the register-tiled form. The tiled
 // kernel above gives each warp one lane step of 8 rows × KO outputs, so a weight load serves 8 rows
 // and an activation load KO outputs, and its FMAs waited on both (ncu, run 70: 26% of the FMA pipe
 // at 32 rows). Here a thread keeps one lane's partial sums for NJ rows × 4 outputs, both operands
@@ -360,7 +360,10 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs
 // (level off = 16, 8, 4, 2, 1: p[i] + p[i + off] for i < off), so (row, o) has the bits of every
 // other form. Activations are copied by cp.async, weights through registers (decoded to f32 on the
 // way in), chunk c + 1's in flight while chunk c is computed; one barrier per chunk.
-constexpr int kGemmMinRows = 16;
+// The register-tiled form from 33 rows: 16 since run 78; at 16-32 rows the rows kernel won since
+// (run 208, H100: wq_b / wo_a at 16 rows 60 / 68 → 50 / 47 us, wo_b / the LM head at 32 rows 115 /
+// 71 → 88 / 46; verify 16 −1.7%, batch 32 +2.3%).
+constexpr int kGemmFromRows = 33;
 constexpr int kGemmChunk = 256;          // K elements per staged chunk
 constexpr int kGemmLd = kGemmChunk + 4;  // padded row (floats): a warp's float4 reads in ≤ 2 wavefronts
 constexpr int kGemmOuts = 16;            // outputs per block
@@ -711,9 +714,9 @@ int tiled_outs_per_warp(const LinearArgs& a, unsigned row_blocks) {
 }
 
 // MEMRA_CUDA_LINEAR_GEMM (A/B timing; the same bits in every setting): 0 = never the register-tiled
-// form; n ≥ 1 = from n rows; unset or anything else = from kGemmMinRows.
+// form; n ≥ 1 = from n rows; unset or anything else = from kGemmFromRows.
 int gemm_min_rows() {
-  static const int setting = switch_zero_or_count("MEMRA_CUDA_LINEAR_GEMM", kGemmMinRows);
+  static const int setting = switch_zero_or_count("MEMRA_CUDA_LINEAR_GEMM", kGemmFromRows);
   return setting;
 }
 
@@ -824,29 +827,18 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
 
 // The most rows a 16-bit round sends to linear_exact_rows_kernel where the register-tiled form is
 // not taken: every row count. 2-15 rows since run 116 (batch 8 +7%, verify 6 −6.6% against the
-// tiled kernel); 16+ rows whose register-tiled grid would not fill the SMs (wo_b at 16 rows, wq_a,
-// the router, the shared expert, the compressor, the LM head) since run 207 (H100: verify 16
-// 3.547 → 3.444 ms, wo_b 72 → 48 us a layer; batch 32 / 64 +0.4 / +0.6%). MEMRA_CUDA_LINEAR_ROWS
+// tiled kernel); more rows whose register-tiled grid would not fill the SMs (wo_b at 16 rows, wq_a,
+// the router, the shared expert, the compressor) since run 207 (H100: verify 16 3.547 → 3.444 ms,
+// wo_b 72 → 48 us a layer; batch 32 / 64 +0.4 / +0.6%); every 16-32-row round since run 208. MEMRA_CUDA_LINEAR_ROWS
 // (A/B timing; same bits): 0 = never (the tiled kernel), n = up to n rows (15: before run 207).
 int rows_kernel_max_rows() {
   static const int setting = switch_zero_or_count("MEMRA_CUDA_LINEAR_ROWS", std::numeric_limits<int>::max());
   return setting;
 }
 
-// MEMRA_CUDA_LINEAR_ROWS_RB4=1 (A/B timing; same bits: a (row, o) chain does not depend on the
-// block's rows): the rows kernel in 4-row blocks where its 8-row grid leaves SMs without a block
-// (at 16 rows the router, wkv, weights_proj, the compressor: 64-128 blocks at one output a warp, each
-// walking all of `in`; 14-17 us against 9-11 at 8 rows, run 207), twice the blocks, each weight row
-// read by twice as many (the second from L2).
-bool rows_rb4() {
-  static const bool setting = switch_count("MEMRA_CUDA_LINEAR_ROWS_RB4", 0) == 1;
-  return setting;
-}
-
 template <typename WT, int KO>
 cudaError_t launch_rows_ko(const LinearArgs& a, cudaStream_t stream, unsigned out_blocks) {
-  int rb = a.rows <= 4 ? 4 : a.rows <= 6 ? 6 : 8;
-  if (rb == 8 && rows_rb4() && static_cast<int64_t>((a.rows + 7) / 8) * out_blocks * a.groups < device_sms()) rb = 4;
+  const int rb = a.rows <= 4 ? 4 : a.rows <= 6 ? 6 : 8;
   const dim3 grid(static_cast<unsigned>((a.rows + rb - 1) / rb), out_blocks, a.groups);
   if (rb == 4) return launch(linear_exact_rows_kernel<WT, KO, 4>, grid, kBlock, 0, stream, a);
   if (rb == 6) return launch(linear_exact_rows_kernel<WT, KO, 6>, grid, kBlock, 0, stream, a);
