@@ -781,6 +781,8 @@ int gemm_tile_rows(const LinearArgs& a, int sms) {
 // 32 rows stay at two, which three would not fit twice). At 16 rows a chunk's FMAs are half those at
 // 32, where runs 74 / 76 found a deeper ring gained nothing, so one chunk ahead may not cover the
 // weights' trip from HBM (wq_b at 16 rows: 4 chunks a block, 66 us against 16 us of FMA, run 205).
+// Run 207 (H100): its sites gained (wo_b at 32 rows −15 us, wo_a at 16 −7), batch 64 lost 4.3%
+// outside the linears (the shared expert's 16-row blocks beside the routed experts): not the default.
 int gemm_ring() {
   static const int setting = switch_count("MEMRA_CUDA_LINEAR_GEMM_RING", 2) == 3 ? 3 : 2;
   return setting;
@@ -829,8 +831,9 @@ cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_
 // not taken: every row count. 2-15 rows since run 116 (batch 8 +7%, verify 6 −6.6% against the
 // tiled kernel); more rows whose register-tiled grid would not fill the SMs (wo_b at 16 rows, wq_a,
 // the router, the shared expert, the compressor) since run 207 (H100: verify 16 3.547 → 3.444 ms,
-// wo_b 72 → 48 us a layer; batch 32 / 64 +0.4 / +0.6%); every 16-32-row round since run 208. MEMRA_CUDA_LINEAR_ROWS
-// (A/B timing; same bits): 0 = never (the tiled kernel), n = up to n rows (15: before run 207).
+// wo_b 72 → 48 us a layer; batch 32 / 64 +0.4 / +0.6%); every 16-32-row round since run 208.
+// MEMRA_CUDA_LINEAR_ROWS (A/B timing; same bits): 0 = never (the tiled kernel), n = up to n rows
+// (15: the rule before run 207).
 int rows_kernel_max_rows() {
   static const int setting = switch_zero_or_count("MEMRA_CUDA_LINEAR_ROWS", std::numeric_limits<int>::max());
   return setting;
