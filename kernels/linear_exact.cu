@@ -360,9 +360,9 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs
 // (level off = 16, 8, 4, 2, 1: p[i] + p[i + off] for i < off), so (row, o) has the bits of every
 // other form. Activations are copied by cp.async, weights through registers (decoded to f32 on the
 // way in), chunk c + 1's in flight while chunk c is computed; one barrier per chunk.
-// The register-tiled form from 33 rows: 16 since run 78; at 16-32 rows the rows kernel won since
-// (run 208, H100: wq_b / wo_a at 16 rows 60 / 68 → 50 / 47 us, wo_b / the LM head at 32 rows 115 /
-// 71 → 88 / 46; verify 16 −1.7%, batch 32 +2.3%).
+// The register-tiled form from 33 rows (from 16 in runs 78-207): at 16-32 rows the rows kernel is
+// faster (run 208, H100: wq_b / wo_a at 16 rows 60 / 68 → 50 / 47 us, wo_b / the LM head at 32 rows
+// 115 / 71 → 88 / 46; verify 16 −1.7%, batch 32 +2.3%).
 constexpr int kGemmFromRows = 33;
 constexpr int kGemmChunk = 256;          // K elements per staged chunk
 constexpr int kGemmLd = kGemmChunk + 4;  // padded row (floats): a warp's float4 reads in ≤ 2 wavefronts
@@ -581,7 +581,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_kernel(L
 // shared-memory bytes of the weights (run 74's stalls: short scoreboard and MIO throttle, the
 // shared-memory pipe). With nothing to decode on the way in, every copy is a cp.async into a ring
 // of kRing chunks, kRing − 1 chunks in flight while one is computed (2 by default: deeper rings
-// cost blocks per SM and gained nothing, runs 74 and 76); one barrier per chunk. In the loop a
+// cost blocks per SM and gained nothing, runs 74 and 76; three at the 8- and 16-row forms lost
+// batch 64 4.3%, run 207); one barrier per chunk. In the loop a
 // half step of the 16-row form is 128 FFMA of 165 instructions (SASS, 1c2ee38). The same lanes, rows, outputs and
 // order as linear_exact_gemm_kernel: the same bits.
 constexpr int kGemmLdRaw = kGemmChunk + 8;  // padded raw row (16-bit values): 528 bytes, 16-aligned,
@@ -776,18 +777,6 @@ int gemm_tile_rows(const LinearArgs& a, int sms) {
   return gemm_blocks(a, 32) >= 3 * sms ? 32 : 16;
 }
 
-// MEMRA_CUDA_LINEAR_GEMM_RING=3 (A/B timing; same bits): the 8- and 16-row raw forms with a ring of
-// three chunks, two in flight while one is computed (16 rows: 73.5 KB a block, three still fit an SM;
-// 32 rows stay at two, which three would not fit twice). At 16 rows a chunk's FMAs are half those at
-// 32, where runs 74 / 76 found a deeper ring gained nothing, so one chunk ahead may not cover the
-// weights' trip from HBM (wq_b at 16 rows: 4 chunks a block, 66 us against 16 us of FMA, run 205).
-// Run 207 (H100): its sites gained (wo_b at 32 rows −15 us, wo_a at 16 −7), batch 64 lost 4.3%
-// outside the linears (the shared expert's 16-row blocks beside the routed experts): not the default.
-int gemm_ring() {
-  static const int setting = switch_count("MEMRA_CUDA_LINEAR_GEMM_RING", 2) == 3 ? 3 : 2;
-  return setting;
-}
-
 // A few rows of a matrix with few outputs as per-row GEMVs (linear_one_row_kernel, grid y = rows)
 // instead of the tiled kernel, whose 8-row blocks of such a matrix are few and each walks its chunks
 // one after another (the router at 8 rows: 32 blocks, 19 us against 8 at one row). Each warp also
@@ -814,11 +803,8 @@ template <typename Row>
 cudaError_t launch_gemm_rows(const LinearArgs& a, cudaStream_t stream, int rows_per_block) {
   if constexpr (kRawWeights<Row>) {
     if (gemm_raw_weights()) {
-      const bool ring3 = gemm_ring() == 3;
-      if (rows_per_block <= 8)
-        return ring3 ? launch_gemm_raw<Row, 4, 4, 3>(a, stream) : launch_gemm_raw<Row, 4, 4, 2>(a, stream);
-      if (rows_per_block <= 16)
-        return ring3 ? launch_gemm_raw<Row, 8, 3, 3>(a, stream) : launch_gemm_raw<Row, 8, 3, 2>(a, stream);
+      if (rows_per_block <= 8) return launch_gemm_raw<Row, 4, 4, 2>(a, stream);
+      if (rows_per_block <= 16) return launch_gemm_raw<Row, 8, 3, 2>(a, stream);
       return launch_gemm_raw<Row, 16, 2, 2>(a, stream);
     }
   }
