@@ -7,6 +7,8 @@
 #   whole_check   the whole gpu-check within the call's LIMIT, as $OUT/check.tar.gz (below)
 #   ops_bits GROUP [ARM], memcheck_ops GROUP   one ops group by bits / under memcheck, one line each
 #   v4_bench [LINES]  issue 13's v4 bench (bench/gpu_bench.sh) as $OUT/bench.tar.gz, its table printed
+#   ab_linear PASSES ARM=SETTINGS …   an A/B of `memra bench` arms with the linears' sites (below)
+#   left          seconds left of the call's LIMIT (default 560)
 # It prints memra's version and the GPU's name first (each run's record of what ran where).
 # NCCL's NVLink multicast stays off (the lent machines' rule), and the pack's libraries come first.
 bash tools/gpu-check.sh --unpack
@@ -16,6 +18,7 @@ m=$P/bin/memra
 export NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH=$P/bin
 T0=$(date +%s)
 el() { echo "t=$(($(date +%s) - T0))s"; }
+left() { echo $(( ${LIMIT:-560} - ($(date +%s) - T0) )); }
 [[ -x "$m" ]] && "$m" --version | head -1
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name --format=csv,noheader | head -1
 # ops_bits GROUP [ARM]: `memra_cuda_test ops --only GROUP` (the exact kernels against their CPU twins
@@ -47,9 +50,9 @@ lib_arm() {
 # call's LIMIT (default 560 s; 15 s kept for the archive), its files as $OUT/check.tar.gz, the last
 # LINES (default 60) of its summary printed: a run's whole check is this one line.
 whole_check() {
-  local dir left=$(( ${LIMIT:-560} - ( $(date +%s) - T0 ) - 15 ))
+  local dir budget=$(( $(left) - 15 ))
   dir=$(mktemp -d)
-  OUT=$dir GPU_CHECK_FRESH=1 GPU_CHECK_BUDGET_S=$left bash tools/gpu-check.sh > "$dir/console.txt" 2>&1
+  OUT=$dir GPU_CHECK_FRESH=1 GPU_CHECK_BUDGET_S=$budget bash tools/gpu-check.sh > "$dir/console.txt" 2>&1
   tar czf "$OUT/check.tar.gz" -C "$dir" .
   tail -n "${1:-60}" "$dir/summary.txt" 2>/dev/null
   el
@@ -66,5 +69,23 @@ v4_bench() {
   echo "v4 bench rc=$?"
   tar czf "$OUT/bench.tar.gz" -C "$dir" .
   head -n "${1:-40}" "$dir/table.md" 2>/dev/null
+  el
+}
+# ab_linear PASSES ARM=SETTINGS …: bench/ab_arms.sh's arms (the first is the one the others are
+# read against) over `memra bench --json --timeline` at 2 layers (decode at 2k, batches 8 / 32 / 64,
+# verify 6 / 16; AB_ARGS replaces those arguments), PASSES passes interleaved, as $OUT/ab.txt and
+# $OUT/ab.tar.gz; then bench/ab_medians.py's per-arm medians with every linear site per round, as
+# $OUT/medians.txt and printed (a run's step after it reads its arms' lines: `$1 == "ARM"`).
+ab_linear() {
+  local passes=$1 names=() spec dir
+  shift
+  dir=$(mktemp -d)
+  for spec in "$@"; do names+=("${spec%%=*}"); done
+  local args="bench --json --timeline --contexts 2048 --batches 8,32,64 --verify 6,16 --steps 4 --snapshot-gib 0.05 --prefill 64 --reps 5"
+  bash bench/ab_arms.sh --passes "$passes" --timeout 60 --sites linear_exact "$m" "$dir/ab" "${AB_ARGS:-$args}" "$@" \
+    > "$OUT/ab.txt" 2>&1
+  tar czf "$OUT/ab.tar.gz" -C "$dir" ab
+  local IFS=,
+  python3 bench/ab_medians.py --sites linear_exact --per-site linear_exact "$dir/ab" "${names[*]}" | tee "$OUT/medians.txt"
   el
 }

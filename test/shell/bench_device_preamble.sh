@@ -49,5 +49,29 @@ grep -q '^| decode | 0.28 |$' <<< "$vb" || { echo "FAIL: v4_bench did not print 
 grep -q '^| batch 64' <<< "$vb" && { echo "FAIL: v4_bench printed more than 2 table lines: $vb"; fail=1; }
 given=$(tar xzf "$work/out/bench.tar.gz" -O ./given.txt 2>&1)
 grep -q "^bin $root/build-gpu-pack/bin args --timeline$" <<< "$given" || { echo "FAIL: v4_bench: not the pack's binaries with --timeline: $given"; fail=1; }
-[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines; v4_bench: binaries, archive, table"
+# ab_linear: the arms to bench/ab_arms.sh with the pack's memra and the default bench arguments (or
+# AB_ARGS), its console and folder kept, the arms' names (first first) to ab_medians.py, its table
+# as medians.txt
+cat > "$root/bench/ab_arms.sh" <<'STUB'
+mkdir -p "$8" && echo "memra $7 args $9 arms ${*:10}" > "$8/given.txt" && echo "ab console ${*:1:6}"
+STUB
+cat > "$root/bench/ab_medians.py" <<'STUB'
+import sys; print("medians " + " ".join(sys.argv[1:]))
+STUB
+ab=$(cd "$root" && OUT="$work/out" bash -c 'source bench/device_preamble.sh; ab_linear 3 base= r="A=1 B=2" g3=C=3' 2>&1)
+grep -q '^medians --sites linear_exact --per-site linear_exact /.*/ab base,r,g3$' <<< "$ab" ||
+  { echo "FAIL: ab_linear's medians call: $ab"; fail=1; }
+grep -q '^medians ' "$work/out/medians.txt" 2>/dev/null || { echo "FAIL: medians.txt not the table"; fail=1; }
+grep -q '^ab console --passes 3 --timeout 60 --sites linear_exact$' "$work/out/ab.txt" 2>/dev/null ||
+  { echo "FAIL: ab.txt: $(cat "$work/out/ab.txt" 2>&1)"; fail=1; }
+given=$(tar xzf "$work/out/ab.tar.gz" -O ab/given.txt 2>&1)
+grep -q "^memra $root/build-gpu-pack/bin/memra args bench --json --timeline --contexts 2048 .* arms base= r=A=1 B=2 g3=C=3$" <<< "$given" ||
+  { echo "FAIL: ab_linear's ab_arms call: $given"; fail=1; }
+ab=$(cd "$root" && OUT="$work/out" AB_ARGS="bench --json" bash -c 'source bench/device_preamble.sh; ab_linear 1 base=' 2>&1)
+grep -q "args bench --json arms base=$" <<< "$(tar xzf "$work/out/ab.tar.gz" -O ab/given.txt 2>&1)" ||
+  { echo "FAIL: AB_ARGS not passed"; fail=1; }
+lf=$(cd "$root" && OUT="$work/out" LIMIT=300 bash -c 'source bench/device_preamble.sh; left' 2>&1 | tail -1)
+[[ "$lf" =~ ^(29[5-9]|300)$ ]] || { echo "FAIL: left under LIMIT 300: $lf"; fail=1; }
+[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines; v4_bench: binaries, archive, table; ab_linear: arms, arguments, archive, medians; left"
+
 exit $fail

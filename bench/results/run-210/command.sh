@@ -7,14 +7,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/device_preamble.sh
-BA="bench --json --timeline --contexts 2048 --batches 8,32,64 --verify 6,16 --steps 4 --snapshot-gib 0.05 --prefill 64 --reps 5"
-bash bench/ab_arms.sh --passes 4 --timeout 60 --sites linear_exact $m /tmp/ab "$BA" \
-  base='' old='MEMRA_CUDA_LINEAR_ROWS=15 MEMRA_CUDA_LINEAR_GEMM=16' > $OUT/ab.txt 2>&1
-tar czf $OUT/ab.tar.gz -C /tmp ab
-python3 bench/ab_medians.py --sites linear_exact --per-site linear_exact /tmp/ab base,old | tee $OUT/medians.txt
-el
+ab_linear 4 base='' old='MEMRA_CUDA_LINEAR_ROWS=15 MEMRA_CUDA_LINEAR_GEMM=16'
 ops_bits linear
 el
-left() { echo $(( ${LIMIT:-560} - ($(date +%s) - T0) )); }
 if [ "$(left)" -gt 120 ]; then v4_bench 40; else echo "v4 bench skipped: $(left) s of LIMIT left"; fi
 if [ "$(left)" -gt 90 ]; then whole_check 80; else echo "whole check skipped: $(left) s of LIMIT left"; fi
