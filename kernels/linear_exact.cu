@@ -5,7 +5,7 @@
 // the grid: no split-K, no shape-dependent kernel choice that changes a reduction. Packed weights
 // (FP8/FP4 with e8m0 block scales) are decoded in registers as they are loaded (dot_exact.cuh).
 //
-// Seven kernels, one (row, o) order, so the same bits from any of them:
+// Six kernels, one (row, o) order, so the same bits from any of them:
 //   linear_one_row_kernel      one row of a plain matrix (decode GEMV), one output per warp, its
 //                              first weights loaded before pdl_begin(); also a few rows of a
 //                              matrix with few outputs, one GEMV per row (per_row_fits)
@@ -21,10 +21,6 @@
 //                              places, RB = 4, 6 or 8 rows a block fixed at compile time (zero rows
 //                              staged), weights 4 / KO lane steps ahead, fewer instructions a weight
 //                                                        grid (ceil(rows / RB), ceil(out / (8·KO)), groups)
-//   linear_exact_rows16_kernel the rows kernel's order at 16 rows × 32 outputs a block (16 warps, one
-//                              block an SM, two activation buffers filled by cp.async): 16-bit
-//                              rounds from kRows16FromRows (16) rows whose grid fills the SMs
-//                                                        grid (ceil(rows / 16), ceil(out / 32), groups)
 //   linear_exact_gemm_raw_kernel  rows ≥ kGemmFromRows (33), bf16/f16 weights, aligned, a grid of
 //                              two blocks per SM: the register-tiled form; a thread holds one lane's
 //                              partials of NJ rows × 4 outputs, the lanes' butterfly replayed in
@@ -32,7 +28,7 @@
 //                              NJ = 8 (16-row blocks), 4 and 16 for the forms
 //                                                        grid (ceil(rows / 2·NJ), ceil(out / 16), groups)
 //   linear_exact_gemm_kernel   the same for f32 weights: decoded to f32 on the way into shared memory
-//   block 256 (8 warps; the 16-row form 512); rows beyond `rows` masked.
+//   block 256 (8 warps); rows beyond `rows` masked.
 // Every kernel ends in store_output: y, or with LinearArgs::hc the attention's hc_post applied to the
 // value as it is made (the decode path's wo_b), one dependent launch fewer per layer.
 #include <algorithm>
@@ -345,104 +341,6 @@ __global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs
   const float mine = warp_sum_many<KO * 8>(acc);
   const int i = lane / kSpread, t = i / 8, r = i % 8;
   if (lane % kSpread == 0 && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
-}
-
-// 16 rows a block of a 16-bit matrix (rounds of 16-32 rows): the rows kernel's places and order
-// with 16 warps of 2 outputs each. At 16 rows the rows kernel ran two 8-row blocks per weight slice,
-// each staging its rows' activations for 8·KO outputs: wq_b moved ~200 MB from L2 to the SMs for
-// 67 MB of weights (50 us at 16 rows against 32 at 8, run 210). Here a weight load serves 16 rows
-// and a staged activation 32 outputs: ~134 MB. One 512-thread block an SM (128 registers), so the
-// next chunk's activations are copied (cp.async) into the other of two shared buffers while this
-// chunk's FMAs run: one barrier a chunk, no staging latency exposed.
-// Same (row, o) bits: lane l's chain over base = l·8, l·8 + 256, … chunk after chunk, then
-// warp_sum_many<32>, warp_sum's bits for each of the 2 × 16 values (value i on lane i).
-constexpr int kRows16Warps = 16, kRows16Block = kRows16Warps * kWarp, kRows16Rows = 16, kRows16Outs = 2;
-constexpr int kRows16Steps = 2;  // lane steps a chunk: 16 rows × 512 f32 = 32 KB a buffer
-constexpr int kRows16Quads = kWarp * 8 * kRows16Steps / 4;
-constexpr size_t kRows16Smem = 2 * kRows16Rows * kRows16Quads * sizeof(float4);
-
-template <typename WT>
-__global__ void __launch_bounds__(kRows16Block, 1) linear_exact_rows16_kernel(LinearArgs a) {
-  constexpr int KO = kRows16Outs, RB = kRows16Rows, V = 8, kStep = kWarp * V, kChunk = kStep * kRows16Steps;
-  constexpr int kQuads = kRows16Quads, kPhases = kRows16Block / kQuads, kEach = RB / kPhases;
-  static_assert(kRows16Block % kQuads == 0 && RB % kPhases == 0, "staging: a thread copies kEach rows' float4");
-  static_assert(KO * RB == kWarp, "one value a lane after the butterfly");
-  MEMRA_DYNAMIC_SMEM(float4, xs16, 16);  // [2][RB][kQuads], the rows kernel's layout in each buffer
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int r0 = blockIdx.x * RB;
-  const int o0 = (blockIdx.y * kRows16Warps + warp) * KO;
-  const int g = blockIdx.z;
-  const int nr = min(RB, a.rows - r0);
-  const bool lane_in = lane * V < a.in;
-  const int last = lane_in ? (a.in - 1 - lane * V) / kStep : 0;  // this lane's last lane step
-  const uint4* wl[KO];
-#pragma unroll
-  for (int t = 0; t < KO; ++t)
-    wl[t] = reinterpret_cast<const uint4*>(static_cast<const WT*>(a.w) +
-                                           (g * a.w_gstride / a.in + min(o0 + t, a.out - 1)) * static_cast<int64_t>(a.in) +
-                                           (lane_in ? lane * V : 0));
-  constexpr int kAhead = kRows16Steps;  // 16·KO·kAhead = 64 bytes a lane in flight, as the rows kernel
-  uint4 next[kAhead][KO];
-  const auto fetch = [&](int s, uint4(&slot)[KO]) {
-    if (lane_in && s <= last)
-#pragma unroll
-      for (int t = 0; t < KO; ++t) slot[t] = wl[t][s * kWarp];
-  };
-#pragma unroll
-  for (int j = 0; j < kAhead; ++j) fetch(j, next[j]);
-  pdl_begin();
-  // Staging by cp.async: thread i copies float4 i % kQuads of rows i / kQuads + kPhases·j, j < kEach
-  // (rows past `rows` and the chunk's end zero-filled) into buffer `buf`; no registers held.
-  const int q = threadIdx.x % kQuads, e = q * 4, rp = threadIdx.x / kQuads;
-  const int at = rp * kQuads + ((e / kStep) * 2 + (e % V) / 4) * kWarp + (e % kStep) / V;
-  const float* xsrc = a.x + g * a.x_gstride + static_cast<int64_t>(r0 + rp) * a.x_stride + e;
-  const auto stage = [&](int c0, int buf) {
-    const int cn = min(kChunk, a.in - c0);
-#pragma unroll
-    for (int j = 0; j < kEach; ++j) {
-      const bool valid = rp + kPhases * j < nr && e < cn;
-      cp_async16(&xs16[buf * RB * kQuads + kPhases * j * kQuads + at],
-                 valid ? xsrc + static_cast<int64_t>(kPhases * j) * a.x_stride + c0 : a.x, valid);
-    }
-    cp_async_commit();
-  };
-  float acc[KO * RB];  // (output o0 + t, row r) at t·RB + r
-#pragma unroll
-  for (int i = 0; i < KO * RB; ++i) acc[i] = 0.0f;
-  stage(0, 0);
-  for (int c0 = 0, s = 0, buf = 0; c0 < a.in; c0 += kChunk, buf ^= 1) {
-    const int cn = min(kChunk, a.in - c0);
-    // Chunk c0 has landed in buf (this thread's copies waited for, the others' by the barrier), and
-    // every warp is done reading buf ^ 1 (the chunk before), which the next chunk's copies fill
-    // while this chunk's FMAs run.
-    cp_async_wait<0>();
-    __syncthreads();
-    if (c0 + kChunk < a.in) stage(c0 + kChunk, buf ^ 1);
-    const float4* xb = xs16 + buf * RB * kQuads;
-#pragma unroll
-    for (int k = 0; k < kRows16Steps; ++k, ++s) {
-      if (k * kStep >= cn) break;  // the chunk's last lane step passed (block-uniform)
-      float wf[KO][V];
-#pragma unroll
-      for (int t = 0; t < KO; ++t) decode8(next[k][t], WT{}, wf[t]);
-      fetch(s + kAhead, next[k]);
-      if (k * kStep + lane * V < cn) {
-#pragma unroll
-        for (int r = 0; r < RB; ++r) {
-          const float4 x0 = xb[r * kQuads + (k * 2) * kWarp + lane], x1 = xb[r * kQuads + (k * 2 + 1) * kWarp + lane];
-          const float xf[V] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-#pragma unroll
-          for (int t = 0; t < KO; ++t)
-#pragma unroll
-            for (int u = 0; u < V; ++u) acc[t * RB + r] = __fmaf_rn(xf[u], wf[t][u], acc[t * RB + r]);
-        }
-      }
-    }
-  }
-  if (o0 >= a.out) return;  // after the last barrier
-  const float mine = warp_sum_many<KO * RB>(acc);  // value lane
-  const int t = lane / RB, r = lane % RB;
-  if (r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
 }
 
 // Rows ≥ kGemmFromRows of a plain matrix on the vector path: the register-tiled form. The tiled
@@ -943,33 +841,6 @@ cudaError_t launch_rows(const LinearArgs& a, cudaStream_t stream, int ko) {
   return launch_rows_ko<WT, 1>(a, stream, gm);
 }
 
-// The fewest rows a 16-bit round sends to linear_exact_rows16_kernel, where neither the one-row nor
-// the register-tiled form is taken and its grid has a block on three quarters of the SMs (with
-// fewer blocks the rows kernel's smaller tiles spread better). Prediction (run 211): wq_b,
-// wo_a, wo_b at 16 rows ~48 → ~35 us each a layer. MEMRA_CUDA_LINEAR_ROWS16 (A/B timing; same
-// bits): 0 = never, n = from n rows.
-constexpr int kRows16FromRows = 16;
-int rows16_min_rows() {
-  static const int setting = switch_zero_or_count("MEMRA_CUDA_LINEAR_ROWS16", kRows16FromRows);
-  return setting;
-}
-unsigned rows16_out_blocks(const LinearArgs& a) {
-  constexpr int per_block = kRows16Warps * kRows16Outs;
-  return static_cast<unsigned>((a.out + per_block - 1) / per_block);
-}
-bool rows16_fills(const LinearArgs& a) {
-  const int64_t blocks = static_cast<int64_t>((a.rows + kRows16Rows - 1) / kRows16Rows) * rows16_out_blocks(a) * a.groups;
-  return 4 * blocks >= 3 * static_cast<int64_t>(device_sms());
-}
-template <typename WT>
-cudaError_t launch_rows16(const LinearArgs& a, cudaStream_t stream) {
-  const auto kernel = linear_exact_rows16_kernel<WT>;
-  const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), kRows16Smem);
-  if (e != cudaSuccess) return e;
-  const dim3 grid(static_cast<unsigned>((a.rows + kRows16Rows - 1) / kRows16Rows), rows16_out_blocks(a), a.groups);
-  return launch(kernel, grid, kRows16Block, kRows16Smem, stream, a);
-}
-
 template <typename Row>
 cudaError_t launch_tiled(const LinearArgs& a, cudaStream_t stream, dim3 grid, int ko) {
   if (ko == 4) return launch(linear_exact_tiled_kernel<Row, 4>, grid, kBlock, 0, stream, a);
@@ -983,7 +854,6 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
   // others take the library's choice.
   bool rows_form = form == kLinearRows1 || form == kLinearRows2 || form == kLinearRows4;
   if (rows_form && !kRawWeights<Row>) rows_form = false, form = 0;
-  if (form == kLinearRows16 && !kRawWeights<Row>) form = 0;
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
   if (a.rows == 1 && form >= 0) {
@@ -995,7 +865,7 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
       return launch(linear_one_row_kernel<Row>, dim3(gx, a.rows, a.groups), kBlock, 0, stream, a);
     const bool gemm_fits =
         tiled_ok<Row>(a, static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts)) && gemm_offsets_fit(a);
-    if (form < 0 && !rows_form && form != kLinearRows16 && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);
+    if (form < 0 && !rows_form && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);
     const int from = gemm_min_rows();
     if (form == 0 && from > 0 && a.rows >= from && gemm_fits) {
       const int sms = device_sms();
@@ -1003,13 +873,6 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
       if (gemm_fills_sms(a, tile, sms)) return launch_gemm_rows<Row>(a, stream, tile);
     }
     const int env = tiled_setting();
-    if constexpr (kRawWeights<Row>) {
-      using WT = std::remove_const_t<std::remove_pointer_t<decltype(Row::w)>>;
-      const int from16 = rows16_min_rows();
-      const bool rows16 = form == kLinearRows16 || (form == 0 && env >= 0 && from16 > 0 && a.rows >= from16 &&
-                                                     a.rows <= rows_kernel_max_rows() && rows16_fills(a));
-      if (rows16 && tiled_ok<Row>(a, rows16_out_blocks(a))) return launch_rows16<WT>(a, stream);
-    }
     const int ko = form == 1 || form == 2 || form == 4 ? form
                    : rows_form                            ? -form - 200
                    : env > 0                              ? env
