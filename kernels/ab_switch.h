@@ -2,6 +2,7 @@
 // the caller, usually once per process into a function-local static. Plain C++, host side only.
 #pragma once
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 namespace memra::cuda {
@@ -23,6 +24,17 @@ inline int switch_count(const char* name, int fallback) {
 // means "never" (MEMRA_CUDA_LINEAR_GEMM, MEMRA_CUDA_LINEAR_ROWS, MEMRA_CUDA_LINEAR_PER_ROW).
 inline int switch_zero_or_count(const char* name, int fallback) {
   return switch_on(name) ? switch_count(name, fallback) : 0;
+}
+
+// The variable's value when its text is exactly one of `choices` written in decimal ("4" of
+// {0, 4, 8}), else `fallback` (unset, empty, another number, "04", not a number): the switches that
+// name a form (MEMRA_CUDA_LINEAR_TILED, MEMRA_CUDA_ATTN_CLUSTER, MEMRA_CUDA_MOE_WIDE, …).
+inline int switch_choice(const char* name, std::initializer_list<int> choices, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v) return fallback;
+  for (int c : choices)
+    if (std::to_string(c) == v) return c;
+  return fallback;
 }
 
 }  // namespace memra::cuda

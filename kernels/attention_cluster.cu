@@ -30,9 +30,6 @@
 // of 16 blocks with 8 heads (27 → 30 us, verify 6 79 → 99 us, branch cluster16-run135).
 #include <cooperative_groups.h>
 
-#include <cstdlib>
-#include <cstring>
-
 #include "ab_switch.h"
 #include "attention_keys.cuh"
 #include "common.cuh"
@@ -346,13 +343,7 @@ ClusterKernel cluster_kernel(int d, int heads) {
 // MEMRA_CUDA_ATTN_CLUSTER: 0 = the cluster kernel off (A/B), 4 or 8 = that many heads per cluster,
 // else by rows (cluster_heads).
 int heads_setting() {
-  static const int heads = [] {
-    const char* v = std::getenv("MEMRA_CUDA_ATTN_CLUSTER");
-    if (v && std::strcmp(v, "0") == 0) return 0;
-    if (v && std::strcmp(v, "4") == 0) return 4;
-    if (v && std::strcmp(v, "8") == 0) return 8;
-    return -1;
-  }();
+  static const int heads = switch_choice("MEMRA_CUDA_ATTN_CLUSTER", {0, 4, 8}, -1);
   return heads;
 }
 

@@ -1,7 +1,5 @@
 // When a launch may use programmatic dependent launch, and at which priority (launch.cuh, pdl.h).
-#include <cstdlib>
-#include <cstring>
-
+#include "ab_switch.h"
 #include "pdl.h"
 
 namespace memra::cuda {
@@ -12,10 +10,7 @@ thread_local bool t_pdl_off = false;
 thread_local int t_priority = 0;
 
 bool pdl_env() {
-  static const bool on = [] {
-    const char* v = std::getenv("MEMRA_CUDA_PDL");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
+  static const bool on = switch_on("MEMRA_CUDA_PDL");
   return on;
 }
 

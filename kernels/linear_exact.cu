@@ -683,9 +683,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
 // warp; unset or anything else = the grid's choice (tiled_outs_per_warp).
 int tiled_setting() {
   static const int setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_TILED");
-    const std::string s = v ? v : "";
-    return s == "0" ? -1 : s == "1" ? 1 : s == "2" ? 2 : s == "4" ? 4 : 0;
+    const int v = switch_choice("MEMRA_CUDA_LINEAR_TILED", {0, 1, 2, 4}, -2);
+    return v == 0 ? -1 : v == -2 ? 0 : v;
   }();
   return setting;
 }
@@ -766,11 +765,7 @@ int device_sms() {
 // time. 8-row blocks at the small grids gained under 0.3% of batch 32 / 64 (run 205; not taken).
 // MEMRA_CUDA_LINEAR_GEMM_TILE (A/B timing; same bits): =16|32 that many above 16 rows; =8 always 8.
 int gemm_tile_rows(const LinearArgs& a, int sms) {
-  static const int setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_LINEAR_GEMM_TILE");
-    const std::string s = v ? v : "";
-    return s == "32" ? 32 : s == "16" ? 16 : s == "8" ? 8 : 0;
-  }();
+  static const int setting = switch_choice("MEMRA_CUDA_LINEAR_GEMM_TILE", {8, 16, 32}, 0);
   if (a.rows <= 8 || setting == 8) return 8;
   if (a.rows <= 16) return 16;
   if (setting) return setting;

@@ -588,10 +588,7 @@ cudaError_t launch_one_row(const ExpertsArgs& a, cudaStream_t stream) {
 constexpr int kSplitRows = 2;
 
 bool split_lists(const ExpertsArgs& a) {
-  static const int setting = [] {
-    const char* v = std::getenv("MEMRA_CUDA_MOE_SPLIT");
-    return v && v[0] == '0' ? 0 : v && v[0] == '1' ? 1 : -1;
-  }();
+  static const int setting = switch_choice("MEMRA_CUDA_MOE_SPLIT", {0, 1}, -1);
   if (a.lists == 1 || a.lists == 2) return a.lists == 2;
   return setting < 0 ? a.rows >= kSplitRows : setting == 1;
 }
@@ -599,10 +596,7 @@ bool split_lists(const ExpertsArgs& a) {
 // MEMRA_CUDA_MOE_WIDE (A/B; same bits): 0 = both lists through the one-output-per-warp kernels,
 // 1 = the large list wide, unset = both lists wide.
 int wide_setting() {
-  static const int level = [] {
-    const char* v = std::getenv("MEMRA_CUDA_MOE_WIDE");
-    return v && v[0] == '0' ? 0 : v && v[0] == '1' ? 1 : 2;
-  }();
+  static const int level = switch_choice("MEMRA_CUDA_MOE_WIDE", {0, 1}, 2);
   return level;
 }
 

@@ -91,8 +91,7 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   for (cudaEvent_t* e : {&fork_event_, &qr_ready_})
     check(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate (fork/join)");
   for (cudaEvent_t& e : join_event_) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (fork/join)");
-  const char* ov = std::getenv("MEMRA_CUDA_OVERLAP");
-  overlap_env_ = !(ov && std::string(ov) == "0");
+  overlap_env_ = switch_on("MEMRA_CUDA_OVERLAP");
   if (fast_) {
     const cublasStatus_t st = cublasCreate(&cublas_);
     if (st != CUBLAS_STATUS_SUCCESS) check_text(cublasGetStatusString(st), "cublasCreate");
@@ -100,22 +99,16 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   max_keys_ = attention_max_keys(static_cast<int>(cfg_.head_dim), device_);
   const char* t = std::getenv("MEMRA_CUDA_TIME_LINEARS");
   time_linears_ = t && std::string(t) == "1";
-  const char* h = std::getenv("MEMRA_CUDA_HC_SPLIT");
-  hc_split_ = !(h && std::string(h) == "0");
-  const char* e = std::getenv("MEMRA_CUDA_HC_POST_EPILOGUE");
-  hc_post_epilogue_ = !(e && std::string(e) == "0");
-  const char* f = std::getenv("MEMRA_CUDA_HC_NORM");
-  hc_norm_ = !(f && std::string(f) == "0");
-  const char* ca = std::getenv("MEMRA_CUDA_HC_COMB_APART");
-  comb_apart_ = !(ca && std::string(ca) == "0");
-  const char* ip = std::getenv("MEMRA_CUDA_INDEXER_PRIORITY");
-  if (!(ip && std::string(ip) == "0")) {
+  hc_split_ = switch_on("MEMRA_CUDA_HC_SPLIT");
+  hc_post_epilogue_ = switch_on("MEMRA_CUDA_HC_POST_EPILOGUE");
+  hc_norm_ = switch_on("MEMRA_CUDA_HC_NORM");
+  comb_apart_ = switch_on("MEMRA_CUDA_HC_COMB_APART");
+  if (switch_on("MEMRA_CUDA_INDEXER_PRIORITY")) {
     int least = 0, greatest = 0;
     check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
     indexer_priority_ = greatest;  // 0 where the device has one priority
   }
-  const char* c = std::getenv("MEMRA_CUDA_SIDE_CHAINS");
-  side_chains_ = !(c && std::string(c) == "0");
+  side_chains_ = switch_on("MEMRA_CUDA_SIDE_CHAINS");
 }
 
 namespace {

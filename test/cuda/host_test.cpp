@@ -7,7 +7,8 @@
 //  - the packed-weight decoders the kernels run (packed_decode.h, compiled here for the host) give
 //    lib/format/quant.h's values bit for bit: every e8m0 byte, every FP8 code and FP4 nibble in
 //    every position of a lane step, at scales from 2^-127 to 2^127 and NaN;
-//  - the A/B switch readers (ab_switch.h): on unless "0", a count only when positive.
+//  - the A/B switch readers (ab_switch.h): on unless "0", a count only when positive, a choice only
+//    when its text is exactly one of the named values.
 #include <cmath>
 #include <set>
 
@@ -46,6 +47,22 @@ void check_switches(Report& rep) {
   }
   unsetenv(kVar);
   rep.add("A/B switch readers (on unless \"0\", positive counts, \"0\" or a count)", bad == 0, std::to_string(bad) + " of 8 cases wrong");
+  // switch_choice: exactly one of the choices' decimal texts, else the fallback (-1 here).
+  struct Choice {
+    const char* value;
+    int want;
+  };
+  const Choice choices[] = {{nullptr, -1}, {"0", 0}, {"4", 4}, {"8", 8}, {"2", -1}, {"04", -1},
+                            {"4x", -1},    {"", -1}, {" 4", -1}, {"-1", -1}, {"16", -1}};
+  int wrong = 0;
+  for (const Choice& c : choices) {
+    if (c.value) setenv(kVar, c.value, 1);
+    else unsetenv(kVar);
+    wrong += switch_choice(kVar, {0, 4, 8}, -1) != c.want;
+  }
+  unsetenv(kVar);
+  rep.add("A/B switch choice (exactly one of the named values, else the fallback)", wrong == 0,
+          std::to_string(wrong) + " of 11 cases wrong");
 }
 
 void check_packed_decode(Report& rep) {
