@@ -32,9 +32,7 @@
 // Every kernel ends in store_output: y, or with LinearArgs::hc the attention's hc_post applied to the
 // value as it is made (the decode path's wo_b), one dependent launch fewer per layer.
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
-#include <string>
 #include <type_traits>
 
 #include "ab_switch.h"
@@ -682,10 +680,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) linear_exact_gemm_raw_kern
 // through linear_exact_kernel<Row, 8>; 1, 2 or 4 = the tiled kernel with that many outputs per
 // warp; unset or anything else = the grid's choice (tiled_outs_per_warp).
 int tiled_setting() {
-  static const int setting = [] {
-    const int v = switch_choice("MEMRA_CUDA_LINEAR_TILED", {0, 1, 2, 4}, -2);
-    return v == 0 ? -1 : v == -2 ? 0 : v;
-  }();
+  static const int setting =
+      switch_on("MEMRA_CUDA_LINEAR_TILED") ? switch_choice("MEMRA_CUDA_LINEAR_TILED", {1, 2, 4}, 0) : -1;
   return setting;
 }
 

@@ -22,7 +22,6 @@
 //   codes) are decoded as they are loaded (dot_exact.cuh stack_row).
 // moe_combine      out = (Σ_{slot asc} eo·ew) + shared, one thread per element.
 #include <algorithm>
-#include <cstdlib>
 
 #include "ab_switch.h"
 #include "common.cuh"
