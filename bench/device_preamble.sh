@@ -9,6 +9,7 @@
 #   v4_bench [LINES]  issue 13's v4 bench (bench/gpu_bench.sh) as $OUT/bench.tar.gz, its table printed
 #   ab_linear PASSES ARM=SETTINGS …   an A/B of `memra bench` arms with the linears' sites (below)
 #   left          seconds left of the call's LIMIT (default 560)
+#   ncu_kernels TAG REGEX SKIP COUNT ARGS …   ncu of some launches of the kernels REGEX names (below)
 # It prints memra's version and the GPU's name first (each run's record of what ran where).
 # NCCL's NVLink multicast stays off (the lent machines' rule), and the pack's libraries come first.
 bash tools/gpu-check.sh --unpack
@@ -87,5 +88,30 @@ ab_linear() {
   tar czf "$OUT/ab.tar.gz" -C "$dir" ab
   local IFS=,
   python3 bench/ab_medians.py --sites linear_exact --per-site linear_exact "$dir/ab" "${names[*]}" | tee "$OUT/medians.txt"
+  el
+}
+# ncu_kernels TAG REGEX SKIP COUNT ARGS …: ncu (--clock-control none) of launches SKIP + 1 … SKIP +
+# COUNT of the kernels matching REGEX while the pack's memra runs ARGS (its stdout dropped), with the
+# sections a kernel's reading needs (speed of light, launch, occupancy, warp states, compute, memory,
+# instructions), within NCU_TIMEOUT (150) s; as $OUT/TAG-details.txt.xz (every body item) and
+# $OUT/TAG-raw.csv.xz (every collected metric); printed: its rc, then per kernel its name, grid,
+# duration, issue slots and L2 / DRAM throughput (NCU_LINES, 90, lines).
+ncu_kernels() {
+  local tag=$1 regex=$2 skip=$3 count=$4 ncu dir
+  shift 4
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
+  [[ -n "$ncu" ]] || { echo "ncu $tag: no ncu here"; return 0; }
+  dir=$(mktemp -d)
+  timeout "${NCU_TIMEOUT:-150}" "$ncu" --clock-control none --kernel-name-base demangled -k "regex:$regex" \
+    --launch-skip "$skip" --launch-count "$count" --section SpeedOfLight --section LaunchStats --section Occupancy \
+    --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    --section InstructionStats -o "$dir/$tag" "$m" "$@" > /dev/null 2> "$dir/err.txt"
+  echo "ncu $tag rc=$? $(tail -1 "$dir/err.txt")"
+  "$ncu" -i "$dir/$tag.ncu-rep" --page details --print-details all > "$dir/details.txt" 2>&1
+  "$ncu" -i "$dir/$tag.ncu-rep" --page raw --csv > "$dir/raw.csv" 2>&1
+  xz -9 < "$dir/details.txt" > "$OUT/$tag-details.txt.xz"
+  xz -9 < "$dir/raw.csv" > "$OUT/$tag-raw.csv.xz"
+  grep -E "^  [^ ]|Grid Size|^ +Duration|Issue Slots Busy|L2 Cache Throughput|DRAM Throughput" "$dir/details.txt" |
+    sed -E 's/\(.*Stream/ Stream/' | head -n "${NCU_LINES:-90}"
   el
 }

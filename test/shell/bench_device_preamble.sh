@@ -4,9 +4,10 @@
 # archive), archives what it wrote as $OUT/check.tar.gz and prints its summary's last lines; ops_bits
 # runs one ops group with the pack's library or an arm's, into its own file, one line printed;
 # v4_bench runs bench/gpu_bench.sh with the pack's binaries, archives its folder as
-# $OUT/bench.tar.gz and prints its rc and the table's first lines. On stubs of gpu-check.sh,
-# gpu_bench.sh and memra_cuda_test that record what they were given (the real ones need the GPU
-# machine).
+# $OUT/bench.tar.gz and prints its rc and the table's first lines; ab_linear and ncu_kernels pass
+# their arms / kernels and arguments on and keep what comes back. On stubs of gpu-check.sh,
+# gpu_bench.sh, memra_cuda_test, ab_arms.sh, ab_medians.py and ncu that record what they were given
+# (the real ones need the GPU machine).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 root="$work/root"
@@ -72,6 +73,31 @@ grep -q "args bench --json arms base=$" <<< "$(tar xzf "$work/out/ab.tar.gz" -O 
   { echo "FAIL: AB_ARGS not passed"; fail=1; }
 lf=$(cd "$root" && OUT="$work/out" LIMIT=300 bash -c 'source bench/device_preamble.sh; left' 2>&1 | tail -1)
 [[ "$lf" =~ ^(29[5-9]|300)$ ]] || { echo "FAIL: left under LIMIT 300: $lf"; fail=1; }
-[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines; v4_bench: binaries, archive, table; ab_linear: arms, arguments, archive, medians; left"
+# ncu_kernels: ncu (found on PATH) given the kernels' regex, skip and count and the pack's memra with
+# the arguments; the report read back as the two .xz files; the kernels' lines printed, names cut
+# before their parameters
+mkdir -p "$work/path"
+cat > "$work/path/ncu" <<'STUB'
+#!/usr/bin/env bash
+if [[ "$1" == -i ]]; then
+  if [[ " $* " == *" --page details "* ]]; then
+    printf '  void k<2, 8>(LinearArgs) (8, 1, 1)x(256, 1, 1), Context 1, Stream 7, Device 0\n    Duration  us  12.5\n    Other  x  1\n'
+  else echo "raw,metrics"; fi
+  exit 0
+fi
+echo "$*" > "$NCU_GIVEN"
+STUB
+chmod +x "$work/path/ncu"
+nk=$(cd "$root" && OUT="$work/out" NCU_GIVEN="$work/ncu-given.txt" PATH="$work/path:$PATH" \
+  bash -c 'source bench/device_preamble.sh; ncu_kernels r16 "rows_kernel|gemm" 8 14 bench --verify 16' 2>&1)
+grep -q -- "-k regex:rows_kernel|gemm --launch-skip 8 --launch-count 14 .* -o /.*/r16 $root/build-gpu-pack/bin/memra bench --verify 16$" \
+  "$work/ncu-given.txt" 2>/dev/null || { echo "FAIL: ncu_kernels' ncu call: $(cat "$work/ncu-given.txt" 2>&1)"; fail=1; }
+grep -q -- '--clock-control none' "$work/ncu-given.txt" 2>/dev/null || { echo "FAIL: ncu_kernels: clocks not left alone"; fail=1; }
+[[ "$(xz -dc "$work/out/r16-raw.csv.xz" 2>&1)" == raw,metrics ]] || { echo "FAIL: r16-raw.csv.xz"; fail=1; }
+xz -dc "$work/out/r16-details.txt.xz" 2>/dev/null | grep -q '^    Other' || { echo "FAIL: r16-details.txt.xz not whole"; fail=1; }
+grep -q '^ncu r16 rc=0' <<< "$nk" || { echo "FAIL: ncu_kernels' rc line: $nk"; fail=1; }
+grep -q '^  void k<2, 8> Stream 7, Device 0$' <<< "$nk" || { echo "FAIL: ncu_kernels' kernel line: $nk"; fail=1; }
+grep -q 'Duration' <<< "$nk" && grep -q 'Other' <<< "$nk" && { echo "FAIL: ncu_kernels printed every line: $nk"; fail=1; }
+[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines; v4_bench: binaries, archive, table; ab_linear: arms, arguments, archive, medians; left; ncu_kernels: call, files, lines"
 
 exit $fail
