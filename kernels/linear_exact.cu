@@ -773,11 +773,14 @@ int gemm_tile_rows(const LinearArgs& a, int sms) {
 // one after another (the router at 8 rows: 32 blocks, 19 us against 8 at one row). Each warp also
 // reads its weight row again (from L2 after the first row's warp), so only while rows · outputs
 // warps stay few (MEMRA_CUDA_LINEAR_PER_ROW=0: never, =n: up to n warps; A/B timing, same bits).
+// MEMRA_CUDA_LINEAR_PER_ROW_ROWS=n: up to n rows instead of kPerRowMaxRows (A/B timing, same bits).
 constexpr int kPerRowMaxWarps = 4096;
+constexpr int kPerRowMaxRows = 8;
 
 bool per_row_fits(const LinearArgs& a) {
   static const int64_t max_warps = switch_zero_or_count("MEMRA_CUDA_LINEAR_PER_ROW", kPerRowMaxWarps);
-  return a.rows <= 8 && static_cast<int64_t>(a.rows) * a.out * a.groups <= max_warps;
+  static const int max_rows = switch_count("MEMRA_CUDA_LINEAR_PER_ROW_ROWS", kPerRowMaxRows);
+  return a.rows <= max_rows && static_cast<int64_t>(a.rows) * a.out * a.groups <= max_warps;
 }
 
 // Whether the register-tiled grid gives every SM two blocks: a lane's chain cannot be split (its

@@ -699,8 +699,17 @@ size_t hc_mix_scratch(int rows, int n, int D) {
 }
 
 // Rows from which hc_pre computes each row's rms once (hc_rms_kernel) instead of in every slice block,
-// and the mix runs kMixRows rows a block (hc_mix_rows_kernel).
+// and the mix runs kMixRows rows a block (hc_mix_rows_kernel); also the rows from which the Sinkhorn
+// goes a warp a row (comb_rows).
 constexpr int kRmsOnceRows = 64;
+
+// MEMRA_CUDA_HC_MIX_FROM=n (A/B timing; the same bits): the rms once and the many-row mix from n rows
+// (below 64 every slice block of a row re-reads its n·D stream values for the rms: 32 blocks × 64 KB
+// a V4-Flash row).
+int mix_rows_from() {
+  static const int from = switch_count("MEMRA_CUDA_HC_MIX_FROM", kRmsOnceRows);
+  return from;
+}
 
 // MEMRA_CUDA_HC_MIX_ROWS=0 (A/B timing; the same bits): many-row mixes one row a block as before run 118.
 bool mix_rows_on() {
@@ -759,7 +768,7 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
   const int nD = a.n * a.D, M = (2 + a.n) * a.n, S = a.mix_given ? 1 : slices_of(nD);
   if (a.partial && !a.mix_given) {
     float* rms = nullptr;
-    if (a.rows >= kRmsOnceRows) {
+    if (a.rows >= (a.mix_rows_from > 0 ? a.mix_rows_from : mix_rows_from())) {
       rms = a.partial + static_cast<int64_t>(a.rows) * M * S;  // hc_mix_scratch's tail
       const cudaError_t err = launch(hc_rms_kernel, a.rows, kBlock, 0, stream, a.X, nD, a.norm_eps, rms);
       if (err != cudaSuccess) return err;

@@ -185,6 +185,9 @@ struct HcPreArgs {
   // so an hc_comb after it reads the scaled values.
   bool mix_given = false;
   bool mix_unscaled = false;
+  // 0: the library's rule; n: each row's rms once and the many-row mix (hc_mix_rows) from n rows
+  // (tests: the same bits at any row count).
+  int mix_rows_from = 0;
 };
 size_t hc_mix_scratch(int rows, int n, int D);
 cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream);

@@ -382,15 +382,20 @@ void test_mhc(Rng& rng, Report& rep) {
       const std::vector<float> gx = dx.download(), gp = dpost.download(), gc = dcomb.download();
       const Diff dxx = compare(gx, x), dp = compare(gp, post), dc = compare(gc, comb);
       // Two launches of 35 rows (under 64: each slice block computes its row's rms, one row a block)
-      // give the 70-row launch's bits on every row.
-      dx.poison(), dpost.poison(), dcomb.poison();
-      for (int r0 : {0, T / 2}) {
-        HcPreArgs b = a;
-        b.rows = T / 2, b.X = dX.get() + static_cast<int64_t>(r0) * nD, b.x = dx.get() + static_cast<int64_t>(r0) * D;
-        b.post = dpost.get() + r0 * n, b.comb = dcomb.get() + r0 * n * n;
-        check(hc_pre(b, nullptr), "hc_pre (35 rows)");
+      // give the 70-row launch's bits on every row; so do they with the many-row mix forced from one
+      // row (HcPreArgs::mix_rows_from: a 16-row block of 3 rows).
+      bool rows_bits = true;
+      for (int from : {0, 1}) {
+        dx.poison(), dpost.poison(), dcomb.poison();
+        for (int r0 : {0, T / 2}) {
+          HcPreArgs b = a;
+          b.rows = T / 2, b.X = dX.get() + static_cast<int64_t>(r0) * nD, b.x = dx.get() + static_cast<int64_t>(r0) * D;
+          b.post = dpost.get() + r0 * n, b.comb = dcomb.get() + r0 * n * n, b.mix_rows_from = from;
+          check(hc_pre(b, nullptr), "hc_pre (35 rows)");
+        }
+        rows_bits = rows_bits && bits_equal(dx.download(), gx) && bits_equal(dpost.download(), gp) &&
+                    bits_equal(dcomb.download(), gc);
       }
-      const bool rows_bits = bits_equal(dx.download(), gx) && bits_equal(dpost.download(), gp) && bits_equal(dcomb.download(), gc);
       const std::string tag = " n=" + std::to_string(n) + " D=" + std::to_string(D) + (split ? " split" : " one block");
       if (split) {
         // cuda-fast's form: the unnormalised mix X·fnᵀ (here in double, as a GEMM would make it up
