@@ -261,20 +261,13 @@ __device__ __forceinline__ void decode8(const uint4& q, __half, float (&out)[8])
 //   - the weights loaded 4 / KO lane steps before their FMAs (the first before pdl_begin), across
 //     chunk boundaries;
 //   - the epilogue's KO·8 butterflies as one warp_sum_many.
-// RB = 16 (KO = 4 only): two 8-row accumulator groups a warp, so each decoded weight serves 16 rows
-// (a lane step: 4 weight loads and 32 conversions for 512 FFMA instead of 256), at one block an SM
-// (64 accumulators) and 64 KB of staged rows; the weights 2 lane steps ahead (the bytes in flight
-// of two 8-row blocks an SM).
 // Same (row, o) bits as every other form: each chain is dot_rows<Row, 1>'s, zero rows unstored.
 template <typename WT, int KO, int RB>
-__global__ void __launch_bounds__(kBlock, RB > 8 ? 1 : 2) linear_exact_rows_kernel(LinearArgs a) {
+__global__ void __launch_bounds__(kBlock, 2) linear_exact_rows_kernel(LinearArgs a) {
   constexpr int V = 8, kStep = kWarp * V, kChunk = kStep * kTileSteps, kQuads = kChunk / 4;
-  constexpr int kGroups = RB > 8 ? 2 : 1;  // 8-row accumulator groups a warp
-  static_assert((RB <= 8 && RB % 2 == 0) || (RB == 16 && KO == 4), "rows a block");
+  static_assert(RB <= 8 && RB % 2 == 0, "rows a block");
   static_assert(kQuads == kBlock, "staging: thread i copies float4 i of every row");
-  // [RB][kQuads] (rows_stage_bytes), the tiled kernel's layout: float4 (k·2 + h)·32 + lane
-  MEMRA_DYNAMIC_SMEM(float4, rows_xs, 16);
-  float4(*const xs)[kQuads] = reinterpret_cast<float4(*)[kQuads]>(rows_xs);
+  __shared__ float4 xs[RB][kQuads];  // the tiled kernel's layout: float4 (k·2 + h)·32 + lane
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int r0 = blockIdx.x * RB;
   const int o0 = (blockIdx.y * kOutsPerBlock + warp) * KO;
@@ -290,9 +283,8 @@ __global__ void __launch_bounds__(kBlock, RB > 8 ? 1 : 2) linear_exact_rows_kern
                                            (g * a.w_gstride / a.in + min(o0 + t, a.out - 1)) * static_cast<int64_t>(a.in) +
                                            (lane_in ? lane * V : 0));
   // Lane step s's weights go to slot s % kAhead, loaded kAhead steps before their FMAs: 16·KO·kAhead
-  // = 64 bytes a lane in flight whatever KO (few outputs a warp: few warps, so deeper), 128 at RB = 16
-  // (one block an SM).
-  constexpr int kAhead = (RB > 8 ? 8 : 4) / KO;
+  // = 64 bytes a lane in flight whatever KO (few outputs a warp: few warps, so deeper).
+  constexpr int kAhead = 4 / KO;
   static_assert(kTileSteps % kAhead == 0, "slot = lane step within the chunk % kAhead");
   uint4 next[kAhead][KO];
   const auto fetch = [&](int s, uint4(&slot)[KO]) {
@@ -307,11 +299,9 @@ __global__ void __launch_bounds__(kBlock, RB > 8 ? 1 : 2) linear_exact_rows_kern
   const int e = threadIdx.x * 4;
   float4* const xs_at = &xs[0][((e / kStep) * 2 + (e % V) / 4) * kWarp + (e % kStep) / V];
   const float* xsrc = a.x + g * a.x_gstride + static_cast<int64_t>(r0) * a.x_stride + e;
-  float acc[kGroups][KO * 8];  // (output o0 + t, row 8·h + r) at [h][t·8 + r]; rows past RB stay zero
+  float acc[KO * 8];  // (output o0 + t, row r) at t·8 + r; rows RB … 7 stay zero
 #pragma unroll
-  for (int h = 0; h < kGroups; ++h)
-#pragma unroll
-    for (int i = 0; i < KO * 8; ++i) acc[h][i] = 0.0f;
+  for (int i = 0; i < KO * 8; ++i) acc[i] = 0.0f;
   for (int c0 = 0, s = 0; c0 < a.in; c0 += kChunk) {
     const int cn = min(kChunk, a.in - c0);  // a multiple of V
     __syncthreads();  // the previous chunk's reads are done
@@ -339,23 +329,17 @@ __global__ void __launch_bounds__(kBlock, RB > 8 ? 1 : 2) linear_exact_rows_kern
 #pragma unroll
           for (int t = 0; t < KO; ++t)
 #pragma unroll
-            for (int v = 0; v < V; ++v) acc[r / 8][t * 8 + r % 8] = __fmaf_rn(xf[v], wf[t][v], acc[r / 8][t * 8 + r % 8]);
+            for (int v = 0; v < V; ++v) acc[t * 8 + r] = __fmaf_rn(xf[v], wf[t][v], acc[t * 8 + r]);
         }
       }
     }
   }
   if (o0 >= a.out) return;  // after the last barrier
   constexpr int kSpread = kWarp / (KO * 8);
+  const float mine = warp_sum_many<KO * 8>(acc);
   const int i = lane / kSpread, t = i / 8, r = i % 8;
-#pragma unroll
-  for (int h = 0; h < kGroups; ++h) {
-    const float mine = warp_sum_many<KO * 8>(acc[h]);
-    if (lane % kSpread == 0 && 8 * h + r < nr && o0 + t < a.out) store_output(a, g, r0 + 8 * h + r, o0 + t, mine);
-  }
+  if (lane % kSpread == 0 && r < nr && o0 + t < a.out) store_output(a, g, r0 + r, o0 + t, mine);
 }
-
-// The rows kernel's dynamic shared memory: RB rows of a staged chunk (kTileSteps lane steps of 32·8).
-constexpr size_t rows_stage_bytes(int rb) { return static_cast<size_t>(rb) * kTileSteps * kWarp * 8 * sizeof(float); }
 
 // Rows ≥ kGemmFromRows of a plain matrix on the vector path: the register-tiled form. The tiled
 // kernel above gives each warp one lane step of 8 rows × KO outputs, so a weight load serves 8 rows
@@ -835,37 +819,20 @@ int rows_kernel_max_rows() {
   return setting;
 }
 
-// MEMRA_CUDA_LINEAR_ROWS16=n (A/B timing; same bits): the rows kernel's 16-row blocks (RB = 16) from
-// n (> 8) rows wherever it runs 4 outputs a warp; unset: never.
-int rows16_from() {
-  static const int setting = switch_count("MEMRA_CUDA_LINEAR_ROWS16", 0);
-  return setting;
-}
-
 template <typename WT, int KO>
-cudaError_t launch_rows_ko(const LinearArgs& a, cudaStream_t stream, unsigned out_blocks, bool rb16) {
+cudaError_t launch_rows_ko(const LinearArgs& a, cudaStream_t stream, unsigned out_blocks) {
   const int rb = a.rows <= 4 ? 4 : a.rows <= 6 ? 6 : 8;
   const dim3 grid(static_cast<unsigned>((a.rows + rb - 1) / rb), out_blocks, a.groups);
-  if constexpr (KO == 4) {
-    if (rb16) {
-      const auto kernel = linear_exact_rows_kernel<WT, 4, 16>;
-      const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), rows_stage_bytes(16));
-      if (e != cudaSuccess) return e;
-      return launch(kernel, dim3(static_cast<unsigned>((a.rows + 15) / 16), out_blocks, a.groups), kBlock,
-                    rows_stage_bytes(16), stream, a);
-    }
-  }
-  if (rb == 4) return launch(linear_exact_rows_kernel<WT, KO, 4>, grid, kBlock, rows_stage_bytes(4), stream, a);
-  if (rb == 6) return launch(linear_exact_rows_kernel<WT, KO, 6>, grid, kBlock, rows_stage_bytes(6), stream, a);
-  return launch(linear_exact_rows_kernel<WT, KO, 8>, grid, kBlock, rows_stage_bytes(8), stream, a);
+  if (rb == 4) return launch(linear_exact_rows_kernel<WT, KO, 4>, grid, kBlock, 0, stream, a);
+  if (rb == 6) return launch(linear_exact_rows_kernel<WT, KO, 6>, grid, kBlock, 0, stream, a);
+  return launch(linear_exact_rows_kernel<WT, KO, 8>, grid, kBlock, 0, stream, a);
 }
-// rb16: 16-row blocks (KO = 4 only; else 8).
 template <typename WT>
-cudaError_t launch_rows(const LinearArgs& a, cudaStream_t stream, int ko, bool rb16) {
+cudaError_t launch_rows(const LinearArgs& a, cudaStream_t stream, int ko) {
   const unsigned gm = static_cast<unsigned>((a.out + kOutsPerBlock * ko - 1) / (kOutsPerBlock * ko));
-  if (ko == 4) return launch_rows_ko<WT, 4>(a, stream, gm, rb16);
-  if (ko == 2) return launch_rows_ko<WT, 2>(a, stream, gm, false);
-  return launch_rows_ko<WT, 1>(a, stream, gm, false);
+  if (ko == 4) return launch_rows_ko<WT, 4>(a, stream, gm);
+  if (ko == 2) return launch_rows_ko<WT, 2>(a, stream, gm);
+  return launch_rows_ko<WT, 1>(a, stream, gm);
 }
 
 template <typename Row>
@@ -879,7 +846,7 @@ template <typename Row>
 cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
   // A rows-kernel form names its outputs per warp (kLinearRowsN = −200 − N); 16-bit weights only,
   // others take the library's choice.
-  bool rows_form = form == kLinearRows1 || form == kLinearRows2 || form == kLinearRows4 || form == kLinearRows16;
+  bool rows_form = form == kLinearRows1 || form == kLinearRows2 || form == kLinearRows4;
   if (rows_form && !kRawWeights<Row>) rows_form = false, form = 0;
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
@@ -901,7 +868,6 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     }
     const int env = tiled_setting();
     const int ko = form == 1 || form == 2 || form == 4 ? form
-                   : form == kLinearRows16                ? 4
                    : rows_form                            ? -form - 200
                    : env > 0                              ? env
                                                           : tiled_outs_per_warp(a, gy);
@@ -910,11 +876,8 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
     if ((env >= 0 || form > 0) && tiled_ok<Row>(a, gm)) {
       if constexpr (kRawWeights<Row>) {
         using WT = std::remove_const_t<std::remove_pointer_t<decltype(Row::w)>>;
-        if (rows_form || (form == 0 && a.rows <= rows_kernel_max_rows())) {
-          const bool rb16 = form == kLinearRows16 || (form == 0 && ko == 4 && a.rows > 8 && rows16_from() > 0 &&
-                                                      a.rows >= rows16_from());
-          return launch_rows<WT>(a, stream, ko, rb16);
-        }
+        if (rows_form || (form == 0 && a.rows <= rows_kernel_max_rows()))
+          return launch_rows<WT>(a, stream, ko);
       }
       return launch_tiled<Row>(a, stream, dim3(gy, gm, a.groups), ko);
     }

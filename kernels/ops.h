@@ -117,14 +117,12 @@ struct LinearArgs {
 // fixes the kernel for the tests, which run each: 1, 2 or 4 = the tiled kernel with that many
 // outputs per warp (rows > 1); kLinearGemm8/16/32 = the register-tiled kernel with blocks of 8, 16
 // or 32 rows; kLinearPerRow = the one-row kernel per row (plain weights); kLinearRows1/2/4 = the
-// rows kernel with 1, 2 or 4 outputs per warp, kLinearRows16 with 4 in 16-row blocks (16-bit
-// weights; others take the library's choice);
+// rows kernel with 1, 2 or 4 outputs per warp (16-bit weights; others take the library's choice);
 // 0 = the library's choice.
 // The bits are the same in every form.
 inline constexpr int kLinearGemm8 = -8, kLinearGemm16 = -16, kLinearGemm32 = -32;
 inline constexpr int kLinearPerRow = -1;  // the one-row kernel once per row (rows side by side)
 inline constexpr int kLinearRows1 = -201, kLinearRows2 = -202, kLinearRows4 = -204;  // linear_exact_rows_kernel, 1, 2 or 4 outputs a warp (16-bit weights)
-inline constexpr int kLinearRows16 = -216;  // linear_exact_rows_kernel in 16-row blocks, 4 outputs a warp (16-bit weights)
 cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int form = 0);
 
 // Packed weights (kFp8Block / kFp4Block) [rows, cols] → bf16 [rows, cols] (dequant.cu): the
