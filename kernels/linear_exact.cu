@@ -773,9 +773,11 @@ int gemm_tile_rows(const LinearArgs& a, int sms) {
 // one after another (the router at 8 rows: 32 blocks, 19 us against 8 at one row). Each warp also
 // reads its weight row again (from L2 after the first row's warp), so only while rows · outputs
 // warps stay few (MEMRA_CUDA_LINEAR_PER_ROW=0: never, =n: up to n warps; A/B timing, same bits).
+// Up to 16 rows since run 213 (H100, 16 rows: the router −3 us a layer, weights_proj −5, the
+// indexer's compressor −3; at 8192 warps matrices of 512-1024 outputs lost 4-5 us each).
 // MEMRA_CUDA_LINEAR_PER_ROW_ROWS=n: up to n rows instead of kPerRowMaxRows (A/B timing, same bits).
 constexpr int kPerRowMaxWarps = 4096;
-constexpr int kPerRowMaxRows = 8;
+constexpr int kPerRowMaxRows = 16;
 
 bool per_row_fits(const LinearArgs& a) {
   static const int64_t max_warps = switch_zero_or_count("MEMRA_CUDA_LINEAR_PER_ROW", kPerRowMaxWarps);

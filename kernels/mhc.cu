@@ -15,7 +15,7 @@
 //    the same way in the exact linear's epilogue (LinearArgs::hc, mhc_post.cuh).
 //
 //   hc_mix       grid (rows, slices)          block 256   partials [rows, M, slices]
-//                (rows ≥ 64: hc_rms once per row, then grid (rows / 16, slices), 16 rows a block;
+//                (rows ≥ 16: hc_rms once per row, then grid (rows / 16, slices), 16 rows a block;
 //                M = 8 or 24: hc_mix_rows4, 4 rows × M / 8 chains a lane side by side)
 //   hc_pre       grid rows                    block 256   (n ≤ kMaxHc), then the sublayer's norm of x
 //                (comb_apart with the norm, n ≤ 4: hc_pre_norm_kernel, the collapse's loads beside the mix's)
@@ -698,16 +698,19 @@ size_t hc_mix_scratch(int rows, int n, int D) {
   return static_cast<size_t>(rows) * (2 + n) * n * slices_of(n * D) + static_cast<size_t>(rows);  // partials, rms
 }
 
-// Rows from which hc_pre computes each row's rms once (hc_rms_kernel) instead of in every slice block,
-// and the mix runs kMixRows rows a block (hc_mix_rows_kernel); also the rows from which the Sinkhorn
-// goes a warp a row (comb_rows).
+// Rows from which the Sinkhorn goes a warp a row (comb_rows) and a prefill's hc_pre takes it after
+// its own launch.
 constexpr int kRmsOnceRows = 64;
 
-// MEMRA_CUDA_HC_MIX_FROM=n (A/B timing; the same bits): the rms once and the many-row mix from n rows
-// (below 64 every slice block of a row re-reads its n·D stream values for the rms: 32 blocks × 64 KB
-// a V4-Flash row).
+// Rows from which hc_pre computes each row's rms once (hc_rms_kernel) instead of in every slice block
+// (each of a row's 32 slice blocks re-reading its 64 KB of V4-Flash streams), and the mix runs
+// kMixRows rows a block (hc_mix_rows_kernel). From 64 before run 213 (H100): from 16, each of the
+// four sites −11 us at 32 rows, −1 to −2 at 16; from 2, +1 to +3 at 6-8 rows (one launch more).
+// MEMRA_CUDA_HC_MIX_FROM=n (A/B timing; the same bits): from n rows.
+constexpr int kMixRowsFrom = 16;
+
 int mix_rows_from() {
-  static const int from = switch_count("MEMRA_CUDA_HC_MIX_FROM", kRmsOnceRows);
+  static const int from = switch_count("MEMRA_CUDA_HC_MIX_FROM", kMixRowsFrom);
   return from;
 }
 

@@ -361,8 +361,9 @@ void test_mhc(Rng& rng, Report& rep) {
       cfg.rms_norm_eps = 1e-6;
       cfg.hc_eps = 1e-6;
       cfg.hc_sinkhorn_iters = 20;
-      // 70 rows: at least 64, so the launch computes each row's rms once (hc_rms_kernel) while the
-      // 3-row launch below computes it in every slice block; the two must agree by bits.
+      // 70 rows: the launch computes each row's rms once (hc_rms_kernel) and mixes 16 rows a block;
+      // the 35-row launches below also with it computed in every slice block (mix_rows_from past
+      // 35); they must agree by bits.
       const int T = 70, M = (2 + n) * n, nD = n * D;
       const std::vector<float> X = rng.normals(static_cast<size_t>(T) * nD);
       const std::vector<float> fn = rng.normals(static_cast<size_t>(M) * nD, 0.05f);
@@ -381,11 +382,11 @@ void test_mhc(Rng& rng, Report& rep) {
       check(hc_pre(a, nullptr), "hc_pre");
       const std::vector<float> gx = dx.download(), gp = dpost.download(), gc = dcomb.download();
       const Diff dxx = compare(gx, x), dp = compare(gp, post), dc = compare(gc, comb);
-      // Two launches of 35 rows (under 64: each slice block computes its row's rms, one row a block)
-      // give the 70-row launch's bits on every row; so do they with the many-row mix forced from one
-      // row (HcPreArgs::mix_rows_from: a 16-row block of 3 rows).
+      // Two launches of 35 rows give the 70-row launch's bits on every row: by the library's rule
+      // (the many-row mix, a last block of 3 rows), with each slice block computing its row's rms
+      // (HcPreArgs::mix_rows_from = 64: one row a block) and with the many-row mix forced from 1.
       bool rows_bits = true;
-      for (int from : {0, 1}) {
+      for (int from : {0, 64, 1}) {
         dx.poison(), dpost.poison(), dcomb.poison();
         for (int r0 : {0, T / 2}) {
           HcPreArgs b = a;
