@@ -1,9 +1,17 @@
-# Run 215: the issue's card. The v4 bench with transformers on an H200 under the current rule (the
-# last H200 bench was run 205's, two rule changes ago; transformers' batch 32 needs more than an
-# H100's 80 GB, so its "5x transformers at batch 32" line can only be read there), then run 214's A/B
-# of the new thresholds against the old (three passes). Asked for with needs_h200.
+# Run 215: on an H200 (the issue's card; the last H200 bench was run 205's, two rule changes ago, and
+# transformers' batch 32 needs more than an H100's 80 GB, so its "5x transformers at batch 32" line
+# can only be read there) the v4 bench with transformers under the current rule, then run 214's A/B
+# of the new thresholds against the old (three passes). On an H100 instead, racecheck backend tiny
+# --race on the final code: the one step of run 214's whole check its limit cut.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/device_preamble.sh
-v4_bench 40
-AB_SITES='linear_exact|hc_pre|attention' ab_linear 3 base='' old='MEMRA_CUDA_HC_MIX_FROM=64 MEMRA_CUDA_LINEAR_PER_ROW_ROWS=8'
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  v4_bench 40
+  AB_SITES='linear_exact|hc_pre|attention' ab_linear 3 base='' old='MEMRA_CUDA_HC_MIX_FROM=64 MEMRA_CUDA_LINEAR_PER_ROW_ROWS=8'
+else
+  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  timeout 200 bash tools/racecheck.sh "$san" "$t" backend models/tiny --race > "$OUT/racecheck-backend-tiny.txt" 2>&1
+  echo "racecheck backend tiny --race rc=$? $(grep -E 'RACECHECK SUMMARY|checks,' "$OUT/racecheck-backend-tiny.txt" | tail -2 | tr '\n' ' ')"
+  el
+fi
