@@ -76,8 +76,8 @@ v4_bench() {
 # read against) over `memra bench --json --timeline` at 2 layers (decode at 2k, batches 8 / 32 / 64,
 # verify 6 / 16; AB_ARGS replaces those arguments), PASSES passes interleaved, as $OUT/ab.txt and
 # $OUT/ab.tar.gz; then bench/ab_medians.py's per-arm medians with every linear site (AB_SITES: every
-# site that regex matches) per round, as
-# $OUT/medians.txt and printed (a run's step after it reads its arms' lines: `$1 == "ARM"`).
+# site that regex matches) per round, as $OUT/medians.txt and printed (a run's step after it reads
+# its arms' lines: `$1 == "ARM"`).
 ab_linear() {
   local passes=$1 names=() spec dir
   shift
