@@ -13,6 +13,13 @@ inline bool switch_on(const char* name) {
   return !(v && std::string(v) == "0");
 }
 
+// On only when the variable is exactly "1": the diagnostics and host forms that are off by default
+// (MEMRA_CUDA_TIMELINE, MEMRA_CUDA_GRAPH_MARKS, MEMRA_CUDA_TIME_LINEARS, MEMRA_CUDA_HOST_MARK).
+inline bool switch_one(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == "1";
+}
+
 // The variable's positive count, else `fallback` (unset, empty, zero, negative or not a number).
 inline int switch_count(const char* name, int fallback) {
   const char* v = std::getenv(name);

@@ -4,10 +4,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 
+#include "ab_switch.h"
 #include "core/error.h"
 #include "core/shape_text.h"
 #include "cuda_check.h"
@@ -366,10 +366,7 @@ class DeviceMark final : public ComponentMark {
 
 // MEMRA_CUDA_HOST_MARK=1 (A/B timing): the host form of a mark, the live classes but the entries.
 bool host_marks() {
-  static const bool on = [] {
-    const char* v = std::getenv("MEMRA_CUDA_HOST_MARK");
-    return v && std::string(v) == "1";
-  }();
+  static const bool on = switch_one("MEMRA_CUDA_HOST_MARK");
   return on;
 }
 

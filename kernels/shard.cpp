@@ -97,8 +97,7 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
     if (st != CUBLAS_STATUS_SUCCESS) check_text(cublasGetStatusString(st), "cublasCreate");
   }
   max_keys_ = attention_max_keys(static_cast<int>(cfg_.head_dim), device_);
-  const char* t = std::getenv("MEMRA_CUDA_TIME_LINEARS");
-  time_linears_ = t && std::string(t) == "1";
+  time_linears_ = switch_one("MEMRA_CUDA_TIME_LINEARS");
   hc_split_ = switch_on("MEMRA_CUDA_HC_SPLIT");
   hc_post_epilogue_ = switch_on("MEMRA_CUDA_HC_POST_EPILOGUE");
   hc_norm_ = switch_on("MEMRA_CUDA_HC_NORM");
@@ -394,10 +393,8 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
     x16_.ensure(dv, R * D * 2, "site rows (16-bit)");
   }
   if (!tap_layers_.empty()) taps_.ensure(dv, tap_layers_.size() * R * n * D, "tapped hc streams");
-  const char* tl = std::getenv("MEMRA_CUDA_TIMELINE");
-  timeline_on_ = tl && std::string(tl) == "1";
-  const char* gm = std::getenv("MEMRA_CUDA_GRAPH_MARKS");
-  marks_on_ = gm && std::string(gm) == "1" && !timeline_on_;
+  timeline_on_ = switch_one("MEMRA_CUDA_TIMELINE");
+  marks_on_ = switch_one("MEMRA_CUDA_GRAPH_MARKS") && !timeline_on_;
   if (marks_on_ && !marks_) marks_ = std::make_unique<GraphMarks>(device_);
   site_prefix_.clear();
   if (timeline_on_) {

@@ -36,17 +36,21 @@ void check_switches(Report& rep) {
     bool on;
     int count;
     int zero_or_count;
+    bool one;
   };
-  const Case cases[] = {{nullptr, true, 7, 7}, {"0", false, 7, 0}, {"1", true, 1, 1}, {"00", true, 7, 7},
-                        {"", true, 7, 7},      {"-3", true, 7, 7}, {"x", true, 7, 7},  {"32", true, 32, 32}};
+  const Case cases[] = {{nullptr, true, 7, 7, false}, {"0", false, 7, 0, false}, {"1", true, 1, 1, true},
+                        {"00", true, 7, 7, false},    {"", true, 7, 7, false},   {"-3", true, 7, 7, false},
+                        {"x", true, 7, 7, false},     {"32", true, 32, 32, false}, {"1 ", true, 1, 1, false}};
   int bad = 0;
   for (const Case& c : cases) {
     if (c.value) setenv(kVar, c.value, 1);
     else unsetenv(kVar);
-    bad += switch_on(kVar) != c.on || switch_count(kVar, 7) != c.count || switch_zero_or_count(kVar, 7) != c.zero_or_count;
+    bad += switch_on(kVar) != c.on || switch_count(kVar, 7) != c.count || switch_zero_or_count(kVar, 7) != c.zero_or_count ||
+           switch_one(kVar) != c.one;
   }
   unsetenv(kVar);
-  rep.add("A/B switch readers (on unless \"0\", positive counts, \"0\" or a count)", bad == 0, std::to_string(bad) + " of 8 cases wrong");
+  rep.add("A/B switch readers (on unless \"0\", positive counts, \"0\" or a count, exactly \"1\")", bad == 0,
+          std::to_string(bad) + " of 9 cases wrong");
   // switch_choice: exactly one of the choices' decimal texts, else the fallback (-1 here).
   struct Choice {
     const char* value;
