@@ -95,8 +95,8 @@ ab_linear() {
 # COUNT of the kernels matching REGEX while the pack's memra runs ARGS (its stdout dropped), with the
 # sections a kernel's reading needs (speed of light, launch, occupancy, warp states, compute, memory,
 # instructions), within NCU_TIMEOUT (150) s; as $OUT/TAG-details.txt.xz (every body item) and
-# $OUT/TAG-raw.csv.xz (every collected metric); printed: its rc, then per kernel its name, grid,
-# duration, issue slots and L2 / DRAM throughput (NCU_LINES, 90, lines).
+# $OUT/TAG-raw.csv.xz (every collected metric, instances named); printed: its rc, then per kernel
+# its name, grid, duration, issue slots and L2 / DRAM throughput (NCU_LINES, 90, lines).
 ncu_kernels() {
   local tag=$1 regex=$2 skip=$3 count=$4 ncu dir
   shift 4
@@ -109,7 +109,10 @@ ncu_kernels() {
     --section InstructionStats -o "$dir/$tag" "$m" "$@" > /dev/null 2> "$dir/err.txt"
   echo "ncu $tag rc=$? $(tail -1 "$dir/err.txt")"
   "$ncu" -i "$dir/$tag.ncu-rep" --page details --print-details all > "$dir/details.txt" 2>&1
-  "$ncu" -i "$dir/$tag.ncu-rep" --page raw --csv > "$dir/raw.csv" 2>&1
+  # Metrics with instances (the executed instructions per SASS opcode) written out with their names;
+  # an ncu without --print-metric-instances gives the plain page.
+  "$ncu" -i "$dir/$tag.ncu-rep" --page raw --csv --print-metric-instances details > "$dir/raw.csv" 2>&1 ||
+    "$ncu" -i "$dir/$tag.ncu-rep" --page raw --csv > "$dir/raw.csv" 2>&1
   xz -9 < "$dir/details.txt" > "$OUT/$tag-details.txt.xz"
   xz -9 < "$dir/raw.csv" > "$OUT/$tag-raw.csv.xz"
   grep -E "^  [^ ]|Grid Size|^ +Duration|Issue Slots Busy|L2 Cache Throughput|DRAM Throughput" "$dir/details.txt" |
