@@ -700,7 +700,7 @@ size_t hc_mix_scratch(int rows, int n, int D) {
 
 // Rows from which the Sinkhorn goes a warp a row (comb_rows) and a prefill's hc_pre takes it after
 // its own launch.
-constexpr int kRmsOnceRows = 64;
+constexpr int kCombRowsFrom = 64;
 
 // Rows from which hc_pre computes each row's rms once (hc_rms_kernel) instead of in every slice block
 // (each of a row's 32 slice blocks re-reading its 64 KB of V4-Flash streams), and the mix runs
@@ -709,7 +709,7 @@ constexpr int kRmsOnceRows = 64;
 // MEMRA_CUDA_HC_MIX_FROM=n (A/B timing; the same bits): from n rows.
 constexpr int kMixRowsFrom = 16;
 
-int mix_rows_from() {
+int mix_rows_from_setting() {
   static const int from = switch_count("MEMRA_CUDA_HC_MIX_FROM", kMixRowsFrom);
   return from;
 }
@@ -755,7 +755,7 @@ bool pre_rows_on() {
 
 // Many-row rounds whose Sinkhorn goes a warp a row (hc_comb_rows_kernel): partials made, n·n ≤ 32.
 bool comb_rows(const HcPreArgs& a) {
-  return a.rows >= kRmsOnceRows && a.partial && a.n * a.n <= kWarp && pre_rows_on();
+  return a.rows >= kCombRowsFrom && a.partial && a.n * a.n <= kWarp && pre_rows_on();
 }
 
 cudaError_t hc_mix_finish(const float* X, int rows, int nD, float eps, float* mix, int M, cudaStream_t stream) {
@@ -771,7 +771,7 @@ cudaError_t hc_pre(const HcPreArgs& a, cudaStream_t stream) {
   const int nD = a.n * a.D, M = (2 + a.n) * a.n, S = a.mix_given ? 1 : slices_of(nD);
   if (a.partial && !a.mix_given) {
     float* rms = nullptr;
-    if (a.rows >= (a.mix_rows_from > 0 ? a.mix_rows_from : mix_rows_from())) {
+    if (a.rows >= (a.mix_rows_from > 0 ? a.mix_rows_from : mix_rows_from_setting())) {
       rms = a.partial + static_cast<int64_t>(a.rows) * M * S;  // hc_mix_scratch's tail
       const cudaError_t err = launch(hc_rms_kernel, a.rows, kBlock, 0, stream, a.X, nD, a.norm_eps, rms);
       if (err != cudaSuccess) return err;
