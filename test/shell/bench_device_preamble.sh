@@ -80,6 +80,10 @@ mkdir -p "$work/path"
 cat > "$work/path/ncu" <<'STUB'
 #!/usr/bin/env bash
 if [[ "$1" == -i ]]; then
+  echo "$*" >> "$NCU_READ"
+  if [[ -n "${NCU_NO_INSTANCES:-}" && " $* " == *" --print-metric-instances "* ]]; then
+    echo "==ERROR== unrecognised option '--print-metric-instances'"; exit 1
+  fi
   if [[ " $* " == *" --page details "* ]]; then
     printf '  void k<2, 8>(LinearArgs) (8, 1, 1)x(256, 1, 1), Context 1, Stream 7, Device 0\n    Duration  us  12.5\n    Other  x  1\n'
   else echo "raw,metrics"; fi
@@ -88,6 +92,7 @@ fi
 echo "$*" > "$NCU_GIVEN"
 STUB
 chmod +x "$work/path/ncu"
+export NCU_READ="$work/ncu-read.txt"
 nk=$(cd "$root" && OUT="$work/out" NCU_GIVEN="$work/ncu-given.txt" PATH="$work/path:$PATH" \
   bash -c 'source bench/device_preamble.sh; ncu_kernels r16 "rows_kernel|gemm" 8 14 bench --verify 16' 2>&1)
 grep -q -- "-k regex:rows_kernel|gemm --launch-skip 8 --launch-count 14 .* -o /.*/r16 $root/build-gpu-pack/bin/memra bench --verify 16$" \
@@ -98,6 +103,14 @@ xz -dc "$work/out/r16-details.txt.xz" 2>/dev/null | grep -q '^    Other' || { ec
 grep -q '^ncu r16 rc=0' <<< "$nk" || { echo "FAIL: ncu_kernels' rc line: $nk"; fail=1; }
 grep -q '^  void k<2, 8> Stream 7, Device 0$' <<< "$nk" || { echo "FAIL: ncu_kernels' kernel line: $nk"; fail=1; }
 grep -q 'Duration' <<< "$nk" && grep -q 'Other' <<< "$nk" && { echo "FAIL: ncu_kernels printed every line: $nk"; fail=1; }
-[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines; v4_bench: binaries, archive, table; ab_linear: arms, arguments, archive, medians; left; ncu_kernels: call, files, lines"
+# The raw page asked with its metric instances named; an ncu that refuses --print-metric-instances
+# still gives the plain page.
+grep -q -- '--page raw --csv --print-metric-instances details' "$work/ncu-read.txt" ||
+  { echo "FAIL: ncu_kernels: raw page without instances: $(cat "$work/ncu-read.txt")"; fail=1; }
+(cd "$root" && OUT="$work/out" NCU_GIVEN="$work/ncu-given.txt" NCU_NO_INSTANCES=1 PATH="$work/path:$PATH" \
+  bash -c 'source bench/device_preamble.sh; ncu_kernels r16old "rows_kernel" 0 1 bench' > /dev/null 2>&1)
+[[ "$(xz -dc "$work/out/r16old-raw.csv.xz" 2>&1)" == raw,metrics ]] ||
+  { echo "FAIL: no plain raw page where ncu lacks --print-metric-instances"; fail=1; }
+[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines; v4_bench: binaries, archive, table; ab_linear: arms, arguments, archive, medians; left; ncu_kernels: call, files, lines, raw page fallback"
 
 exit $fail
