@@ -10,6 +10,8 @@
 #   ab_linear PASSES ARM=SETTINGS …   an A/B of `memra bench` arms with the linears' sites (below)
 #   left          seconds left of the call's LIMIT (default 560)
 #   ncu_kernels TAG REGEX SKIP COUNT ARGS …   ncu of some launches of the kernels REGEX names (below)
+#   racecheck_backend MODEL [SECONDS]   racecheck of `memra_cuda_test backend MODEL --race` (below)
+#   gpu           the GPU's name (empty without nvidia-smi): `[[ $gpu == *H200* ]]`
 # It prints memra's version and the GPU's name first (each run's record of what ran where).
 # NCCL's NVLink multicast stays off (the lent machines' rule), and the pack's libraries come first.
 bash tools/gpu-check.sh --unpack
@@ -21,7 +23,8 @@ T0=$(date +%s)
 el() { echo "t=$(($(date +%s) - T0))s"; }
 left() { echo $(( ${LIMIT:-560} - ($(date +%s) - T0) )); }
 [[ -x "$m" ]] && "$m" --version | head -1
-command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name --format=csv,noheader | head -1
+gpu=$(command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+[[ -n "$gpu" ]] && echo "$gpu"
 # ops_bits GROUP [ARM]: `memra_cuda_test ops --only GROUP` (the exact kernels against their CPU twins
 # by bits) with the pack's library, or with lib_arm ARM's; its output as $OUT/ops-GROUP[-ARM].txt,
 # one line printed: its rc and verdict.
@@ -117,5 +120,17 @@ ncu_kernels() {
   xz -9 < "$dir/raw.csv" > "$OUT/$tag-raw.csv.xz"
   grep -E "^  [^ ]|Grid Size|^ +Duration|Issue Slots Busy|L2 Cache Throughput|DRAM Throughput" "$dir/details.txt" |
     sed -E 's/\(.*Stream/ Stream/' | head -n "${NCU_LINES:-90}"
+  el
+}
+# racecheck_backend MODEL [SECONDS]: tools/racecheck.sh's racecheck of `memra_cuda_test backend MODEL
+# --race` (the whole check's slowest step, ~170 s for models/tiny) within SECONDS (200), as
+# $OUT/racecheck-backend-NAME.txt (NAME: MODEL's last part), one line printed: its rc, summary and
+# checks line (or why it did not run).
+racecheck_backend() {
+  local san f=$OUT/racecheck-backend-${1##*/}.txt
+  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  [[ -n "$san" ]] || { echo "racecheck backend $1: no compute-sanitizer here"; return 0; }
+  timeout "${2:-200}" bash tools/racecheck.sh "$san" "$t" backend "$1" --race > "$f" 2>&1
+  echo "racecheck backend $1 --race rc=$? $(grep -E 'RACECHECK SUMMARY|checks,' "$f" | tail -2 | tr '\n' ' ')"
   el
 }

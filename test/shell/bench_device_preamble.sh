@@ -5,9 +5,10 @@
 # runs one ops group with the pack's library or an arm's, into its own file, one line printed;
 # v4_bench runs bench/gpu_bench.sh with the pack's binaries, archives its folder as
 # $OUT/bench.tar.gz and prints its rc and the table's first lines; ab_linear and ncu_kernels pass
-# their arms / kernels and arguments on and keep what comes back. On stubs of gpu-check.sh,
-# gpu_bench.sh, memra_cuda_test, ab_arms.sh, ab_medians.py and ncu that record what they were given
-# (the real ones need the GPU machine).
+# their arms / kernels and arguments on and keep what comes back, as racecheck_backend does. On
+# stubs of gpu-check.sh, gpu_bench.sh, memra_cuda_test, ab_arms.sh, ab_medians.py, ncu, nvidia-smi,
+# compute-sanitizer and racecheck.sh that record what they were given (the real ones need the GPU
+# machine).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 root="$work/root"
@@ -111,6 +112,27 @@ grep -q -- '--page raw --csv --print-metric-instances details' "$work/ncu-read.t
   bash -c 'source bench/device_preamble.sh; ncu_kernels r16old "rows_kernel" 0 1 bench' > /dev/null 2>&1)
 [[ "$(xz -dc "$work/out/r16old-raw.csv.xz" 2>&1)" == raw,metrics ]] ||
   { echo "FAIL: no plain raw page where ncu lacks --print-metric-instances"; fail=1; }
-[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines; v4_bench: binaries, archive, table; ab_linear: arms, arguments, archive, medians; left; ncu_kernels: call, files, lines, raw page fallback"
+# racecheck_backend: tools/racecheck.sh given the sanitizer found on PATH, the pack's memra_cuda_test
+# and `backend MODEL --race`, its output kept as racecheck-backend-NAME.txt, one line printed; gpu
+# holds nvidia-smi's name.
+cat > "$work/path/compute-sanitizer" <<'STUB'
+#!/usr/bin/env bash
+STUB
+cat > "$work/path/nvidia-smi" <<'STUB'
+#!/usr/bin/env bash
+echo "NVIDIA H200"
+STUB
+chmod +x "$work/path/compute-sanitizer" "$work/path/nvidia-smi"
+cat > "$root/tools/racecheck.sh" <<'STUB'
+echo "racecheck args $*"; echo "== backend: 15 checks, 0 failed =="; echo "========= RACECHECK SUMMARY: 0 hazards displayed"
+STUB
+rc_out=$(cd "$root" && OUT="$work/out" PATH="$work/path:$PATH" \
+  bash -c 'source bench/device_preamble.sh; [[ $gpu == *H200* ]] && echo "gpu is an H200"; racecheck_backend models/tiny 30' 2>&1)
+grep -q '^gpu is an H200$' <<< "$rc_out" || { echo "FAIL: gpu not nvidia-smi's name: $rc_out"; fail=1; }
+grep -q "^racecheck args $work/path/compute-sanitizer $root/build-gpu-pack/bin/memra_cuda_test backend models/tiny --race$" \
+  "$work/out/racecheck-backend-tiny.txt" 2>/dev/null || { echo "FAIL: racecheck_backend's call: $(cat "$work/out/racecheck-backend-tiny.txt" 2>&1)"; fail=1; }
+grep -q '^racecheck backend models/tiny --race rc=0 == backend: 15 checks, 0 failed == =* RACECHECK SUMMARY: 0 hazards displayed $' <<< "$rc_out" ||
+  { echo "FAIL: racecheck_backend's line: $rc_out"; fail=1; }
+[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines; v4_bench: binaries, archive, table; ab_linear: arms, arguments, archive, medians; left; ncu_kernels: call, files, lines, raw page fallback; racecheck_backend: call, file, line; gpu"
 
 exit $fail

@@ -6,12 +6,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source bench/device_preamble.sh
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+if [[ $gpu == *H200* ]]; then
   v4_bench 40
   AB_SITES='linear_exact|hc_pre|attention' ab_linear 3 base='' old='MEMRA_CUDA_HC_MIX_FROM=64 MEMRA_CUDA_LINEAR_PER_ROW_ROWS=8'
 else
-  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-  timeout 200 bash tools/racecheck.sh "$san" "$t" backend models/tiny --race > "$OUT/racecheck-backend-tiny.txt" 2>&1
-  echo "racecheck backend tiny --race rc=$? $(grep -E 'RACECHECK SUMMARY|checks,' "$OUT/racecheck-backend-tiny.txt" | tail -2 | tr '\n' ' ')"
-  el
+  racecheck_backend models/tiny 200
 fi
