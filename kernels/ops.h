@@ -340,9 +340,11 @@ struct AttentionArgs {
   // convert_rows); `o` is then not written and may be null. Needs 2·half a multiple of 4.
   void* o16 = nullptr;
   WType o16_type = WType::kBF16;
-  // cuda-fast only (attention_fast): q as wq_b left it; the kernel applies the query heads' norm_rope
-  // (RMSNorm without weight, eps q_eps, then RoPE of the last 2·half dims) while staging it, with
-  // norm_rope's bits (the 2 × 268 MB of a V4-Flash prefill's separate pass gone).
+  // q as wq_b left it: the kernel applies the query heads' norm_rope (RMSNorm without weight, eps
+  // q_eps, then RoPE of the last 2·half dims) while staging it, with norm_rope's bits. cuda-fast's
+  // kernel (the 2 × 268 MB of a V4-Flash prefill's separate pass gone), and the exact cluster and
+  // heads kernels (query_stage.cuh: a decode round's launch on the critical path gone), where
+  // attention_q_raw_ok; the one-head kernels refuse it.
   bool q_raw = false;
   float q_eps = 0.0f;
 };
@@ -351,6 +353,10 @@ struct AttentionArgs {
 // block on every row (tests: each form's bits against the others'); cudaErrorNotSupported where they
 // do not fit shared memory.
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads = 0);
+// Whether attention(a) (heads 0) takes q_raw for a's rows, H, d, max_keys, half and inv_freq: the
+// form it picks stages raw queries (the cluster or a heads kernel, not the one-head kernels) and
+// d ≤ kQueryStageMaxDim (1024).
+bool attention_q_raw_ok(const AttentionArgs& a);
 // Decode-sized rounds (attention_cluster.cu): one cluster of 8 blocks per (row, group of `heads`
 // heads), the bits of attention(). attention() takes it for rows ≤ attention_cluster_rows()
 // (kAttentionClusterRows; MEMRA_CUDA_ATTN_CLUSTER_ROWS=n: n, for A/B) where attention_cluster_ok(a)

@@ -587,11 +587,16 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   const bool csa = w.kind == LayerKind::kCSA;
   // The attention's key bound first (a refusal before any launch), and with it whether cuda-fast's
   // tensor-core kernel takes this round: rounds of many rows (a prefill); decode-sized rounds stay
-  // latency-bound either way and keep the exact kernels. That kernel applies the query heads'
-  // norm_rope itself while it stages q (AttentionArgs::q_raw: the same bits, one pass over q less).
+  // latency-bound either way and keep the exact kernels. Either kernel applies the query heads'
+  // norm_rope itself while it stages q where it can (AttentionArgs::q_raw: the same bits; a prefill's
+  // pass over q, a decode round's launch on the critical path).
   AttentionArgs aa;
   const int K = static_cast<int>(cfg_.index_topk);
+  aa.rows = R;
+  aa.H = H;
   aa.d = d;
+  aa.half = half;
+  aa.inv_freq = w.inv_freq;
   aa.max_keys = W + (w.kind == LayerKind::kCSA ? K : w.kind == LayerKind::kHCA ? plan_.max_visible_hca : 0);
   if (aa.max_keys <= max_keys_ && w.kind == LayerKind::kHCA) aa.max_keys = std::min(max_keys_, W + hca_bucket_);
   if (aa.max_keys > max_keys_)
@@ -601,7 +606,8 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
                 "plan a smaller context for this model on the CUDA backend");
   const bool fast_attn = fast_ && R >= kFastAttentionRows && attention_fast_ok(aa);
   static const bool q_in_attention = switch_on("MEMRA_CUDA_ATTN_Q_NORM");
-  aa.q_raw = fast_attn && q_in_attention;
+  static const bool q_in_exact = switch_on("MEMRA_CUDA_ATTN_Q_NORM_EXACT");
+  aa.q_raw = fast_attn ? q_in_attention : q_in_exact && attention_q_raw_ok(aa);
   aa.q_eps = eps;
   const HalfRows xh = site_rows16(w.wq_a, x, R);
   // A compressor's projections (wkv on kv_side, wgate on gate_side, side by side), then the windows

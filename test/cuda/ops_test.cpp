@@ -2114,6 +2114,94 @@ void check_attention_q_raw(Report& rep, const AttentionCase& c, size_t n, const 
           std::to_string(differ) + " of " + std::to_string(got.size()) + " differ");
 }
 
+// The exact kernels taking q as wq_b leaves it (q_raw: the query heads' norm_rope in their staging,
+// query_stage.cuh) against norm_rope (a block a head, the decode's form) then the same launch on its
+// output, by bits, into poisoned buffers: 1, 2, 4, 8, 16 heads a block and the default launch on all
+// rows; the cluster kernel through attention() on 1-3 rows and with 4 and 8 heads on all rows. The
+// one-head kernels must refuse raw q (cudaErrorInvalidValue) where attention_q_raw_ok says no.
+void check_attention_exact_q_raw(Report& rep, const AttentionCase& c, const std::string& tag) {
+  const int T = c.T, H = c.a.H, d = c.a.d;
+  const float eps = 1e-6f;
+  DevVec<float> qn(c.q);
+  NormRopeArgs na;
+  na.x = qn.get();
+  na.row_stride = static_cast<int64_t>(H) * d;
+  na.rows = T;
+  na.segs = H;
+  na.width = d;
+  na.eps = eps;
+  na.inv_freq = c.a.inv_freq;
+  na.half = c.a.half;
+  na.pos = c.a.row_pos;
+  check(norm_rope(na, nullptr, 1), "norm_rope (query heads)");
+  const size_t row_floats = static_cast<size_t>(H) * d;
+  // One launch on `rows` rows, normed q (raw false) or raw q: its outputs, or empty where it failed.
+  auto run = [&](bool raw, int rows, int heads, bool cluster, cudaError_t* err) {
+    AttentionArgs b = c.a;
+    b.rows = rows;
+    b.q = raw ? c.a.q : qn.get();
+    b.q_raw = raw, b.q_eps = eps;
+    DevVec<float> o(static_cast<size_t>(rows) * row_floats);
+    o.poison();
+    b.o = o.get();
+    *err = cluster ? attention_cluster(b, nullptr, heads) : attention(b, nullptr, heads);
+    check(cudaDeviceSynchronize(), "attention (raw q)");
+    return *err == cudaSuccess ? o.download() : std::vector<float>();
+  };
+  auto same = [&](int rows, int heads, bool cluster, std::string& detail) {
+    cudaError_t e1 = cudaSuccess, e2 = cudaSuccess;
+    const std::vector<float> want = run(false, rows, heads, cluster, &e1), got = run(true, rows, heads, cluster, &e2);
+    const bool eq = e1 == cudaSuccess && e2 == cudaSuccess && std::memcmp(want.data(), got.data(), want.size() * 4) == 0;
+    detail += " " + std::string(cluster ? "c" : "h") + std::to_string(heads) + "/" + std::to_string(rows) + ":" +
+              (e2 != cudaSuccess ? cudaGetErrorString(e2) : eq ? "equal" : "DIFFER");
+    return eq;
+  };
+  bool heads_ok = true;
+  std::string heads_detail;
+  for (int heads : {0, 2, 4, 8, 16}) heads_ok = same(T, heads, false, heads_detail) && heads_ok;
+  rep.add("attention exact on raw q (norm_rope in the staging) == norm_rope then attention, 0, 2, 4, 8, 16 heads a block " + tag,
+          heads_ok, "forms" + heads_detail);
+  // The cluster kernel: attention() on 1-3 rows where it takes them, attention_cluster on all rows.
+  bool cluster_ok = true, taken = true;
+  std::string cluster_detail;
+  for (int rows : {1, 2, 3}) {
+    AttentionArgs b = c.a;
+    b.rows = rows;
+    taken = taken && rows <= kAttentionClusterRows && attention_cluster_ok(b);
+    cluster_ok = same(rows, 0, false, cluster_detail) && cluster_ok;
+  }
+  for (int heads : {4, 8}) {
+    taken = taken && attention_cluster_ok(c.a, heads);
+    if (taken) cluster_ok = same(T, heads, true, cluster_detail) && cluster_ok;
+  }
+#if defined(MEMRA_CUDA_EMU)
+  if (!taken)
+    rep.skip("attention cluster kernel on raw q == norm_rope then attention " + tag, "memra-emu: thread-block clusters are not emulated");
+  else
+#endif
+    rep.add("attention cluster kernel on raw q == norm_rope then attention " + tag, cluster_ok && taken,
+            "launches" + cluster_detail + (taken ? "" : " (NOT TAKEN: attention_cluster_ok false)"));
+  // The one-head kernels (forced, and on 1-2 rows past the cluster kernel's keys): refused, and
+  // attention_q_raw_ok false there.
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  AttentionArgs few = c.a;
+  few.rows = 2, few.max_keys = attention_max_keys(d, dev), few.q_raw = true, few.q_eps = eps;
+  DevVec<float> o(static_cast<size_t>(T) * row_floats);
+  few.o = o.get();
+  const cudaError_t e_few = attention(few, nullptr);
+  AttentionArgs forced = c.a;
+  forced.q_raw = true, forced.q_eps = eps, forced.o = o.get();
+  const cudaError_t e_forced = attention(forced, nullptr, 1);
+  AttentionArgs on = c.a;
+  on.q_raw = true;
+  const bool refused = e_few == cudaErrorInvalidValue && e_forced == cudaErrorInvalidValue && !attention_q_raw_ok(few) &&
+                       attention_q_raw_ok(on);
+  rep.add("attention one-head kernels refuse raw q; attention_q_raw_ok agrees " + tag, refused,
+          std::string("few rows: ") + cudaGetErrorString(e_few) + ", forced 1 head: " + cudaGetErrorString(e_forced) +
+              ", ok(few) " + (attention_q_raw_ok(few) ? "true" : "false") + ", ok(all rows) " + (attention_q_raw_ok(on) ? "true" : "false"));
+}
+
 // cuda-fast's attention in its launch forms against form 1 (one block of 32 heads an SM) by bits:
 // form 2 (two such blocks an SM), with shallower key rings to fit 128 registers and every head's sums
 // in the same order; into poisoned buffers of n outputs:
@@ -2231,6 +2319,7 @@ void test_attention_fast(Rng& rng, Report& rep, bool quick) {
       const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=" + std::to_string(d) + " H=" +
                               std::to_string(H) + " 70 rows";
       report_other_launches(rep, few, tag);
+      check_attention_exact_q_raw(rep, *c, tag);
       check_attention_fast(rep, *c, exact, tag);
       check_attention_fast_forms(rep, *c, exact.size(), tag);
     }
@@ -2260,6 +2349,7 @@ void test_attention_many_keys(Rng& rng, Report& rep) {
     const bool misaligned = misaligned_cluster_bits(*c, exact);
     const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=512 H=12 max_keys=" + std::to_string(a.max_keys) + " 64 rows";
     report_other_launches(rep, r, tag);
+    check_attention_exact_q_raw(rep, *c, tag);
     check_attention_fast(rep, *c, exact, tag);
     {  // 640+ keys: two blocks of 32 heads do not fit an SM, so form 2 is refused, never launched short
       AttentionArgs a2 = c->a;
