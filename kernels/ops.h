@@ -108,6 +108,12 @@ struct LinearArgs {
   int groups = 1;
   int64_t x_gstride = 0, w_gstride = 0, y_gstride = 0;
   HcPostTo hc;  // the hc_post epilogue (exact kernels only; linear_fast refuses it)
+  // x as the previous linear left it, normalised while read as norm_rope's weighted RMSNorm would
+  // (weight x_norm, eps x_norm_eps: its bits): the decode step's q_norm inside wq_b and the
+  // indexer's wq_b, one launch fewer on the critical path. Exact one-row kernel only: where
+  // linear_x_norm_ok; linear_exact refuses it elsewhere, linear_fast always.
+  const float* x_norm = nullptr;
+  float x_norm_eps = 0.0f;
   // linear_fast only: x already in the weights' 16-bit type, [rows, x_stride] elements (x is not
   // read and may be null); linear_exact refuses it.
   const void* x16 = nullptr;
@@ -124,6 +130,10 @@ inline constexpr int kLinearGemm8 = -8, kLinearGemm16 = -16, kLinearGemm32 = -32
 inline constexpr int kLinearPerRow = -1;  // the one-row kernel once per row (rows side by side)
 inline constexpr int kLinearRows1 = -201, kLinearRows2 = -202, kLinearRows4 = -204;  // linear_exact_rows_kernel, 1, 2 or 4 outputs a warp (16-bit weights)
 cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int form = 0);
+// Whether linear_exact(a) (form 0) takes LinearArgs::x_norm: plain weights, one group, no hc
+// epilogue, the one-row kernel's rounds (one row, or per-row GEMVs), in ≤ 1024 a multiple of 8, and
+// x, its rows, x_norm and the weights 16-byte aligned (the kernel's vector path).
+bool linear_x_norm_ok(const LinearArgs& a);
 
 // Packed weights (kFp8Block / kFp4Block) [rows, cols] → bf16 [rows, cols] (dequant.cu): the
 // cuda-fast realization's dense operand for cuBLAS, one matrix at a time into reusable scratch.

@@ -419,11 +419,22 @@ LinearArgs Shard::matrix_args(const DevMatrix& w, const float* x, int64_t x_stri
 }
 
 void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
-                   const char* what, HalfRows xh) {
+                   const char* what, HalfRows xh, const float* x_norm) {
   LinearArgs a = matrix_args(w, x, x_stride, rows, y, y_stride);
   a.x16 = xh.p;
   a.x16_type = xh.type;
+  a.x_norm = x_norm;
+  a.x_norm_eps = static_cast<float>(cfg_.rms_norm_eps);
   run_linear(a, what);
+}
+
+bool Shard::x_norm_inside(const DevMatrix& w, const float* x, int64_t x_stride, int rows, const float* weight) {
+  // MEMRA_CUDA_LINEAR_X_NORM=0 (A/B timing; the same bits): the norm as its own launch.
+  static const bool on = switch_on("MEMRA_CUDA_LINEAR_X_NORM");
+  if (fast_ || !on || !weight) return false;
+  LinearArgs a = matrix_args(w, x, x_stride, rows, nullptr, 0);
+  a.x_norm = weight;
+  return linear_x_norm_ok(a);
 }
 
 HalfRows Shard::site_rows16(const DevMatrix& w, const float* x, int rows) {
@@ -654,9 +665,14 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   if (compressed)
     compress(w.cmp, false, csa ? 2 : 1, d, ckv_.get(), csc_.get(), side_chains_ ? kSideCmpKv : kSideKv, kSideCmpGate);
   linear(w.wq_a, x, D, R, qr_.get(), ql, "linear_exact (wq_a)", xh);
-  norm(qr_.get(), ql, R, 1, ql, w.q_norm, nullptr, "norm_rope (q_norm)");
+  // q_norm inside its readers (wq_b, the indexer's wq_b) where the exact one-row kernel takes it (a
+  // decode step: one launch fewer on the critical path, the same bits), else its own launch.
+  const bool q_norm_inside = x_norm_inside(w.wq_b, qr_.get(), ql, R, w.q_norm) &&
+                             (!csa || x_norm_inside(w.idx_wq_b, qr_.get(), ql, R, w.q_norm));
+  const float* q_norm_in = q_norm_inside ? w.q_norm : nullptr;
+  if (!q_norm_inside) norm(qr_.get(), ql, R, 1, ql, w.q_norm, nullptr, "norm_rope (q_norm)");
   if (ov && csa) check(cudaEventRecord(qr_ready_, stream_), "cudaEventRecord (q_lora ready)");
-  linear(w.wq_b, qr_.get(), ql, R, q_.get(), Hd, "linear_exact (wq_b)");
+  linear(w.wq_b, qr_.get(), ql, R, q_.get(), Hd, "linear_exact (wq_b)", {}, q_norm_in);
   if (!aa.q_raw) norm(q_.get(), Hd, R, H, d, nullptr, w.inv_freq, "norm_rope (query heads)");
 
   const int Hi = static_cast<int>(cfg_.index_n_heads), di = static_cast<int>(cfg_.index_head_dim);
@@ -674,7 +690,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     if (ov && indexer_priority_ != 0 && csa_bucket_ <= kIndexerPriorityEntries) ahead.emplace(indexer_priority_);
     linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)", xh);
     if (ov) check(cudaStreamWaitEvent(stream_, qr_ready_, 0), "cudaStreamWaitEvent (q_lora ready)");
-    linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)");
+    linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)", {}, q_norm_in);
     IndexerArgs ia;
     ia.seqs = d_seqs_;
     ia.row_seq = d_row_seq_;

@@ -734,6 +734,111 @@ void test_linear_hc_post(Rng& rng, Report& rep) {
   }
 }
 
+// The one-row kernel reading x normalised (LinearArgs::x_norm: the decode step's q_norm inside wq_b)
+// against norm_rope (a block a row, weighted) then the same linear on its output, by bits, into
+// poisoned outputs: one row (the library's choice and forms 1, 4, which take the one-row kernel at
+// one row) and per-row GEMVs on 5 rows, for f32 / bf16 / f16 weights and in = 1024 (V4-Flash's
+// q_lora), 64 and 136 (a played thread's values partly past the width). Then the refusals: the
+// arguments linear_x_norm_ok rejects (another kernel's form, in past 1024, rows off 16 bytes, packed
+// weights, groups, the hc epilogue) return cudaErrorInvalidValue, and linear_fast refuses x_norm.
+void test_linear_x_norm(Rng& rng, Report& rep) {
+  const float eps = 1e-6f;
+  for (WType t : {WType::kF32, WType::kBF16, WType::kF16}) {
+    for (int in : {1024, 64, 136}) {
+      const int out = 40, R = 5;
+      const std::vector<float> x = rng.normals(static_cast<size_t>(R) * in, 3.0f);
+      const std::vector<float> nw = rng.normals(in, 0.5f);
+      const std::vector<float> w = round_weights(rng.normals(static_cast<size_t>(out) * in, 1.0f / std::sqrt(float(in))), t);
+      DevVec<float> dx(x), dnw(nw), dxn(x);
+      DevVec<uint8_t> dw = upload_weights_as(w, t);
+      NormRopeArgs na;
+      na.x = dxn.get(), na.row_stride = in, na.rows = R, na.width = in, na.weight = dnw.get(), na.eps = eps;
+      check(norm_rope(na, nullptr, 1), "norm_rope");
+      int runs = 0, equal = 0;
+      std::string detail;
+      for (int rows : {1, R}) {
+        for (int form : rows == 1 ? std::vector<int>{0, 1, 4, kLinearPerRow} : std::vector<int>{0, kLinearPerRow}) {
+          LinearArgs a;
+          a.x = dxn.get(), a.x_stride = in, a.w = dw.get(), a.wtype = t, a.rows = rows, a.in = in, a.out = out;
+          DevVec<float> want(static_cast<size_t>(rows) * out), got(static_cast<size_t>(rows) * out);
+          want.poison(), got.poison();
+          a.y = want.get(), a.y_stride = out;
+          check(linear_exact(a, nullptr, form), "linear_exact (normed x)");
+          LinearArgs b = a;
+          b.x = dx.get(), b.y = got.get(), b.x_norm = dnw.get(), b.x_norm_eps = eps;
+          const bool ok = linear_x_norm_ok(b);
+          const cudaError_t e = linear_exact(b, nullptr, form);
+          check(cudaDeviceSynchronize(), "linear_exact (x_norm)");
+          const bool same = ok && e == cudaSuccess && bits_equal(got.download(), want.download());
+          ++runs, equal += same;
+          if (!same)
+            detail += " rows " + std::to_string(rows) + " form " + std::to_string(form) + ": " + (e != cudaSuccess ? cudaGetErrorString(e) : ok ? "DIFFER" : "not ok");
+        }
+      }
+      rep.add(std::string("linear one-row kernel on x normed inside (x_norm) == norm_rope then linear (bits) ") + wtype_name(t) + " in " +
+                  std::to_string(in),
+              equal == runs, std::to_string(equal) + "/" + std::to_string(runs) + " launches bit-equal" + detail);
+    }
+  }
+  // Refusals.
+  const int in = 1024, out = 40;
+  DevVec<float> dx(rng.normals(static_cast<size_t>(2) * (in + 4) + 8)), dnw(rng.normals(in + 8)), dy(static_cast<size_t>(2) * out * 2);
+  DevVec<uint8_t> dw = upload_weights_as(round_weights(rng.normals(static_cast<size_t>(out) * 2 * in, 0.03f), WType::kBF16), WType::kBF16);
+  LinearArgs base;
+  base.x = dx.get(), base.x_stride = in, base.w = dw.get(), base.wtype = WType::kBF16, base.y = dy.get(), base.y_stride = out;
+  base.rows = 1, base.in = in, base.out = out, base.x_norm = dnw.get(), base.x_norm_eps = eps;
+  struct Bad {
+    const char* what;
+    LinearArgs a;
+    int form;
+  };
+  std::vector<Bad> bad;
+  bad.push_back({"register-tiled form", base, kLinearGemm8});
+  {
+    LinearArgs a = base;
+    a.in = 1032, a.x_stride = 1032;
+    bad.push_back({"in 1032", a, 0});
+  }
+  {
+    LinearArgs a = base;
+    a.x = dx.get() + 1;
+    bad.push_back({"x off 16 bytes", a, 0});
+  }
+  {
+    LinearArgs a = base;
+    a.rows = 2, a.x_stride = in + 1;
+    bad.push_back({"rows off 16 bytes", a, 0});
+  }
+  {
+    LinearArgs a = base;
+    a.x_norm = dnw.get() + 1;
+    bad.push_back({"weight off 16 bytes", a, 0});
+  }
+  {
+    LinearArgs a = base;
+    a.groups = 2, a.x_gstride = in, a.w_gstride = static_cast<int64_t>(out) * in, a.y_gstride = out, a.x_stride = 2 * in;
+    bad.push_back({"two groups", a, 0});
+  }
+  {
+    LinearArgs a = base;
+    a.wtype = WType::kFp8Block;
+    bad.push_back({"packed weights", a, 0});
+  }
+  int refused = 0;
+  std::string detail;
+  for (const Bad& b : bad) {
+    const cudaError_t e = linear_exact(b.a, nullptr, b.form);
+    const bool r = e == cudaErrorInvalidValue && (b.form != 0 || !linear_x_norm_ok(b.a));
+    refused += r;
+    if (!r) detail += std::string(" ") + b.what + ": " + cudaGetErrorString(e);
+  }
+  const bool fast_refused = linear_fast(nullptr, base, nullptr, 0, nullptr) != nullptr;
+  rep.add("linear x_norm refused where the one-row kernel's vector path does not run; linear_fast refuses it",
+          refused == static_cast<int>(bad.size()) && fast_refused && linear_x_norm_ok(base),
+          std::to_string(refused) + "/" + std::to_string(bad.size()) + " refused" + detail + (fast_refused ? "" : ", linear_fast took it") +
+              (linear_x_norm_ok(base) ? "" : ", the good case not ok"));
+}
+
 // route's selection on scores with many exact ties (logits and biases from small sets, so equal
 // (logit, bias) pairs give equal score + bias on both sides and distinct ones stay far apart): the
 // device's experts must be the stable top-k, ties to the lower index (cpu::topk_lower_index), for
@@ -3337,6 +3442,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
   group("linear", [&] {
     test_linear(rng, rep, quick);
     test_linear_hc_post(rng, rep);
+    test_linear_x_norm(rng, rep);
   });
   group("norm", [&] { test_norm_rope(rng, rep); });
   group("mhc", [&] {
