@@ -21,7 +21,6 @@
 #include "device_caps.h"
 #include "launch.cuh"
 #include "ops.h"
-#include "query_stage.cuh"
 #include "rope.cuh"
 
 namespace memra::cuda {
@@ -193,11 +192,7 @@ __global__ void __launch_bounds__(kBlock) attention_heads_kernel(AttentionArgs a
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int64_t pos = a.row_pos[row];
   const float* q = a.q + static_cast<int64_t>(row) * a.H * d + static_cast<int64_t>(h0) * d;
-  if (a.q_raw)  // the query heads' norm_rope here (query_stage.cuh: its bits)
-    stage_raw_queries<kQueryStageMaxDim / kNormBlock>(q, d, HB, nh, a.q_eps, a.inv_freq, a.half, static_cast<int32_t>(pos),
-                                                      [&](int u, int i) -> float& { return q_s[u * d + i]; });
-  else
-    for (int i = threadIdx.x; i < HB * d; i += kBlock) q_s[i] = i < nh * d ? q[i] : 0.0f;
+  for (int i = threadIdx.x; i < HB * d; i += kBlock) q_s[i] = i < nh * d ? q[i] : 0.0f;
   const int n_keys = key_table(a, row, keys, &s_ncmp);  // its barriers also publish q_s
 
   // Logits: each key's HB chains lane-strided over one warp, kLogitKeys consecutive keys a warp;
@@ -339,18 +334,22 @@ int attention_max_keys(int d, int device) {
   return room > 0 ? static_cast<int>(room / static_cast<int64_t>(sizeof(float) + sizeof(float*))) : 0;
 }
 
-namespace {
-
-// The exact kernel attention() runs for `a` (heads as attention()'s): 0 = the cluster kernel, else
-// the heads a block (1: attention_kernel); −1 where a forced `heads` does not fit shared memory.
-int exact_form(const AttentionArgs& a, int heads, const DeviceCaps& caps) {
+cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
+  if (a.rows == 0) return cudaSuccess;
+  if (!a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o || a.o16 || a.q_raw || a.rows < 0 || a.H < 1 ||
+      a.H > 65535 || a.d <= 0 || a.W < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d ||
+      (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
+      (a.kind != AttnKind::kSliding && a.m < 1) || (heads != 0 && !heads_form(heads)))
+    return cudaErrorInvalidValue;
   // Up to 10 rows (kAttentionClusterRows): the cluster kernel (attention_cluster.cu) reads each key
   // once per 4-8 heads and spreads a (row, head group) over 8 SMs, where the heads kernel's rows × H / HB
   // blocks leave SMs idle. Bits do not depend on this choice.
-  if (heads == 0 && a.rows <= attention_cluster_rows() && attention_cluster_ok(a)) return 0;
+  if (heads == 0 && a.rows <= attention_cluster_rows() && attention_cluster_ok(a)) return attention_cluster(a, stream);
   // Heads per block: 1 for few rows (where the cluster kernel cannot run: as many blocks as possible),
   // more for many rows (each key read once for HB heads), as far as shared memory allows. Bits do not
   // depend on it.
+  DeviceCaps caps;
+  if (const cudaError_t err = current_device_caps(caps); err != cudaSuccess) return err;
   static const int env_heads = switch_count("MEMRA_CUDA_ATTN_HEADS", 0);
   // Past the cluster kernel's rows, 4 heads a block (measured against it: kAttentionClusterRows).
   // From 64 rows, 16 heads a block where that still makes 256 blocks (64 rows × 64 heads: each key
@@ -361,33 +360,8 @@ int exact_form(const AttentionArgs& a, int heads, const DeviceCaps& caps) {
   const int want = heads ? heads : env_heads > 1 && heads_form(env_heads) ? env_heads : by_rows;
   int hb = want;
   while (hb > 1 && attention_heads_smem(a.max_keys, a.d, hb) + 1024 > static_cast<size_t>(caps.smem_optin)) hb /= 2;
-  return heads && hb != heads ? -1 : hb;
-}
-
-// q_raw's own conditions: a head within the staging's width, and a rotation table where it rotates.
-bool q_raw_args_ok(const AttentionArgs& a) { return a.d <= kQueryStageMaxDim && (a.half == 0 || a.inv_freq); }
-
-}  // namespace
-
-bool attention_q_raw_ok(const AttentionArgs& a) {
-  DeviceCaps caps;
-  return q_raw_args_ok(a) && a.rows >= 1 && current_device_caps(caps) == cudaSuccess && exact_form(a, 0, caps) != 1;
-}
-
-cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads) {
-  if (a.rows == 0) return cudaSuccess;
-  if (!a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o || a.o16 || a.rows < 0 || a.H < 1 ||
-      a.H > 65535 || a.d <= 0 || a.W < 1 || a.max_keys < 1 || a.half < 0 || 2 * a.half > a.d ||
-      (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
-      (a.kind != AttnKind::kSliding && a.m < 1) || (heads != 0 && !heads_form(heads)) || (a.q_raw && !q_raw_args_ok(a)))
-    return cudaErrorInvalidValue;
-  DeviceCaps caps;
-  if (const cudaError_t err = current_device_caps(caps); err != cudaSuccess) return err;
-  const int hb = exact_form(a, heads, caps);
-  if (hb < 0) return cudaErrorNotSupported;
-  if (hb == 0) return attention_cluster(a, stream);
+  if (heads && hb != heads) return cudaErrorNotSupported;
   if (hb == 1) {
-    if (a.q_raw) return cudaErrorInvalidValue;  // the one-head kernels stage no raw q (attention_q_raw_ok)
     const size_t smem = attention_smem(a.max_keys, a.d);
     auto launch1 = [&](auto kernel, int threads) {
       cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);

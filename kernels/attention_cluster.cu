@@ -36,7 +36,6 @@
 #include "device_caps.h"
 #include "launch.cuh"
 #include "ops.h"
-#include "query_stage.cuh"
 #include "rope.cuh"
 
 namespace memra::cuda {
@@ -135,14 +134,9 @@ __global__ void __launch_bounds__(kBlock, 2) attention_cluster_kernel(AttentionA
   const int t = threadIdx.x, warp = t / kWarp, lane = t % kWarp;
   const int64_t pos = a.row_pos[row];
   const float* q = a.q + (static_cast<int64_t>(row) * a.H + h0) * D;
-  if (a.q_raw) {  // the query heads' norm_rope here (query_stage.cuh: its bits)
-    stage_raw_queries<(D + kNormBlock - 1) / kNormBlock>(q, D, HB, nh, a.q_eps, a.inv_freq, a.half, static_cast<int32_t>(pos),
-                                                          [&](int u, int i) -> float& { return q_s[i * HB + u]; });
-  } else {
-    for (int e = t; e < HB * D; e += kBlock) {
-      const int u = e / D, i = e % D;
-      q_s[i * HB + u] = u < nh ? q[e] : 0.0f;
-    }
+  for (int e = t; e < HB * D; e += kBlock) {
+    const int u = e / D, i = e % D;
+    q_s[i * HB + u] = u < nh ? q[e] : 0.0f;
   }
   const int n = key_table(a, row, keys, &s_ncmp);  // its barriers also publish q_s
 
@@ -386,7 +380,7 @@ cudaError_t attention_cluster(const AttentionArgs& a, cudaStream_t stream, int h
   if (a.rows == 0) return cudaSuccess;
   if (heads == 0) heads = cluster_heads(a);
   if (heads == 0 || !fits(a, heads) || !a.seqs || !a.row_seq || !a.row_pos || !a.q || !a.kv || !a.sink || !a.o ||
-      a.o16 || a.rows < 0 || a.W < 1 || (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
+      a.o16 || a.q_raw || a.rows < 0 || a.W < 1 || (a.half > 0 && !a.inv_freq) || (a.kind == AttnKind::kCSA && (!a.selected || a.K < 1)) ||
       (a.kind != AttnKind::kSliding && a.m < 1))
     return cudaErrorInvalidValue;
   const ClusterKernel kernel = cluster_kernel(a.d, heads);

@@ -41,7 +41,6 @@
 #include "dot_exact.cuh"
 #include "launch.cuh"
 #include "mhc_post.cuh"
-#include "norm_row.cuh"
 #include "ops.h"
 
 namespace memra::cuda {
@@ -91,7 +90,6 @@ __global__ void __launch_bounds__(kBlock) linear_exact_kernel(LinearArgs a) {
 // blockIdx.y: a few rows of a matrix with few outputs (the router at 8 rows) run as that many GEMVs
 // side by side, the weights read once from HBM and again from L2 per row (kPerRowMaxWarps).
 constexpr int kPreSteps = 4;
-constexpr int kXNormPer = 4;  // LinearArgs::x_norm: values a played thread holds (in ≤ 1024)
 
 template <typename Row>
 __global__ void __launch_bounds__(kBlock) linear_one_row_kernel(LinearArgs a) {
@@ -111,36 +109,7 @@ __global__ void __launch_bounds__(kBlock) linear_one_row_kernel(LinearArgs a) {
       if (lane * V + j * kStep < a.in) pre[j] = w.load_raw(lane * V + j * kStep);
   }
   pdl_begin();
-  // LinearArgs::x_norm (the host gave the vector path): r from warp 0's played sums (norm_row's
-  // bits, norm_row.cuh), shared with the block's other warps; each x value then weight·(x·r).
-  float r = 1.0f;
-  if (a.x_norm) {
-    __shared__ float s_r;
-    if (warp == 0) {
-      float v[kNormBlock / kWarp][kXNormPer];
-#pragma unroll
-      for (int k = 0; k < kNormBlock / kWarp; ++k)
-#pragma unroll
-        for (int p = 0; p < kXNormPer; ++p) {
-          const int i = lane + k * kWarp + p * kNormBlock;
-          v[k][p] = i < a.in ? x[i] : 0.0f;
-        }
-      const float rr = played_rms_inverse(v, a.in, a.x_norm_eps);
-      if (lane == 0) s_r = rr;
-    }
-    __syncthreads();
-    r = s_r;
-  }
   if (!mine) return;  // whole warp; no block barrier follows
-  auto load_xn = [&](int base, float (&xf)[V]) {
-    load_x<V>(x + base, xf);
-    if (a.x_norm) {
-      float nf[V];
-      load_x<V>(a.x_norm + base, nf);
-#pragma unroll
-      for (int v = 0; v < V; ++v) xf[v] = nf[v] * (xf[v] * r);
-    }
-  };
   float acc = 0.0f;
   if (vec) {
     int base = lane * V;
@@ -149,7 +118,7 @@ __global__ void __launch_bounds__(kBlock) linear_one_row_kernel(LinearArgs a) {
       if (base < a.in) {
         float wf[V], xf[V];
         Row::decode(pre[j], wf);
-        load_xn(base, xf);
+        load_x<V>(x + base, xf);
 #pragma unroll
         for (int v = 0; v < V; ++v) acc = __fmaf_rn(xf[v], wf[v], acc);
       }
@@ -158,7 +127,7 @@ __global__ void __launch_bounds__(kBlock) linear_one_row_kernel(LinearArgs a) {
     for (; base < a.in; base += kStep) {
       float wf[V], xf[V];
       w.load(base, wf);
-      load_xn(base, xf);
+      load_x<V>(x + base, xf);
 #pragma unroll
       for (int v = 0; v < V; ++v) acc = __fmaf_rn(xf[v], wf[v], acc);
     }
@@ -955,19 +924,8 @@ bool wscale_valid(WType t, const WScale& s, int in) {
          (t != WType::kFp4Block || in % 2 == 0);
 }
 
-bool linear_x_norm_ok(const LinearArgs& a) {
-  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  return a.x_norm && (a.wtype == WType::kF32 || a.wtype == WType::kBF16 || a.wtype == WType::kF16) && a.groups == 1 &&
-         !a.hc.X && a.rows >= 1 && (a.rows == 1 || per_row_fits(a)) && a.in <= kXNormPer * kNormBlock && a.in % 8 == 0 &&
-         a.x_stride % 4 == 0 && a.x && aligned(a.x) && aligned(a.x_norm) && a.w && aligned(a.w);
-}
-
 cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int form) {
   if (a.rows == 0 || a.out == 0) return cudaSuccess;
-  // x_norm runs in the one-row kernel only: the library's choice where linear_x_norm_ok, the per-row
-  // form, or a positive form at one row (which launch() sends there).
-  if (a.x_norm && (!linear_x_norm_ok(a) || !(form == 0 || form == kLinearPerRow || (a.rows == 1 && form > 0))))
-    return cudaErrorInvalidValue;
   const bool hc = a.hc.X != nullptr;  // the hc_post epilogue: no y, one group
   if (!a.x || a.x16 || !a.w || (!hc && (!a.y || a.y_stride < a.out)) || a.rows < 0 || a.in <= 0 || a.out < 0 || a.groups < 1 ||
       a.groups > 65535 || (a.rows + 7) / 8 > 65535 || a.x_stride < a.in || a.w_gstride % a.in != 0 ||

@@ -20,7 +20,7 @@ size_t linear_fast_scratch(const LinearArgs& a) {
 const char* linear_fast(cublasHandle_t handle, const LinearArgs& a, void* scratch, size_t scratch_bytes,
                         cudaStream_t stream) {
   if (a.rows == 0 || a.out == 0) return nullptr;
-  if (!(a.x || a.x16) || !a.w || !a.y || a.in <= 0 || a.groups < 1 || a.hc.X || a.x_norm) return "linear_fast: invalid arguments";
+  if (!(a.x || a.x16) || !a.w || !a.y || a.in <= 0 || a.groups < 1 || a.hc.X) return "linear_fast: invalid arguments";
   if (a.x16 && (a.wtype == WType::kF32 || a.x16_type != a.wtype || a.x_stride < span_of(a)))
     return "linear_fast: 16-bit activations need weights of their type and a row stride that holds every group";
   if (wtype_packed(a.wtype)) return "linear_fast: packed weights must be dequantised first (dequant_bf16)";

@@ -108,12 +108,6 @@ struct LinearArgs {
   int groups = 1;
   int64_t x_gstride = 0, w_gstride = 0, y_gstride = 0;
   HcPostTo hc;  // the hc_post epilogue (exact kernels only; linear_fast refuses it)
-  // x as the previous linear left it, normalised while read as norm_rope's weighted RMSNorm would
-  // (weight x_norm, eps x_norm_eps: its bits): the decode step's q_norm inside wq_b and the
-  // indexer's wq_b, one launch fewer on the critical path. Exact one-row kernel only: where
-  // linear_x_norm_ok; linear_exact refuses it elsewhere, linear_fast always.
-  const float* x_norm = nullptr;
-  float x_norm_eps = 0.0f;
   // linear_fast only: x already in the weights' 16-bit type, [rows, x_stride] elements (x is not
   // read and may be null); linear_exact refuses it.
   const void* x16 = nullptr;
@@ -130,10 +124,6 @@ inline constexpr int kLinearGemm8 = -8, kLinearGemm16 = -16, kLinearGemm32 = -32
 inline constexpr int kLinearPerRow = -1;  // the one-row kernel once per row (rows side by side)
 inline constexpr int kLinearRows1 = -201, kLinearRows2 = -202, kLinearRows4 = -204;  // linear_exact_rows_kernel, 1, 2 or 4 outputs a warp (16-bit weights)
 cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int form = 0);
-// Whether linear_exact(a) (form 0) takes LinearArgs::x_norm: plain weights, one group, no hc
-// epilogue, the one-row kernel's rounds (one row, or per-row GEMVs), in ≤ 1024 a multiple of 8, and
-// x, its rows, x_norm and the weights 16-byte aligned (the kernel's vector path).
-bool linear_x_norm_ok(const LinearArgs& a);
 
 // Packed weights (kFp8Block / kFp4Block) [rows, cols] → bf16 [rows, cols] (dequant.cu): the
 // cuda-fast realization's dense operand for cuBLAS, one matrix at a time into reusable scratch.
@@ -350,11 +340,9 @@ struct AttentionArgs {
   // convert_rows); `o` is then not written and may be null. Needs 2·half a multiple of 4.
   void* o16 = nullptr;
   WType o16_type = WType::kBF16;
-  // q as wq_b left it: the kernel applies the query heads' norm_rope (RMSNorm without weight, eps
-  // q_eps, then RoPE of the last 2·half dims) while staging it, with norm_rope's bits. cuda-fast's
-  // kernel (the 2 × 268 MB of a V4-Flash prefill's separate pass gone), and the exact cluster and
-  // heads kernels (query_stage.cuh: a decode round's launch on the critical path gone), where
-  // attention_q_raw_ok; the one-head kernels refuse it.
+  // cuda-fast only (attention_fast): q as wq_b left it; the kernel applies the query heads' norm_rope
+  // (RMSNorm without weight, eps q_eps, then RoPE of the last 2·half dims) while staging it, with
+  // norm_rope's bits (the 2 × 268 MB of a V4-Flash prefill's separate pass gone).
   bool q_raw = false;
   float q_eps = 0.0f;
 };
@@ -363,10 +351,6 @@ struct AttentionArgs {
 // block on every row (tests: each form's bits against the others'); cudaErrorNotSupported where they
 // do not fit shared memory.
 cudaError_t attention(const AttentionArgs& a, cudaStream_t stream, int heads = 0);
-// Whether attention(a) (heads 0) takes q_raw for a's rows, H, d, max_keys, half and inv_freq: the
-// form it picks stages raw queries (the cluster or a heads kernel, not the one-head kernels) and
-// d ≤ kQueryStageMaxDim (1024).
-bool attention_q_raw_ok(const AttentionArgs& a);
 // Decode-sized rounds (attention_cluster.cu): one cluster of 8 blocks per (row, group of `heads`
 // heads), the bits of attention(). attention() takes it for rows ≤ attention_cluster_rows()
 // (kAttentionClusterRows; MEMRA_CUDA_ATTN_CLUSTER_ROWS=n: n, for A/B) where attention_cluster_ok(a)

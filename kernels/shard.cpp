@@ -419,22 +419,11 @@ LinearArgs Shard::matrix_args(const DevMatrix& w, const float* x, int64_t x_stri
 }
 
 void Shard::linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
-                   const char* what, HalfRows xh, const float* x_norm) {
+                   const char* what, HalfRows xh) {
   LinearArgs a = matrix_args(w, x, x_stride, rows, y, y_stride);
   a.x16 = xh.p;
   a.x16_type = xh.type;
-  a.x_norm = x_norm;
-  a.x_norm_eps = static_cast<float>(cfg_.rms_norm_eps);
   run_linear(a, what);
-}
-
-bool Shard::x_norm_inside(const DevMatrix& w, const float* x, int64_t x_stride, int rows, const float* weight) {
-  // MEMRA_CUDA_LINEAR_X_NORM=0 (A/B timing; the same bits): the norm as its own launch.
-  static const bool on = switch_on("MEMRA_CUDA_LINEAR_X_NORM");
-  if (fast_ || !on || !weight) return false;
-  LinearArgs a = matrix_args(w, x, x_stride, rows, nullptr, 0);
-  a.x_norm = weight;
-  return linear_x_norm_ok(a);
 }
 
 HalfRows Shard::site_rows16(const DevMatrix& w, const float* x, int rows) {
@@ -598,16 +587,11 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   const bool csa = w.kind == LayerKind::kCSA;
   // The attention's key bound first (a refusal before any launch), and with it whether cuda-fast's
   // tensor-core kernel takes this round: rounds of many rows (a prefill); decode-sized rounds stay
-  // latency-bound either way and keep the exact kernels. Either kernel applies the query heads'
-  // norm_rope itself while it stages q where it can (AttentionArgs::q_raw: the same bits; a prefill's
-  // pass over q, a decode round's launch on the critical path).
+  // latency-bound either way and keep the exact kernels. That kernel applies the query heads'
+  // norm_rope itself while it stages q (AttentionArgs::q_raw: the same bits, one pass over q less).
   AttentionArgs aa;
   const int K = static_cast<int>(cfg_.index_topk);
-  aa.rows = R;
-  aa.H = H;
   aa.d = d;
-  aa.half = half;
-  aa.inv_freq = w.inv_freq;
   aa.max_keys = W + (w.kind == LayerKind::kCSA ? K : w.kind == LayerKind::kHCA ? plan_.max_visible_hca : 0);
   if (aa.max_keys <= max_keys_ && w.kind == LayerKind::kHCA) aa.max_keys = std::min(max_keys_, W + hca_bucket_);
   if (aa.max_keys > max_keys_)
@@ -617,8 +601,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
                 "plan a smaller context for this model on the CUDA backend");
   const bool fast_attn = fast_ && R >= kFastAttentionRows && attention_fast_ok(aa);
   static const bool q_in_attention = switch_on("MEMRA_CUDA_ATTN_Q_NORM");
-  static const bool q_in_exact = switch_on("MEMRA_CUDA_ATTN_Q_NORM_EXACT");
-  aa.q_raw = fast_attn ? q_in_attention : q_in_exact && attention_q_raw_ok(aa);
+  aa.q_raw = fast_attn && q_in_attention;
   aa.q_eps = eps;
   const HalfRows xh = site_rows16(w.wq_a, x, R);
   // A compressor's projections (wkv on kv_side, wgate on gate_side, side by side), then the windows
@@ -665,14 +648,9 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
   if (compressed)
     compress(w.cmp, false, csa ? 2 : 1, d, ckv_.get(), csc_.get(), side_chains_ ? kSideCmpKv : kSideKv, kSideCmpGate);
   linear(w.wq_a, x, D, R, qr_.get(), ql, "linear_exact (wq_a)", xh);
-  // q_norm inside its readers (wq_b, the indexer's wq_b) where the exact one-row kernel takes it (a
-  // decode step: one launch fewer on the critical path, the same bits), else its own launch.
-  const bool q_norm_inside = x_norm_inside(w.wq_b, qr_.get(), ql, R, w.q_norm) &&
-                             (!csa || x_norm_inside(w.idx_wq_b, qr_.get(), ql, R, w.q_norm));
-  const float* q_norm_in = q_norm_inside ? w.q_norm : nullptr;
-  if (!q_norm_inside) norm(qr_.get(), ql, R, 1, ql, w.q_norm, nullptr, "norm_rope (q_norm)");
+  norm(qr_.get(), ql, R, 1, ql, w.q_norm, nullptr, "norm_rope (q_norm)");
   if (ov && csa) check(cudaEventRecord(qr_ready_, stream_), "cudaEventRecord (q_lora ready)");
-  linear(w.wq_b, qr_.get(), ql, R, q_.get(), Hd, "linear_exact (wq_b)", {}, q_norm_in);
+  linear(w.wq_b, qr_.get(), ql, R, q_.get(), Hd, "linear_exact (wq_b)");
   if (!aa.q_raw) norm(q_.get(), Hd, R, H, d, nullptr, w.inv_freq, "norm_rope (query heads)");
 
   const int Hi = static_cast<int>(cfg_.index_n_heads), di = static_cast<int>(cfg_.index_head_dim);
@@ -690,7 +668,7 @@ void Shard::attention_site(const DevLayer& w, int l, const float* x, float* y, L
     if (ov && indexer_priority_ != 0 && csa_bucket_ <= kIndexerPriorityEntries) ahead.emplace(indexer_priority_);
     linear(w.idx_weights, x, D, R, wi_.get(), Hi, "linear_exact (indexer weights_proj)", xh);
     if (ov) check(cudaStreamWaitEvent(stream_, qr_ready_, 0), "cudaStreamWaitEvent (q_lora ready)");
-    linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)", {}, q_norm_in);
+    linear(w.idx_wq_b, qr_.get(), ql, R, qi_.get(), static_cast<int64_t>(Hi) * di, "linear_exact (indexer wq_b)");
     IndexerArgs ia;
     ia.seqs = d_seqs_;
     ia.row_seq = d_row_seq_;

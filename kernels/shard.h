@@ -88,12 +88,8 @@ class Shard {
   // layer's hc_post to the streams X_ in wo_b's epilogue (exact kernels) instead of storing y.
   void attention_site(const DevLayer& w, int layer, const float* x, float* y, LayerTrace* trace);
   void moe_site(const DevLayer& w, const float* x, float* y, LayerTrace* trace);
-  // x_norm: x normalised while read (LinearArgs::x_norm, eps rms_norm_eps); only where
-  // x_norm_inside said the linear takes it.
   void linear(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride,
-              const char* what, HalfRows xh = {}, const float* x_norm = nullptr);
-  // Whether the exact one-row kernel reads x normalised by `weight` for w (LinearArgs::x_norm).
-  bool x_norm_inside(const DevMatrix& w, const float* x, int64_t x_stride, int rows, const float* weight);
+              const char* what, HalfRows xh = {});
   // cuda-fast: a site's input rows x [rows, D] converted once into x16_, in the GEMM type of w (the
   // site's first linear), for every linear of the site that reads them (each converted them again
   // before, run 160); {} on the exact realization or where w's GEMM is not 16-bit. run_linear

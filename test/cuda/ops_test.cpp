@@ -734,111 +734,6 @@ void test_linear_hc_post(Rng& rng, Report& rep) {
   }
 }
 
-// The one-row kernel reading x normalised (LinearArgs::x_norm: the decode step's q_norm inside wq_b)
-// against norm_rope (a block a row, weighted) then the same linear on its output, by bits, into
-// poisoned outputs: one row (the library's choice and forms 1, 4, which take the one-row kernel at
-// one row) and per-row GEMVs on 5 rows, for f32 / bf16 / f16 weights and in = 1024 (V4-Flash's
-// q_lora), 64 and 136 (a played thread's values partly past the width). Then the refusals: the
-// arguments linear_x_norm_ok rejects (another kernel's form, in past 1024, rows off 16 bytes, packed
-// weights, groups, the hc epilogue) return cudaErrorInvalidValue, and linear_fast refuses x_norm.
-void test_linear_x_norm(Rng& rng, Report& rep) {
-  const float eps = 1e-6f;
-  for (WType t : {WType::kF32, WType::kBF16, WType::kF16}) {
-    for (int in : {1024, 64, 136}) {
-      const int out = 40, R = 5;
-      const std::vector<float> x = rng.normals(static_cast<size_t>(R) * in, 3.0f);
-      const std::vector<float> nw = rng.normals(in, 0.5f);
-      const std::vector<float> w = round_weights(rng.normals(static_cast<size_t>(out) * in, 1.0f / std::sqrt(float(in))), t);
-      DevVec<float> dx(x), dnw(nw), dxn(x);
-      DevVec<uint8_t> dw = upload_weights_as(w, t);
-      NormRopeArgs na;
-      na.x = dxn.get(), na.row_stride = in, na.rows = R, na.width = in, na.weight = dnw.get(), na.eps = eps;
-      check(norm_rope(na, nullptr, 1), "norm_rope");
-      int runs = 0, equal = 0;
-      std::string detail;
-      for (int rows : {1, R}) {
-        for (int form : rows == 1 ? std::vector<int>{0, 1, 4, kLinearPerRow} : std::vector<int>{0, kLinearPerRow}) {
-          LinearArgs a;
-          a.x = dxn.get(), a.x_stride = in, a.w = dw.get(), a.wtype = t, a.rows = rows, a.in = in, a.out = out;
-          DevVec<float> want(static_cast<size_t>(rows) * out), got(static_cast<size_t>(rows) * out);
-          want.poison(), got.poison();
-          a.y = want.get(), a.y_stride = out;
-          check(linear_exact(a, nullptr, form), "linear_exact (normed x)");
-          LinearArgs b = a;
-          b.x = dx.get(), b.y = got.get(), b.x_norm = dnw.get(), b.x_norm_eps = eps;
-          const bool ok = linear_x_norm_ok(b);
-          const cudaError_t e = linear_exact(b, nullptr, form);
-          check(cudaDeviceSynchronize(), "linear_exact (x_norm)");
-          const bool same = ok && e == cudaSuccess && bits_equal(got.download(), want.download());
-          ++runs, equal += same;
-          if (!same)
-            detail += " rows " + std::to_string(rows) + " form " + std::to_string(form) + ": " + (e != cudaSuccess ? cudaGetErrorString(e) : ok ? "DIFFER" : "not ok");
-        }
-      }
-      rep.add(std::string("linear one-row kernel on x normed inside (x_norm) == norm_rope then linear (bits) ") + wtype_name(t) + " in " +
-                  std::to_string(in),
-              equal == runs, std::to_string(equal) + "/" + std::to_string(runs) + " launches bit-equal" + detail);
-    }
-  }
-  // Refusals.
-  const int in = 1024, out = 40;
-  DevVec<float> dx(rng.normals(static_cast<size_t>(2) * (in + 4) + 8)), dnw(rng.normals(in + 8)), dy(static_cast<size_t>(2) * out * 2);
-  DevVec<uint8_t> dw = upload_weights_as(round_weights(rng.normals(static_cast<size_t>(out) * 2 * in, 0.03f), WType::kBF16), WType::kBF16);
-  LinearArgs base;
-  base.x = dx.get(), base.x_stride = in, base.w = dw.get(), base.wtype = WType::kBF16, base.y = dy.get(), base.y_stride = out;
-  base.rows = 1, base.in = in, base.out = out, base.x_norm = dnw.get(), base.x_norm_eps = eps;
-  struct Bad {
-    const char* what;
-    LinearArgs a;
-    int form;
-  };
-  std::vector<Bad> bad;
-  bad.push_back({"register-tiled form", base, kLinearGemm8});
-  {
-    LinearArgs a = base;
-    a.in = 1032, a.x_stride = 1032;
-    bad.push_back({"in 1032", a, 0});
-  }
-  {
-    LinearArgs a = base;
-    a.x = dx.get() + 1;
-    bad.push_back({"x off 16 bytes", a, 0});
-  }
-  {
-    LinearArgs a = base;
-    a.rows = 2, a.x_stride = in + 1;
-    bad.push_back({"rows off 16 bytes", a, 0});
-  }
-  {
-    LinearArgs a = base;
-    a.x_norm = dnw.get() + 1;
-    bad.push_back({"weight off 16 bytes", a, 0});
-  }
-  {
-    LinearArgs a = base;
-    a.groups = 2, a.x_gstride = in, a.w_gstride = static_cast<int64_t>(out) * in, a.y_gstride = out, a.x_stride = 2 * in;
-    bad.push_back({"two groups", a, 0});
-  }
-  {
-    LinearArgs a = base;
-    a.wtype = WType::kFp8Block;
-    bad.push_back({"packed weights", a, 0});
-  }
-  int refused = 0;
-  std::string detail;
-  for (const Bad& b : bad) {
-    const cudaError_t e = linear_exact(b.a, nullptr, b.form);
-    const bool r = e == cudaErrorInvalidValue && (b.form != 0 || !linear_x_norm_ok(b.a));
-    refused += r;
-    if (!r) detail += std::string(" ") + b.what + ": " + cudaGetErrorString(e);
-  }
-  const bool fast_refused = linear_fast(nullptr, base, nullptr, 0, nullptr) != nullptr;
-  rep.add("linear x_norm refused where the one-row kernel's vector path does not run; linear_fast refuses it",
-          refused == static_cast<int>(bad.size()) && fast_refused && linear_x_norm_ok(base),
-          std::to_string(refused) + "/" + std::to_string(bad.size()) + " refused" + detail + (fast_refused ? "" : ", linear_fast took it") +
-              (linear_x_norm_ok(base) ? "" : ", the good case not ok"));
-}
-
 // route's selection on scores with many exact ties (logits and biases from small sets, so equal
 // (logit, bias) pairs give equal score + bias on both sides and distinct ones stay far apart): the
 // device's experts must be the stable top-k, ties to the lower index (cpu::topk_lower_index), for
@@ -2219,94 +2114,6 @@ void check_attention_q_raw(Report& rep, const AttentionCase& c, size_t n, const 
           std::to_string(differ) + " of " + std::to_string(got.size()) + " differ");
 }
 
-// The exact kernels taking q as wq_b leaves it (q_raw: the query heads' norm_rope in their staging,
-// query_stage.cuh) against norm_rope (a block a head, the decode's form) then the same launch on its
-// output, by bits, into poisoned buffers: 1, 2, 4, 8, 16 heads a block and the default launch on all
-// rows; the cluster kernel through attention() on 1-3 rows and with 4 and 8 heads on all rows. The
-// one-head kernels must refuse raw q (cudaErrorInvalidValue) where attention_q_raw_ok says no.
-void check_attention_exact_q_raw(Report& rep, const AttentionCase& c, const std::string& tag) {
-  const int T = c.T, H = c.a.H, d = c.a.d;
-  const float eps = 1e-6f;
-  DevVec<float> qn(c.q);
-  NormRopeArgs na;
-  na.x = qn.get();
-  na.row_stride = static_cast<int64_t>(H) * d;
-  na.rows = T;
-  na.segs = H;
-  na.width = d;
-  na.eps = eps;
-  na.inv_freq = c.a.inv_freq;
-  na.half = c.a.half;
-  na.pos = c.a.row_pos;
-  check(norm_rope(na, nullptr, 1), "norm_rope (query heads)");
-  const size_t row_floats = static_cast<size_t>(H) * d;
-  // One launch on `rows` rows, normed q (raw false) or raw q: its outputs, or empty where it failed.
-  auto run = [&](bool raw, int rows, int heads, bool cluster, cudaError_t* err) {
-    AttentionArgs b = c.a;
-    b.rows = rows;
-    b.q = raw ? c.a.q : qn.get();
-    b.q_raw = raw, b.q_eps = eps;
-    DevVec<float> o(static_cast<size_t>(rows) * row_floats);
-    o.poison();
-    b.o = o.get();
-    *err = cluster ? attention_cluster(b, nullptr, heads) : attention(b, nullptr, heads);
-    check(cudaDeviceSynchronize(), "attention (raw q)");
-    return *err == cudaSuccess ? o.download() : std::vector<float>();
-  };
-  auto same = [&](int rows, int heads, bool cluster, std::string& detail) {
-    cudaError_t e1 = cudaSuccess, e2 = cudaSuccess;
-    const std::vector<float> want = run(false, rows, heads, cluster, &e1), got = run(true, rows, heads, cluster, &e2);
-    const bool eq = e1 == cudaSuccess && e2 == cudaSuccess && std::memcmp(want.data(), got.data(), want.size() * 4) == 0;
-    detail += " " + std::string(cluster ? "c" : "h") + std::to_string(heads) + "/" + std::to_string(rows) + ":" +
-              (e2 != cudaSuccess ? cudaGetErrorString(e2) : eq ? "equal" : "DIFFER");
-    return eq;
-  };
-  bool heads_ok = true;
-  std::string heads_detail;
-  for (int heads : {0, 2, 4, 8, 16}) heads_ok = same(T, heads, false, heads_detail) && heads_ok;
-  rep.add("attention exact on raw q (norm_rope in the staging) == norm_rope then attention, 0, 2, 4, 8, 16 heads a block " + tag,
-          heads_ok, "forms" + heads_detail);
-  // The cluster kernel: attention() on 1-3 rows where it takes them, attention_cluster on all rows.
-  bool cluster_ok = true, taken = true;
-  std::string cluster_detail;
-  for (int rows : {1, 2, 3}) {
-    AttentionArgs b = c.a;
-    b.rows = rows;
-    taken = taken && rows <= kAttentionClusterRows && attention_cluster_ok(b);
-    cluster_ok = same(rows, 0, false, cluster_detail) && cluster_ok;
-  }
-  for (int heads : {4, 8}) {
-    taken = taken && attention_cluster_ok(c.a, heads);
-    if (taken) cluster_ok = same(T, heads, true, cluster_detail) && cluster_ok;
-  }
-#if defined(MEMRA_CUDA_EMU)
-  if (!taken)
-    rep.skip("attention cluster kernel on raw q == norm_rope then attention " + tag, "memra-emu: thread-block clusters are not emulated");
-  else
-#endif
-    rep.add("attention cluster kernel on raw q == norm_rope then attention " + tag, cluster_ok && taken,
-            "launches" + cluster_detail + (taken ? "" : " (NOT TAKEN: attention_cluster_ok false)"));
-  // The one-head kernels (forced, and on 1-2 rows past the cluster kernel's keys): refused, and
-  // attention_q_raw_ok false there.
-  int dev = 0;
-  check(cudaGetDevice(&dev), "cudaGetDevice");
-  AttentionArgs few = c.a;
-  few.rows = 2, few.max_keys = attention_max_keys(d, dev), few.q_raw = true, few.q_eps = eps;
-  DevVec<float> o(static_cast<size_t>(T) * row_floats);
-  few.o = o.get();
-  const cudaError_t e_few = attention(few, nullptr);
-  AttentionArgs forced = c.a;
-  forced.q_raw = true, forced.q_eps = eps, forced.o = o.get();
-  const cudaError_t e_forced = attention(forced, nullptr, 1);
-  AttentionArgs on = c.a;
-  on.q_raw = true;
-  const bool refused = e_few == cudaErrorInvalidValue && e_forced == cudaErrorInvalidValue && !attention_q_raw_ok(few) &&
-                       attention_q_raw_ok(on);
-  rep.add("attention one-head kernels refuse raw q; attention_q_raw_ok agrees " + tag, refused,
-          std::string("few rows: ") + cudaGetErrorString(e_few) + ", forced 1 head: " + cudaGetErrorString(e_forced) +
-              ", ok(few) " + (attention_q_raw_ok(few) ? "true" : "false") + ", ok(all rows) " + (attention_q_raw_ok(on) ? "true" : "false"));
-}
-
 // cuda-fast's attention in its launch forms against form 1 (one block of 32 heads an SM) by bits:
 // form 2 (two such blocks an SM), with shallower key rings to fit 128 registers and every head's sums
 // in the same order; into poisoned buffers of n outputs:
@@ -2424,7 +2231,6 @@ void test_attention_fast(Rng& rng, Report& rep, bool quick) {
       const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=" + std::to_string(d) + " H=" +
                               std::to_string(H) + " 70 rows";
       report_other_launches(rep, few, tag);
-      check_attention_exact_q_raw(rep, *c, tag);
       check_attention_fast(rep, *c, exact, tag);
       check_attention_fast_forms(rep, *c, exact.size(), tag);
     }
@@ -2454,7 +2260,6 @@ void test_attention_many_keys(Rng& rng, Report& rep) {
     const bool misaligned = misaligned_cluster_bits(*c, exact);
     const std::string tag = std::string(kind == AttnKind::kCSA ? "CSA" : "HCA") + " d=512 H=12 max_keys=" + std::to_string(a.max_keys) + " 64 rows";
     report_other_launches(rep, r, tag);
-    check_attention_exact_q_raw(rep, *c, tag);
     check_attention_fast(rep, *c, exact, tag);
     {  // 640+ keys: two blocks of 32 heads do not fit an SM, so form 2 is refused, never launched short
       AttentionArgs a2 = c->a;
@@ -3442,7 +3247,6 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
   group("linear", [&] {
     test_linear(rng, rep, quick);
     test_linear_hc_post(rng, rep);
-    test_linear_x_norm(rng, rep);
   });
   group("norm", [&] { test_norm_rope(rng, rep); });
   group("mhc", [&] {
