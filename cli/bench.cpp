@@ -106,18 +106,26 @@ double timed_forward(const Backend& b, std::span<const SequenceStep> batch) {
   return seconds_since(t0);
 }
 
-// One more forward with MEMRA_CUDA_TIMELINE=1: every launch's device time by site (the kernels run
+// A backend's probes for the scope's forwards (Backend::set_probes), none again after it.
+class Probed {
+ public:
+  Probed(const Backend& b, const ForwardProbes& probes) : b_(b) { b_.set_probes(probes); }
+  ~Probed() { b_.set_probes({}); }
+  Probed(const Probed&) = delete;
+  Probed& operator=(const Probed&) = delete;
+
+ private:
+  const Backend& b_;
+};
+
+// One more forward under the timeline probe: every launch's device time by site (the kernels run
 // back to back behind a spin, kernels/timeline.h), largest first, beside the step's measured time.
 nlohmann::json timeline_of(const Backend& b, std::span<const SequenceStep> batch, double measured_ms) {
   b.device_report();  // forget earlier timings
-  setenv("MEMRA_CUDA_TIMELINE", "1", 1);
-  try {
+  {
+    const Probed probed(b, {.timeline = true});
     b.forward(batch);
-  } catch (...) {
-    unsetenv("MEMRA_CUDA_TIMELINE");
-    throw;
   }
-  unsetenv("MEMRA_CUDA_TIMELINE");
   const auto rep = b.device_report();
   const std::string prefix = "timeline_ms:";
   std::vector<std::pair<double, std::string>> sites;
@@ -131,23 +139,19 @@ nlohmann::json timeline_of(const Backend& b, std::span<const SequenceStep> batch
   return {{"device_ms_sum", sum}, {"measured_ms", measured_ms}, {"sites", list}};
 }
 
-// Forwards with MEMRA_CUDA_GRAPH_MARKS=1 (kernels/graph_marks.h; the first captures the marked graph,
+// Forwards under the graph marks probe (kernels/graph_marks.h; the first captures the marked graph,
 // the third is read): when each site finished inside the graph, by stream, in enqueue order, with
 // what the main stream's chain spent since its previous mark; beside that step's time (each mark
 // adds about one launch step to its stream). `forward` runs one step from the same start and
 // returns its seconds.
 template <typename Forward>
 nlohmann::json graph_marks_of(const Backend& b, Forward&& forward) {
-  setenv("MEMRA_CUDA_GRAPH_MARKS", "1", 1);
   double t = 0;
-  try {
+  {
+    const Probed probed(b, {.graph_marks = true});
     for (int i = 0; i < 3; ++i) t = forward();
-  } catch (...) {
-    unsetenv("MEMRA_CUDA_GRAPH_MARKS");
-    throw;
   }
   const auto rep = b.device_report();
-  unsetenv("MEMRA_CUDA_GRAPH_MARKS");
   const std::string prefix = "graph_mark_us:";
   nlohmann::json list = nlohmann::json::array();
   double main_before = 0;
@@ -325,9 +329,9 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
 
   // ---- backends (weights made on the device)
   auto t0 = Clock::now();
-  setenv("MEMRA_CUDA_TIME_LINEARS", "1", 1);
-  auto fast = make_backend("cuda-fast", model, bo);
-  unsetenv("MEMRA_CUDA_TIME_LINEARS");
+  BackendOptions timed = bo;
+  timed.time_linears = true;
+  auto fast = make_backend("cuda-fast", model, timed);
   auto exact = make_backend("cuda", model, bo);
   const double build_s = seconds_since(t0);
   const std::map<std::string, double> mem = exact->device_report();
@@ -400,13 +404,12 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
     fs.reset();
     const StateMark mark = es->mark();
     const auto next = tokens("decode", opt.seed, opt.steps + 3, V);
-    // twice from the same state: kernel by kernel (MEMRA_CUDA_GRAPHS=0), then as CUDA graphs (the
-    // default); the logits of every step must be the same bits
+    // twice from the same state: kernel by kernel (ForwardProbes::no_graphs), then as CUDA graphs
+    // (the default); the logits of every step must be the same bits
     double steps_s[2];
     std::vector<float> logits[2];
     for (int pass = 0; pass < 2; ++pass) {
-      if (pass == 0) setenv("MEMRA_CUDA_GRAPHS", "0", 1);
-      else unsetenv("MEMRA_CUDA_GRAPHS");
+      const Probed probed(*exact, {.no_graphs = pass == 0});
       es->rewind(mark);
       logits[pass].assign(static_cast<size_t>(opt.steps + 3) * V, 0.0f);
       std::vector<double> s;
@@ -417,7 +420,6 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
       }
       steps_s[pass] = median(s);
     }
-    unsetenv("MEMRA_CUDA_GRAPHS");
     es->rewind(mark);
     nlohmann::json timeline;
     if (opt.timeline) {

@@ -122,6 +122,7 @@ CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model,
                            : upload_weights(model, placement_.devices[s], first, last, s == 0, s == S - 1));
     shards_.push_back(std::make_unique<Shard>(cfg_, placement_.devices[s], fast));
     shards_.back()->set_moe_path(options.moe_per_expert ? MoePath::kPerExpert : MoePath::kFused);
+    if (options.time_linears) shards_.back()->time_linears();
   }
   handoff_.assign(S, nullptr);
   for (int s = 1; s < S; ++s) {
@@ -165,6 +166,11 @@ HostBuffer CudaBackend::host_buffer(size_t bytes) const {
                 "free host memory, or snapshot a smaller state");
   }
   return HostBuffer(static_cast<uint8_t*>(p), bytes, [](uint8_t* q) { cudaFreeHost(q); });
+}
+
+void CudaBackend::set_probes(const ForwardProbes& probes) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  probes_ = probes;
 }
 
 std::map<std::string, double> CudaBackend::device_report() const {
@@ -423,17 +429,17 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   for (int s = 0; s < S; ++s) {
     std::vector<const LayerDev*> tables;
     for (int i : in_round) tables.push_back(items[i].trunk->trunk().table(s));
-    shards_[s]->upload_plan(plan, tables);
+    shards_[s]->upload_plan(plan, tables, probes_.timeline, probes_.graph_marks);
   }
   // One CUDA graph per launch signature replays a whole round (embedding, layers, head) with one
   // launch: the exact realization on one device, untraced, fused MoE (nothing in it waits on the
   // host). The plan's contents (positions, states, tokens) were uploaded above and are read on the
   // device, so one graph serves every decode step of a batch shape within the shape's buckets
-  // (Shard::upload_plan). MEMRA_CUDA_GRAPHS=0 launches each kernel instead.
+  // (Shard::upload_plan). MEMRA_CUDA_GRAPHS=0 (or ForwardProbes::no_graphs) launches each kernel instead.
   Shard& first_shard = *shards_[0];
   std::optional<PdlOff> no_pdl;  // a timeline round times each launch alone
   if (first_shard.timeline_on()) no_pdl.emplace();
-  const bool graphs = graphs_enabled() && S == 1 && realization_.exact && !staged_tracing &&
+  const bool graphs = graphs_enabled() && !probes_.no_graphs && S == 1 && realization_.exact && !staged_tracing &&
                       first_shard.moe_path() == MoePath::kFused && !sync_each_launch() && !first_shard.timeline_on();
   if (graphs) {
     DeviceGuard guard(first_shard.device());

@@ -33,6 +33,7 @@ class CudaBackend final : public Backend {
   void sync() const override;
   HostBuffer host_buffer(size_t bytes) const override;  // pinned
   std::map<std::string, double> device_report() const override;
+  void set_probes(const ForwardProbes& probes) const override;
   const Placement& placement() const { return placement_; }
   int round_rows() const { return round_rows_; }
   // The trunk component of a state made by this backend (throws Error otherwise).
@@ -54,6 +55,7 @@ class CudaBackend final : public Backend {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<cudaEvent_t> handoff_;  // [s]: shard s−1's streams are ready for shard s
   mutable std::mutex mutex_;
+  mutable ForwardProbes probes_;  // set_probes: read by each round (run_round)
   // MEMRA_CUDA_PROFILE_FORWARDS=i,j,…: forward calls (counted from 1) run between
   // cudaProfilerStart/Stop, for `ncu --profile-from-start off` (bench/gpu_bench.sh).
   std::vector<int64_t> profile_forwards_;

@@ -295,7 +295,7 @@ size_t Shard::scratch_bytes() const {
   return b;
 }
 
-void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables) {
+void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables, bool timeline, bool graph_marks) {
   DeviceGuard guard(device_);
   check(cudaStreamSynchronize(stream_), "stream synchronisation");  // the staging buffer is free again
   plan_ = plan;
@@ -393,8 +393,8 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
     x16_.ensure(dv, R * D * 2, "site rows (16-bit)");
   }
   if (!tap_layers_.empty()) taps_.ensure(dv, tap_layers_.size() * R * n * D, "tapped hc streams");
-  timeline_on_ = switch_one("MEMRA_CUDA_TIMELINE");
-  marks_on_ = switch_one("MEMRA_CUDA_GRAPH_MARKS") && !timeline_on_;
+  timeline_on_ = timeline || switch_one("MEMRA_CUDA_TIMELINE");
+  marks_on_ = (graph_marks || switch_one("MEMRA_CUDA_GRAPH_MARKS")) && !timeline_on_;
   if (marks_on_ && !marks_) marks_ = std::make_unique<GraphMarks>(device_);
   site_prefix_.clear();
   if (timeline_on_) {

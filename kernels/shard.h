@@ -73,7 +73,12 @@ class Shard {
   const char* moe_ran() const { return moe_ran_; }
 
   // Uploads the plan (tables[s] = sequence s's state table on this device) and sizes the scratch.
-  void upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables);
+  // timeline / graph_marks: the round's probes (ForwardProbes; MEMRA_CUDA_TIMELINE=1 and
+  // MEMRA_CUDA_GRAPH_MARKS=1 turn them on as well).
+  void upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables, bool timeline = false,
+                   bool graph_marks = false);
+  // Times every linear from now on (BackendOptions::time_linears; MEMRA_CUDA_TIME_LINEARS=1 as well).
+  void time_linears() { time_linears_ = true; }
   const RoundPlan& plan() const { return plan_; }
   int rows() const { return plan_.rows(); }
   float* X() const { return X_.get(); }  // [rows, n, D]

@@ -231,6 +231,19 @@ struct BackendOptions {
   // checkpoint this way; the values (kernels/synthetic_weights.cu, bench/transformers_bench.py)
   // are reproducible on any machine. 0: the model's own weights.
   uint64_t synthetic_seed = 0;
+  // CUDA: time every linear (device_report's linear_ms / linear_flop), as MEMRA_CUDA_TIME_LINEARS=1
+  // does for any command; `memra bench` asks cuda-fast's prefill for it.
+  bool time_linears = false;
+};
+
+// How a backend observes or runs its next forwards, for `memra bench` (kernels/): what the switches
+// MEMRA_CUDA_TIMELINE=1, MEMRA_CUDA_GRAPH_MARKS=1 and MEMRA_CUDA_GRAPHS=0 do for any command, set on
+// one backend object instead of in the process's environment. Each forward reads them at its start.
+// The CPU has none of them.
+struct ForwardProbes {
+  bool timeline = false;     // every launch alone (PDL off), device time by site: "timeline_ms:<site>"
+  bool graph_marks = false;  // when each site ends inside the CUDA graph: "graph_mark_us:<n> <stream> <site>"
+  bool no_graphs = false;    // kernel by kernel instead of replaying captured CUDA graphs
 };
 
 class Backend {
@@ -261,10 +274,13 @@ class Backend {
   // Host memory for State::export_stream / import_stream (HostBuffer). Default: plain memory.
   virtual HostBuffer host_buffer(size_t bytes) const;
   // Numbers for reports (memra bench): device bytes by purpose (weights_bytes, scratch_bytes) and,
-  // when the backend times its linears (MEMRA_CUDA_TIME_LINEARS=1), linear_ms and linear_flop
-  // accumulated since the last call; with MEMRA_CUDA_TIMELINE=1, "timeline_ms:<site>" and
-  // "timeline_launches:<site>" of every launch since the last call (kernels/timeline.h). Empty on the CPU.
+  // when the backend times its linears (BackendOptions::time_linears), linear_ms and linear_flop
+  // accumulated since the last call; with the timeline probe (ForwardProbes), "timeline_ms:<site>"
+  // and "timeline_launches:<site>" of every launch since the last call (kernels/timeline.h); with the
+  // graph marks, those of the last round. Empty on the CPU.
   virtual std::map<std::string, double> device_report() const { return {}; }
+  // The probes of the forwards that follow (ForwardProbes; the default ignores them).
+  virtual void set_probes(const ForwardProbes&) const {}
 };
 
 // Checks a batch before a backend touches any state: states present and distinct, capacity for

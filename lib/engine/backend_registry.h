@@ -17,7 +17,8 @@ namespace memra {
 // Bump when Backend, State, StateComponent, SequenceStep, BackendOptions or this struct change.
 // 2: streamed export/import of state components, Backend::host_buffer and device_report,
 //    BackendOptions::moe_per_expert and synthetic_seed.
-inline constexpr int kBackendApiVersion = 2;
+// 3: Backend::set_probes (ForwardProbes), BackendOptions::time_linears.
+inline constexpr int kBackendApiVersion = 3;
 
 struct BackendRegistration {
   int api_version;     // kBackendApiVersion the library was built with
