@@ -122,7 +122,7 @@ CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model,
                            : upload_weights(model, placement_.devices[s], first, last, s == 0, s == S - 1));
     shards_.push_back(std::make_unique<Shard>(cfg_, placement_.devices[s], fast));
     shards_.back()->set_moe_path(options.moe_per_expert ? MoePath::kPerExpert : MoePath::kFused);
-    if (options.time_linears) shards_.back()->time_linears();
+    if (options.time_linears) shards_.back()->set_time_linears();
   }
   handoff_.assign(S, nullptr);
   for (int s = 1; s < S; ++s) {

@@ -78,7 +78,7 @@ class Shard {
   void upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables, bool timeline = false,
                    bool graph_marks = false);
   // Times every linear from now on (BackendOptions::time_linears; MEMRA_CUDA_TIME_LINEARS=1 as well).
-  void time_linears() { time_linears_ = true; }
+  void set_time_linears() { time_linears_ = true; }
   const RoundPlan& plan() const { return plan_; }
   int rows() const { return plan_.rows(); }
   float* X() const { return X_.get(); }  // [rows, n, D]
