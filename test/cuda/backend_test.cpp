@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 
+#include "ab_switch.h"
 #include "cuda_backend.h"
 #include "cuda_check.h"
 #include "engine/backend.h"
@@ -501,8 +502,9 @@ void check_pdl(const Model& model, Report& rep, const Workload& W) {
   const Run with = go(true, true), without = go(false, true), eager = go(true, false);
   const bool same = bits_equal(with.logits, eager.logits) && bits_equal(without.logits, eager.logits) &&
                     classes_bit_equal(with.classes, eager.classes) && classes_bit_equal(without.classes, eager.classes);
-  // MEMRA_CUDA_SYNC=1 (a synchronisation after every launch) runs every round eagerly: no graph to count.
-  const bool graphed = !sync_each_launch();
+  // MEMRA_CUDA_SYNC=1 (a synchronisation after every launch) or MEMRA_CUDA_GRAPHS=0 runs every round
+  // eagerly: no graph to count.
+  const bool graphed = !sync_each_launch() && switch_on("MEMRA_CUDA_GRAPHS");
   // The eager run (ForwardProbes::no_graphs) captured no graph at all.
   const bool edges = !graphed || (with.kernel_edges > 0 && (pdl_on ? with.programmatic > 0 : with.programmatic == 0) &&
                                   without.programmatic == 0 && eager.kernel_edges == 0);
@@ -518,7 +520,7 @@ void check_pdl(const Model& model, Report& rep, const Workload& W) {
               fmt("%.0f", with.programmatic) + " of " + fmt("%.0f", with.kernel_edges) + " kernel edges programmatic" +
               (pdl_on ? "" : " (MEMRA_CUDA_PDL=0)") + ", without PDL " + fmt("%.0f", without.programmatic) + ", eager " +
               fmt("%.0f", eager.kernel_edges) + " edges" +
-              (graphed ? "" : " (MEMRA_CUDA_SYNC=1: no graphs)"));
+              (graphed ? "" : " (MEMRA_CUDA_SYNC=1 or MEMRA_CUDA_GRAPHS=0: no graphs)"));
 }
 
 // cuda-fast is judged the way parity judges a fast realization (docs/parity.md, docs/bands.md):
