@@ -12,6 +12,7 @@
 #   ncu_kernels TAG REGEX SKIP COUNT ARGS …   ncu of some launches of the kernels REGEX names (below)
 #   racecheck_backend MODEL [SECONDS]   racecheck of `memra_cuda_test backend MODEL --race` (below)
 #   gpu           the GPU's name (empty without nvidia-smi): `[[ $gpu == *H200* ]]`
+#   sanitizer     compute-sanitizer's path, empty where there is none
 # It prints memra's version and the GPU's name first (each run's record of what ran where).
 # NCCL's NVLink multicast stays off (the lent machines' rule), and the pack's libraries come first.
 bash tools/gpu-check.sh --unpack
@@ -33,11 +34,13 @@ ops_bits() {
   LD_LIBRARY_PATH=${2:+/tmp/$2/bin}${2:+:}$LD_LIBRARY_PATH timeout 60 "$t" ops --only "$1" > "$f" 2>&1
   echo "ops $1${2:+ ($2)} rc=$? $(tail -1 "$f")"
 }
+# sanitizer: compute-sanitizer's path (on PATH or in /usr/local/cuda/bin), empty where there is none.
+sanitizer() { command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null; }
 # memcheck_ops GROUP: the quick ops GROUP under compute-sanitizer's memcheck, as $OUT/memcheck-GROUP.txt,
 # one line printed (or why it did not run).
 memcheck_ops() {
   local san f=$OUT/memcheck-$1.txt
-  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  san=$(sanitizer)
   [[ -n "$san" ]] || { echo "memcheck ops $1: no compute-sanitizer here"; return 0; }
   timeout 90 "$san" --tool memcheck --error-exitcode 9 --print-limit 20 "$t" ops --quick --only "$1" > "$f" 2>&1
   echo "memcheck ops $1 rc=$? $(grep -E 'ERROR SUMMARY' "$f" | tail -1)"
@@ -128,7 +131,7 @@ ncu_kernels() {
 # checks line (or why it did not run).
 racecheck_backend() {
   local san f=$OUT/racecheck-backend-${1##*/}.txt
-  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  san=$(sanitizer)
   [[ -n "$san" ]] || { echo "racecheck backend $1: no compute-sanitizer here"; return 0; }
   timeout "${2:-200}" bash tools/racecheck.sh "$san" "$t" backend "$1" --race > "$f" 2>&1
   echo "racecheck backend $1 --race rc=$? $(grep -E 'RACECHECK SUMMARY|checks,' "$f" | tail -2 | tr '\n' ' ')"
