@@ -201,7 +201,7 @@ void test_linear(Rng& rng, Report& rep, bool quick) {
     }
     rep.add("linear grouped bf16 3x(40->24)", d.unwritten == 0 && d.rel_to_max() < 1e-6 && forms_equal == 9,
             "rel " + fmt("%.2e", d.rel_to_max()) + " unwritten " + std::to_string(d.unwritten) + " forms bit-equal " +
-                std::to_string(forms_equal) + "/7");
+                std::to_string(forms_equal) + "/9");
   }
 }
 
