@@ -9,8 +9,7 @@
 //   linear_one_row_kernel      one row of a plain matrix (decode GEMV), one output per warp, its
 //                              first weights loaded before pdl_begin(); also a few rows of a
 //                              matrix with few outputs, one GEMV per row (per_row_fits)
-//                                                        grid (ceil(out / W), rows, groups), block 32·W,
-//                                                        W = one_row_warps (8, fewer for small grids)
+//                                                        grid (ceil(out / 8), rows, groups)
 //   linear_exact_kernel        one output per warp; RB = 1 for a single row of packed weights,
 //                              else 8 (packed weights, unaligned rows)
 //                                                        grid (ceil(out / 8), ceil(rows / 8), groups)
@@ -29,7 +28,7 @@
 //                              NJ = 8 (16-row blocks), 4 and 16 for the forms
 //                                                        grid (ceil(rows / 2·NJ), ceil(out / 16), groups)
 //   linear_exact_gemm_kernel   the same for f32 weights: decoded to f32 on the way into shared memory
-//   block 256 (8 warps; the one-row kernel's may be narrower); rows beyond `rows` masked.
+//   block 256 (8 warps); rows beyond `rows` masked.
 // Every kernel ends in store_output: y, or with LinearArgs::hc the attention's hc_post applied to the
 // value as it is made (the decode path's wo_b), one dependent launch fewer per layer.
 #include <algorithm>
@@ -96,7 +95,7 @@ template <typename Row>
 __global__ void __launch_bounds__(kBlock) linear_one_row_kernel(LinearArgs a) {
   constexpr int V = Row::kV, kStep = kWarp * V;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int o = blockIdx.x * (blockDim.x / kWarp) + warp;  // one_row_warps warps a block
+  const int o = blockIdx.x * kOutsPerBlock + warp;
   const int g = blockIdx.z;
   const bool mine = o < a.out;
   const Row w = Row::at(a.w, a.ws, g * a.w_gstride / a.in + (mine ? o : 0), a.in);
@@ -845,28 +844,6 @@ cudaError_t launch_tiled(const LinearArgs& a, cudaStream_t stream, dim3 grid, in
   return launch(linear_exact_tiled_kernel<Row, 1>, grid, kBlock, 0, stream, a);
 }
 
-// Warps a block of linear_one_row_kernel: 8, unless that grid leaves SMs without a block; then the
-// most of 4, 2, 1 whose grid gives every SM one (the decode router: 256 outputs were 32 blocks of 8
-// warps, each SM streaming 64 KB alone; 1-warp blocks spread them over 256). One output a warp
-// whatever the block, so the same bits. MEMRA_CUDA_LINEAR_ONE_ROW_WARPS=1|2|4|8 (A/B timing): that
-// many always (8: the form before).
-int one_row_warps(const LinearArgs& a) {
-  static const int setting = switch_choice("MEMRA_CUDA_LINEAR_ONE_ROW_WARPS", {1, 2, 4, 8}, 0);
-  if (setting) return setting;
-  const int64_t sms = device_sms();
-  for (int w = kOutsPerBlock; w > 1; w /= 2)
-    if (static_cast<int64_t>((a.out + w - 1) / w) * a.rows * a.groups >= sms) return w;
-  return 1;
-}
-
-// `warps` 0: one_row_warps' choice.
-template <typename Row>
-cudaError_t launch_one_row(const LinearArgs& a, cudaStream_t stream, int warps = 0) {
-  const int w = warps ? warps : one_row_warps(a);
-  const dim3 grid(static_cast<unsigned>((a.out + w - 1) / w), static_cast<unsigned>(a.rows), a.groups);
-  return launch(linear_one_row_kernel<Row>, grid, w * kWarp, 0, stream, a);
-}
-
 template <typename Row>
 cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
   // A rows-kernel form names its outputs per warp (kLinearRowsN = −200 − N); 16-bit weights only,
@@ -876,13 +853,12 @@ cudaError_t launch(const LinearArgs& a, cudaStream_t stream, int form) {
   const unsigned gx = static_cast<unsigned>((a.out + kOutsPerBlock - 1) / kOutsPerBlock);
   const unsigned gy = static_cast<unsigned>((a.rows + 7) / 8);
   if (a.rows == 1 && form >= 0) {
-    if constexpr (kPlainRow<Row>) return launch_one_row<Row>(a, stream);
+    if constexpr (kPlainRow<Row>) return launch(linear_one_row_kernel<Row>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
     else return launch(linear_exact_kernel<Row, 1>, dim3(gx, 1, a.groups), kBlock, 0, stream, a);
   }
   if constexpr (kPlainRow<Row>) {
-    if (form == kLinearPerRow || (form == 0 && per_row_fits(a))) return launch_one_row<Row>(a, stream);
-    if (form == kLinearOneRow1 || form == kLinearOneRow2 || form == kLinearOneRow4 || form == kLinearOneRow8)
-      return launch_one_row<Row>(a, stream, kLinearOneRow1 + 1 - form);
+    if (form == kLinearPerRow || (form == 0 && per_row_fits(a)))
+      return launch(linear_one_row_kernel<Row>, dim3(gx, a.rows, a.groups), kBlock, 0, stream, a);
     const bool gemm_fits =
         tiled_ok<Row>(a, static_cast<unsigned>((a.out + kGemmOuts - 1) / kGemmOuts)) && gemm_offsets_fit(a);
     if (form < 0 && !rows_form && gemm_fits) return launch_gemm_rows<Row>(a, stream, -form);

@@ -118,12 +118,10 @@ struct LinearArgs {
 // outputs per warp (rows > 1); kLinearGemm8/16/32 = the register-tiled kernel with blocks of 8, 16
 // or 32 rows; kLinearPerRow = the one-row kernel per row (plain weights); kLinearRows1/2/4 = the
 // rows kernel with 1, 2 or 4 outputs per warp (16-bit weights; others take the library's choice);
-// kLinearOneRow1/2/4/8 = the one-row kernel per row with blocks of 1, 2, 4 or 8 warps (plain
-// weights); 0 = the library's choice.
+// 0 = the library's choice.
 // The bits are the same in every form.
 inline constexpr int kLinearGemm8 = -8, kLinearGemm16 = -16, kLinearGemm32 = -32;
 inline constexpr int kLinearPerRow = -1;  // the one-row kernel once per row (rows side by side)
-inline constexpr int kLinearOneRow1 = -101, kLinearOneRow2 = -102, kLinearOneRow4 = -104, kLinearOneRow8 = -108;
 inline constexpr int kLinearRows1 = -201, kLinearRows2 = -202, kLinearRows4 = -204;  // linear_exact_rows_kernel, 1, 2 or 4 outputs a warp (16-bit weights)
 cudaError_t linear_exact(const LinearArgs& a, cudaStream_t stream, int form = 0);
 
