@@ -8,6 +8,7 @@
 #   ops_bits GROUP [ARM], memcheck_ops GROUP   one ops group by bits / under memcheck, one line each
 #   v4_bench [LINES]  issue 13's v4 bench (bench/gpu_bench.sh) as $OUT/bench.tar.gz, its table printed
 #   ab_linear PASSES ARM=SETTINGS …   an A/B of `memra bench` arms with the linears' sites (below)
+#   marks_bench [ARGS …]   `memra bench --graph-marks` and graph_marks.py's tables (below)
 #   left          seconds left of the call's LIMIT (default 560)
 #   ncu_kernels TAG REGEX SKIP COUNT ARGS …   ncu of some launches of the kernels REGEX names (below)
 #   racecheck_backend MODEL [SECONDS]   racecheck of `memra_cuda_test backend MODEL --race` (below)
@@ -95,6 +96,22 @@ ab_linear() {
   tar czf "$OUT/ab.tar.gz" -C "$dir" ab
   local IFS=,
   python3 bench/ab_medians.py --sites linear_exact --per-site "${AB_SITES:-linear_exact}" "$dir/ab" "${names[*]}" | tee "$OUT/medians.txt"
+  el
+}
+# marks_bench [ARGS …]: `memra bench --json --graph-marks` at 2 layers (decode at 2k, batch 8, verify
+# 6 / 16, three reps; ARGS replace those) within 90 s, as $OUT/marks.json.xz and $OUT/marks.err;
+# bench/graph_marks.py's tables of its decode, verify and batch lines as $OUT/marks.txt. Printed: the
+# bench's rc and each table's first line.
+marks_bench() {
+  local dir
+  dir=$(mktemp -d)
+  local args=(--contexts 2048 --batches 8 --verify 6,16 --snapshot-gib 0.05 --prefill 64 --reps 3)
+  [[ $# -gt 0 ]] && args=("$@")
+  timeout 90 "$m" bench --json "${args[@]}" --graph-marks > "$dir/marks.json" 2> "$OUT/marks.err"
+  echo "marks rc=$?"
+  python3 bench/graph_marks.py "$dir/marks.json" --lines decode,verify,batch --top 40 > "$OUT/marks.txt" 2>&1
+  xz -9 < "$dir/marks.json" > "$OUT/marks.json.xz"
+  grep -E "^(decode|verify|batch)" "$OUT/marks.txt" | head -8
   el
 }
 # ncu_kernels TAG REGEX SKIP COUNT ARGS …: ncu (--clock-control none) of launches SKIP + 1 … SKIP +

@@ -4,11 +4,12 @@
 # archive), archives what it wrote as $OUT/check.tar.gz and prints its summary's last lines; ops_bits
 # runs one ops group with the pack's library or an arm's, into its own file, one line printed;
 # v4_bench runs bench/gpu_bench.sh with the pack's binaries, archives its folder as
-# $OUT/bench.tar.gz and prints its rc and the table's first lines; ab_linear and ncu_kernels pass
+# $OUT/bench.tar.gz and prints its rc and the table's first lines; marks_bench runs memra bench
+# --graph-marks and keeps its JSON and graph_marks.py's tables; ab_linear and ncu_kernels pass
 # their arms / kernels and arguments on and keep what comes back, as racecheck_backend does. On
-# stubs of gpu-check.sh, gpu_bench.sh, memra_cuda_test, ab_arms.sh, ab_medians.py, ncu, nvidia-smi,
-# compute-sanitizer and racecheck.sh that record what they were given (the real ones need the GPU
-# machine).
+# stubs of gpu-check.sh, gpu_bench.sh, memra_cuda_test, memra, graph_marks.py, ab_arms.sh,
+# ab_medians.py, ncu, nvidia-smi, compute-sanitizer and racecheck.sh that record what they were
+# given (the real ones need the GPU machine).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/prelude.sh"
 root="$work/root"
@@ -72,6 +73,27 @@ grep -q "^memra $root/build-gpu-pack/bin/memra args bench --json --timeline --co
 ab=$(cd "$root" && OUT="$work/out" AB_ARGS="bench --json" bash -c 'source bench/device_preamble.sh; ab_linear 1 base=' 2>&1)
 grep -q "args bench --json arms base=$" <<< "$(tar xzf "$work/out/ab.tar.gz" -O ab/given.txt 2>&1)" ||
   { echo "FAIL: AB_ARGS not passed"; fail=1; }
+# marks_bench: the pack's memra given the default arguments (or ARGS) with --json --graph-marks, its
+# JSON kept as marks.json.xz, graph_marks.py's tables as marks.txt, their first lines printed
+cat > "$root/build-gpu-pack/bin/memra" <<'STUB'
+#!/usr/bin/env bash
+echo "{\"args\": \"$*\"}"; echo "memra note" >&2
+STUB
+chmod +x "$root/build-gpu-pack/bin/memra"
+cat > "$root/bench/graph_marks.py" <<'STUB'
+import sys; print("decode 2048: step " + open(sys.argv[1]).read().strip()); print("  main chain"); print("verify 6: " + " ".join(sys.argv[2:]))
+STUB
+mb=$(cd "$root" && OUT="$work/out" bash -c 'source bench/device_preamble.sh; marks_bench' 2>&1)
+grep -q '^marks rc=0$' <<< "$mb" || { echo "FAIL: marks_bench's rc line: $mb"; fail=1; }
+grep -q '^decode 2048: step {"args": "bench --json --contexts 2048 --batches 8 --verify 6,16 .*--reps 3 --graph-marks"}$' <<< "$mb" ||
+  { echo "FAIL: marks_bench's memra call or table line: $mb"; fail=1; }
+grep -q '^verify 6: --lines decode,verify,batch --top 40$' <<< "$mb" || { echo "FAIL: marks_bench's graph_marks.py call: $mb"; fail=1; }
+grep -q 'main chain' <<< "$mb" && { echo "FAIL: marks_bench printed more than the tables' first lines: $mb"; fail=1; }
+grep -q 'main chain' "$work/out/marks.txt" 2>/dev/null || { echo "FAIL: marks.txt not the whole tables"; fail=1; }
+grep -q '^memra note$' "$work/out/marks.err" 2>/dev/null || { echo "FAIL: marks.err not memra's stderr"; fail=1; }
+xz -dc "$work/out/marks.json.xz" 2>/dev/null | grep -q 'graph-marks' || { echo "FAIL: marks.json.xz not the bench's JSON"; fail=1; }
+mb=$(cd "$root" && OUT="$work/out" bash -c 'source bench/device_preamble.sh; marks_bench --contexts 32768' 2>&1)
+grep -q '"args": "bench --json --contexts 32768 --graph-marks"' <<< "$mb" || { echo "FAIL: marks_bench ARGS not passed: $mb"; fail=1; }
 lf=$(cd "$root" && OUT="$work/out" LIMIT=300 bash -c 'source bench/device_preamble.sh; left' 2>&1 | tail -1)
 [[ "$lf" =~ ^(29[5-9]|300)$ ]] || { echo "FAIL: left under LIMIT 300: $lf"; fail=1; }
 # ncu_kernels: ncu (found on PATH) given the kernels' regex, skip and count and the pack's memra with
@@ -133,6 +155,6 @@ grep -q "^racecheck args $work/path/compute-sanitizer $root/build-gpu-pack/bin/m
   "$work/out/racecheck-backend-tiny.txt" 2>/dev/null || { echo "FAIL: racecheck_backend's call: $(cat "$work/out/racecheck-backend-tiny.txt" 2>&1)"; fail=1; }
 grep -q '^racecheck backend models/tiny --race rc=0 == backend: 15 checks, 0 failed == =* RACECHECK SUMMARY: 0 hazards displayed $' <<< "$rc_out" ||
   { echo "FAIL: racecheck_backend's line: $rc_out"; fail=1; }
-[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines; v4_bench: binaries, archive, table; ab_linear: arms, arguments, archive, medians; left; ncu_kernels: call, files, lines, raw page fallback; racecheck_backend: call, file, line; gpu"
+[[ $fail == 0 ]] && echo "ok: whole_check: budget, archive, summary tail; ops_bits: files, arms, lines; v4_bench: binaries, archive, table; ab_linear: arms, arguments, archive, medians; marks_bench: call, files, lines; left; ncu_kernels: call, files, lines, raw page fallback; racecheck_backend: call, file, line; gpu"
 
 exit $fail

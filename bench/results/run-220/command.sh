@@ -9,10 +9,4 @@ cd "$(dirname "$0")/../../.."
 source bench/device_preamble.sh
 [[ $gpu == *H200* ]] || { echo "not an H200: nothing run"; exit 0; }
 v4_bench 40
-timeout 90 "$m" bench --json --contexts 2048 --batches 8 --verify 6,16 --snapshot-gib 0.05 --prefill 64 --reps 3 \
-  --graph-marks > /tmp/marks.json 2> "$OUT/marks.err"
-echo "marks rc=$?"
-python3 bench/graph_marks.py /tmp/marks.json --lines decode,verify,batch --top 40 > "$OUT/marks.txt" 2>&1
-xz -9 < /tmp/marks.json > "$OUT/marks.json.xz"
-grep -E "^(decode|verify|batch)" "$OUT/marks.txt" | head -8
-el
+marks_bench
