@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Per-arm medians over the passes of bench/ab_arms.sh, and the arm of the most batch-64 tokens/s.
 
-    python3 bench/ab_medians.py [--sites REGEX] [--per-site REGEX] OUTDIR [CANDIDATE,CANDIDATE,...]
+    python3 bench/ab_medians.py [--sites REGEX] [--per-site REGEX] [--phases] OUTDIR [CANDIDATE,CANDIDATE,...]
 
 OUTDIR holds ab_arms.sh's ARMpass.json files (pass 1-9, the last digit of the name). One line per
 arm: the median over its passes of decode ms/layer (the first context), batch 8 / 32 / 64 tokens/s,
 verify 6 / 16 ms, and the timeline sites matching REGEX (default linear_exact) summed at batch 32 /
 64 in ms (ab_summary.py's site_sum; '-' where a run lacks the measure). With --per-site, then one
 line per round (b8 ... v16) and timeline site matching REGEX: each arm's median in us and, after the
-first arm, its change against the first (where an A/B gained or lost, site by site). Last line:
+first arm, its change against the first (where an A/B gained or lost, site by site). With --phases,
+then one line per round (decode at the first context, each verify block) and arm: the medians of
+its phases_us (memra bench: where a step's wall time goes, host and device) in us. Last line:
 "winner ARM", the candidate (default: every arm) with the most batch-64 tokens/s, so a device run
 can choose the setting its next step runs under ("winner -" where no candidate measured batch 64).
 An unreadable file is named on stderr and skipped; exit 2 with a one-line error when no run could
@@ -29,8 +31,20 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def measures(doc, pattern, per_site=None):
+PHASES = (("host_total", "host"), ("device_total", "device"), ("host_outside_device", "outside"),
+          ("host_plan", "plan"), ("host_launch", "launch"), ("host_after_launch", "after"),
+          ("device_plan_copy", "d.plan"), ("device_round", "d.round"), ("device_logits_copies", "d.copies"))
+
+
+def measures(doc, pattern, per_site=None, phases=False):
     out = {}
+    if phases:  # ("phase", round, key) -> us, for --phases
+        rounds = [("decode", x) for x in (doc.get("decode") or [])[:1]]
+        rounds += [(f"v{x.get('block')}", x) for x in doc.get("verify") or []]
+        for tag, x in rounds:
+            for key, _ in PHASES:
+                if key in (x.get("phases_us") or {}):
+                    out[("phase", tag, key)] = x["phases_us"][key]
     if per_site:  # ("site", round, name) -> us, for --per-site
         for key, tag in (("batch", "b"), ("verify", "v")):
             for x in doc.get(key) or []:
@@ -65,11 +79,21 @@ def print_per_site(runs):
         print(f"{k[1]:5s} {k[2]:44s} " + " ".join(cells))
 
 
+def print_phases(runs):
+    tags = sorted({k[1] for ms in runs.values() for m in ms for k in m if isinstance(k, tuple) and k[0] == "phase"},
+                  key=lambda t: (t != "decode", int(t[1:]) if t != "decode" else 0))
+    print(f"{'round':6s} {'arm':6s} " + " ".join(f"{h:>8s}" for _, h in PHASES) + "  (phases, us, medians over passes)")
+    for tag in tags:
+        for arm, ms in runs.items():
+            meds = [med([m[("phase", tag, k)] for m in ms if ("phase", tag, k) in m]) for k, _ in PHASES]
+            print(f"{tag:6s} {arm:6s} " + " ".join(f"{v:8.1f}" if v is not None else f"{'-':>8s}" for v in meds))
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse whose usage errors are one line with a hint (argparse's own print the usage first)."""
 
     def error(self, message):
-        print(f"ab_medians.py: error: {message} (hint: ab_medians.py [--sites REGEX] [--per-site REGEX] OUTDIR "
+        print(f"ab_medians.py: error: {message} (hint: ab_medians.py [--sites REGEX] [--per-site REGEX] [--phases] OUTDIR "
               "[CANDIDATE,...]; OUTDIR is ab_arms.sh's)", file=sys.stderr)
         sys.exit(2)
 
@@ -78,6 +102,7 @@ def main():
     ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sites", default="linear_exact", help="regex of timeline sites to sum at batch 32 / 64")
     ap.add_argument("--per-site", metavar="REGEX", help="per round, each matching timeline site's median per arm (us)")
+    ap.add_argument("--phases", action="store_true", help="per round and arm, the medians of phases_us (us)")
     ap.add_argument("outdir")
     ap.add_argument("candidates", nargs="?")
     args = ap.parse_args()
@@ -96,7 +121,7 @@ def main():
             continue
         try:
             with open(f) as fh:
-                runs.setdefault(m.group(1), []).append(measures(json.load(fh), pattern, per_site))
+                runs.setdefault(m.group(1), []).append(measures(json.load(fh), pattern, per_site, args.phases))
         except (OSError, ValueError, KeyError, TypeError) as e:
             print(f"ab_medians.py: {os.path.basename(f)}: unreadable ({type(e).__name__})", file=sys.stderr)
     if not runs:
@@ -114,6 +139,8 @@ def main():
         print(f"{arm:6s} " + " ".join(cells))
     if per_site:
         print_per_site(runs)
+    if args.phases:
+        print_phases(runs)
     names = args.candidates.split(",") if args.candidates else list(rows)
     cands = {a: rows[a]["b64"] for a in names if a in rows and rows[a]["b64"] is not None}
     if not cands:  # no candidate measured batch 64: name none rather than pick one unmeasured

@@ -83,8 +83,9 @@ v4_bench() {
 # read against) over `memra bench --json --timeline` at 2 layers (decode at 2k, batches 8 / 32 / 64,
 # verify 6 / 16; AB_ARGS replaces those arguments), PASSES passes interleaved, as $OUT/ab.txt and
 # $OUT/ab.tar.gz; then bench/ab_medians.py's per-arm medians with every linear site (AB_SITES: every
-# site that regex matches) per round, as $OUT/medians.txt and printed (a run's step after it reads
-# its arms' lines: `$1 == "ARM"`).
+# site that regex matches) per round and the phases of each decode / verify step (where its wall
+# time goes), as $OUT/medians.txt and printed (a run's step after it reads its arms' lines:
+# `$1 == "ARM"`).
 ab_linear() {
   local passes=$1 names=() spec dir
   shift
@@ -95,7 +96,8 @@ ab_linear() {
     > "$OUT/ab.txt" 2>&1
   tar czf "$OUT/ab.tar.gz" -C "$dir" ab
   local IFS=,
-  python3 bench/ab_medians.py --sites linear_exact --per-site "${AB_SITES:-linear_exact}" "$dir/ab" "${names[*]}" | tee "$OUT/medians.txt"
+  python3 bench/ab_medians.py --sites linear_exact --per-site "${AB_SITES:-linear_exact}" --phases "$dir/ab" "${names[*]}" |
+    tee "$OUT/medians.txt"
   el
 }
 # marks_bench [ARGS …]: `memra bench --json --graph-marks` at 2 layers (decode at 2k, batch 8, verify

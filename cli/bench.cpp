@@ -11,7 +11,9 @@
 //   decode     cuda (exact), batch 1, at each --contexts (state filled by a cuda-fast prefill of that
 //              many tokens, moved into the exact backend through its classes): ms per layer per token
 //              and the HBM floor of the bytes one step must read (active weights + state + head);
-//              the step graph's longest chain of dependent kernels × the launch step
+//              the step graph's longest chain of dependent kernels × the launch step; where the step's
+//              wall time goes (phases_us: host before / in / after the launch, device plan copy, round,
+//              logits copies; host_outside_device is what the device does not cover), also per verify
 //   batch      --batches sequences at the first context, one token each per step: tokens/s and the
 //              floor of what the batch reads (the experts its rows touch, counted from the routing
 //              trace); one sequence checked bit-identical to running alone
@@ -137,6 +139,27 @@ nlohmann::json timeline_of(const Backend& b, std::span<const SequenceStep> batch
   for (const auto& [ms, name] : sites)
     list.push_back({{"site", name}, {"ms", ms}, {"launches", rep.at("timeline_launches:" + name)}});
   return {{"device_ms_sum", sum}, {"measured_ms", measured_ms}, {"sites", list}};
+}
+
+// Forwards under the phases probe (ForwardProbes::phases): where a forward's wall time goes, host
+// and device, as the means of `n` runs of `forward` (each one forward, from the same start): the
+// host's clock before the first launch, in the launch and after it, and events around the plan's
+// copy, the round and the logits copies. What the device does not cover, host_total − device_total,
+// is the step's host and launch overhead.
+template <typename Forward>
+nlohmann::json phases_of(const Backend& b, int64_t n, Forward&& forward) {
+  b.device_report();  // forget earlier phases
+  {
+    const Probed probed(b, {.phases = true});
+    for (int64_t i = 0; i < n; ++i) forward(i);
+  }
+  nlohmann::json out = nlohmann::json::object();
+  const std::string prefix = "phase_us:";
+  for (const auto& [key, us] : b.device_report())
+    if (key.rfind(prefix, 0) == 0) out[key.substr(prefix.size())] = us;
+  if (out.contains("host_total") && out.contains("device_total"))
+    out["host_outside_device"] = out["host_total"].get<double>() - out["device_total"].get<double>();
+  return out;
 }
 
 // Forwards under the graph marks probe (kernels/graph_marks.h; the first captures the marked graph,
@@ -436,6 +459,13 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
       });
       es->rewind(mark);
     }
+    std::vector<float> phase_logits(static_cast<size_t>(V));
+    const nlohmann::json phases = phases_of(*exact, opt.steps, [&](int64_t i) {
+      if (i == 0) es->rewind(mark);
+      SequenceStep st{es.get(), std::span<const int32_t>(&next[i], 1), phase_logits.data(), nullptr};
+      exact->forward(std::span<const SequenceStep>(&st, 1));
+    });
+    es->rewind(mark);
     const bool graph_bits = std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)) == 0;
     if (!graph_bits) out["failures"].push_back("decode at " + std::to_string(ctx_len) + ": CUDA graphs change the logits");
     // the decode graph's kernel → kernel edges, and how many are programmatic (kernels/launch.cuh)
@@ -465,8 +495,12 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                              {"critical_launch_ms", rep_of("graph_critical_kernels") * launch_step_us[0] * 1e-3}});
     if (opt.timeline) out["decode"].back()["timeline"] = timeline;
     if (opt.graph_marks) out["decode"].back()["graph_marks"] = marks;
+    out["decode"].back()["phases_us"] = phases;
     note(ctx, "decode at " + std::to_string(ctx_len) + ": " + fmt("%.3f", step_s * 1e3 / L) + " ms/layer/token, floor " +
-                  fmt("%.3f", f.layer_ms));
+                  fmt("%.3f", f.layer_ms) +
+                  (phases.contains("host_outside_device")
+                       ? ", " + fmt("%.1f", phases["host_outside_device"].get<double>()) + " us a step outside the device"
+                       : ""));
     if (ci == 0) first_ctx = std::move(es);
   }
 
@@ -521,6 +555,12 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
         });
         first_ctx->rewind(mark);
       }
+      const nlohmann::json phases = phases_of(*exact, opt.reps, [&](int64_t) {
+        first_ctx->rewind(mark);
+        SequenceStep st{first_ctx.get(), block, nullptr, nullptr};
+        exact->forward(std::span<const SequenceStep>(&st, 1));
+      });
+      first_ctx->rewind(mark);
       std::vector<int64_t> pos;
       for (int64_t i = 0; i < b; ++i) pos.push_back(ctx0 + i);
       const Floor f = floor_for(cfg, pos, touched, copy_gbs);
@@ -543,6 +583,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
                                          {"keep_ms", median(keep_s) * 1e3}};
       if (opt.timeline) out["verify"].back()["timeline"] = timeline;
       if (opt.graph_marks) out["verify"].back()["graph_marks"] = marks;
+      out["verify"].back()["phases_us"] = phases;
     }
   }
 

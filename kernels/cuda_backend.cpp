@@ -6,8 +6,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +36,10 @@ class CudaState final : public State {
 
 // MEMRA_CUDA_GRAPHS, read at each round (so a benchmark can compare both ways on one backend).
 bool graphs_enabled() { return switch_on("MEMRA_CUDA_GRAPHS"); }
+
+double us_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
+}
 
 // Synthetic weights, made once a process for each (geometry, seed, device, layers, ends) while a
 // backend holds them: they are a function of those alone, and a second copy of a V4-Flash layer
@@ -130,6 +136,8 @@ CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model,
     check(cudaEventCreateWithFlags(&handoff_[s], cudaEventDisableTiming), "cudaEventCreate");
   }
   round_rows_ = switch_count("MEMRA_CUDA_ROUND_ROWS", fast ? 2048 : 256);
+  plan_in_graph_ = switch_one("MEMRA_CUDA_PLAN_IN_GRAPH");
+  pinned_logits_ = switch_one("MEMRA_CUDA_PINNED_LOGITS");
   if (const char* p = std::getenv("MEMRA_CUDA_PROFILE_FORWARDS")) {
     for (const char* c = p; *c;) {
       char* end = nullptr;
@@ -142,9 +150,10 @@ CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model,
 }
 
 CudaBackend::~CudaBackend() {
-  if (!graphs_.empty()) {
+  if (!graphs_.empty() || !phase_events_.empty()) {
     DeviceGuard guard(placement_.devices[0]);
     for (auto& [k, e] : graphs_) cudaGraphExecDestroy(e);
+    for (cudaEvent_t e : phase_events_) cudaEventDestroy(e);
   }
   for (int s = 1; s < static_cast<int>(handoff_.size()); ++s)
     if (handoff_[s]) {
@@ -204,6 +213,12 @@ std::map<std::string, double> CudaBackend::device_report() const {
       out[key + marks[i].first] = marks[i].second;
     }
   }
+  if (phase_forwards_ > 0) {  // ForwardProbes::phases: means over the forwards since the last report
+    for (const auto& [k, v] : phase_sums_) out["phase_us:" + k] = v / static_cast<double>(phase_forwards_);
+    out["phase_forwards"] = static_cast<double>(phase_forwards_);
+  }
+  phase_sums_.clear();
+  phase_forwards_ = 0;
   if (graph_kernels_ > 0) {
     out["graph_kernels"] = static_cast<double>(graph_kernels_);
     out["graph_kernel_edges"] = static_cast<double>(graph_kernel_edges_);
@@ -307,6 +322,7 @@ void CudaBackend::sync() const {
 
 void CudaBackend::forward(std::span<const SequenceStep> batch) const {
   std::lock_guard<std::mutex> lock(mutex_);
+  const auto entry = std::chrono::steady_clock::now();
   validate_batch(cfg_, batch);  // states present and distinct, capacity, token ids: before any state moves
   ++forwards_;
   const bool profiled = std::find(profile_forwards_.begin(), profile_forwards_.end(), forwards_) != profile_forwards_.end();
@@ -331,6 +347,7 @@ void CudaBackend::forward(std::span<const SequenceStep> batch) const {
     else it.trunk->trunk().drop_journal();
     if (it.T > 0) items.push_back(it);
   }
+  auto round_start = entry;  // a later round's host work is timed from the previous round's end
   for (;;) {
     std::vector<int> in_round;
     std::vector<int64_t> take;
@@ -343,8 +360,13 @@ void CudaBackend::forward(std::span<const SequenceStep> batch) const {
       budget -= take.back();
     }
     if (in_round.empty()) break;
-    run_round(items, in_round, take);
+    run_round(items, in_round, take, round_start);
+    round_start = std::chrono::steady_clock::now();
     for (size_t j = 0; j < in_round.size(); ++j) items[in_round[j]].done += take[j];
+  }
+  if (probes_.phases) {
+    phase_sums_["host_total"] += us_since(entry);
+    ++phase_forwards_;
   }
   for (const Item& it : items) {
     static_cast<CudaState*>(it.step->state)->advance_by(it.T);
@@ -366,8 +388,8 @@ void CudaBackend::forward(std::span<const SequenceStep> batch) const {
   }
 }
 
-void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in_round,
-                            const std::vector<int64_t>& take) const {
+void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in_round, const std::vector<int64_t>& take,
+                            std::chrono::steady_clock::time_point start) const {
   const int S = placement_.shards();
   const int64_t V = cfg_.vocab_size;
   RoundPlan plan;
@@ -429,7 +451,7 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   for (int s = 0; s < S; ++s) {
     std::vector<const LayerDev*> tables;
     for (int i : in_round) tables.push_back(items[i].trunk->trunk().table(s));
-    shards_[s]->upload_plan(plan, tables, probes_.timeline, probes_.graph_marks);
+    shards_[s]->upload_plan(plan, tables, probes_.timeline, probes_.graph_marks, /*copy_now=*/false);
   }
   // One CUDA graph per launch signature replays a whole round (embedding, layers, head) with one
   // launch: the exact realization on one device, untraced, fused MoE (nothing in it waits on the
@@ -441,9 +463,28 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   if (first_shard.timeline_on()) no_pdl.emplace();
   const bool graphs = graphs_enabled() && !probes_.no_graphs && S == 1 && realization_.exact && !staged_tracing &&
                       first_shard.moe_path() == MoePath::kFused && !sync_each_launch() && !first_shard.timeline_on();
+  const bool plan_inside = graphs && plan_in_graph_;  // the plan's copy as the graph's first node
+  // ForwardProbes::phases (one device): events before the plan's copy, before the round, after it
+  // and after the logits copies; the host's clock at the same points.
+  const bool phased = probes_.phases && S == 1;
+  if (phased && phase_events_.empty()) {
+    DeviceGuard guard(first_shard.device());
+    phase_events_.assign(4, nullptr);
+    for (cudaEvent_t& e : phase_events_) check(cudaEventCreate(&e), "cudaEventCreate (phases)");
+  }
+  auto phase_event = [&](int i) {
+    if (phased) check(cudaEventRecord(phase_events_[i], first_shard.stream()), "cudaEventRecord (phases)");
+  };
+  if (phased) phase_sums_["host_plan"] += us_since(start);
+  phase_event(0);
+  if (!plan_inside)
+    for (const auto& sh : shards_) sh->copy_plan();
+  phase_event(1);
+  const auto launch_start = std::chrono::steady_clock::now();
   if (graphs) {
     DeviceGuard guard(first_shard.device());
-    const std::vector<uint64_t> sig = first_shard.launch_signature();
+    std::vector<uint64_t> sig = first_shard.launch_signature();
+    sig.push_back(plan_inside);
     auto it = graphs_.find(sig);
     if (it == graphs_.end()) {
       if (graphs_.size() >= 32) {  // a bounded cache: shapes changed a lot, start again
@@ -453,6 +494,7 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
       cudaGraph_t graph = nullptr;
       check(cudaStreamBeginCapture(first_shard.stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
       try {
+        if (plan_inside) first_shard.copy_plan();
         first_shard.embed(weights_[0]->ends);
         const DeviceWeights& dw = *weights_[0];
         for (size_t li = 0; li < dw.layers.size(); ++li) first_shard.layer(dw.layers[li], dw.first + static_cast<int>(li), nullptr);
@@ -473,6 +515,7 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
       it = graphs_.emplace(sig, exec).first;
     }
     check(cudaGraphLaunch(it->second, first_shard.stream()), "cudaGraphLaunch");
+    if (phased) phase_sums_["host_launch"] += us_since(launch_start);
   } else {
     shards_[0]->embed(weights_[0]->ends);
     const int R = plan.rows();
@@ -524,7 +567,9 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
       }
     }
     shards_[S - 1]->head(weights_[S - 1]->ends);
+    if (phased) phase_sums_["host_launch"] += us_since(launch_start);
   }
+  phase_event(2);
   if (taps_only) {  // the tapped hc streams, row ranges per traced sequence
     const int64_t nD = cfg_.hc_mult * cfg_.hidden_size;
     for (int s = 0; s < S; ++s)
@@ -543,6 +588,20 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   Shard& last = *shards_[S - 1];
   const float* logits = last.logits();
   DeviceGuard guard(last.device());
+  // The caller's logits through pinned staging (MEMRA_CUDA_PINNED_LOGITS=1) up to this many bytes a
+  // round; past it the staging would pin more host memory than the copy's setup is worth.
+  constexpr size_t kStagedLogitsMax = size_t{64} << 20;
+  size_t staged = 0;
+  for (size_t j = 0; j < in_round.size(); ++j)
+    if (items[in_round[j]].step->logits) staged += static_cast<size_t>(outs[j].logit_count * V) * sizeof(float);
+  const bool stage_logits = pinned_logits_ && staged > 0 && staged <= kStagedLogitsMax;
+  if (stage_logits) logits_host_.ensure(staged, "logits staging");
+  struct Staged {
+    float* to;
+    size_t at, bytes;
+  };
+  std::vector<Staged> unstage;
+  size_t at = 0;
   for (size_t j = 0; j < in_round.size(); ++j) {
     const Item& it = items[in_round[j]];
     const Out& o = outs[j];
@@ -550,16 +609,38 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
       check(cudaMemcpyAsync(it.trunk->trunk().last_logits(), logits + (o.logit_begin + o.logit_count - 1) * V,
                             V * sizeof(float), cudaMemcpyDeviceToDevice, last.stream()),
             "last logits copy");
-    if (it.step->logits && o.logit_count > 0)
-      check(cudaMemcpyAsync(it.step->logits + it.done * V, logits + o.logit_begin * V, o.logit_count * V * sizeof(float),
-                            cudaMemcpyDeviceToHost, last.stream()),
-            "logits copy");
+    if (it.step->logits && o.logit_count > 0) {
+      const size_t bytes = static_cast<size_t>(o.logit_count * V) * sizeof(float);
+      float* to = it.step->logits + it.done * V;
+      if (stage_logits) {
+        check(cudaMemcpyAsync(logits_host_.get() + at, logits + o.logit_begin * V, bytes, cudaMemcpyDeviceToHost, last.stream()),
+              "logits copy");
+        unstage.push_back({to, at, bytes});
+        at += bytes;
+      } else {
+        check(cudaMemcpyAsync(to, logits + o.logit_begin * V, bytes, cudaMemcpyDeviceToHost, last.stream()), "logits copy");
+      }
+    }
     if (it.step->journal && o.logit_count > 0)
       check(cudaMemcpyAsync(it.trunk->trunk().journal_logits() + it.done * V, logits + o.logit_begin * V,
                             o.logit_count * V * sizeof(float), cudaMemcpyDeviceToDevice, last.stream()),
             "logits copy (forward journal)");
   }
+  phase_event(3);
   for (const auto& sh : shards_) sh->sync();
+  for (const Staged& u : unstage) std::memcpy(u.to, logits_host_.get() + u.at, u.bytes);
+  if (phased) {
+    phase_sums_["host_after_launch"] += us_since(launch_start);
+    const char* spans[] = {"device_plan_copy", "device_round", "device_logits_copies"};
+    float total = 0;
+    for (int i = 0; i < 3; ++i) {
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, phase_events_[i], phase_events_[i + 1]), "cudaEventElapsedTime (phases)");
+      phase_sums_[spans[i]] += ms * 1e3;
+      total += ms;
+    }
+    phase_sums_["device_total"] += total * 1e3;
+  }
 }
 
 }  // namespace memra::cuda

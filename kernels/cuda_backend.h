@@ -8,6 +8,7 @@
 // order; a sequence longer than a round continues in the next one, which on the exact realization
 // is the same as chunked prefill and so changes nothing.
 #pragma once
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,7 +42,8 @@ class CudaBackend final : public Backend {
 
  private:
   struct Item;
-  void run_round(std::vector<Item>& items, const std::vector<int>& in_round, const std::vector<int64_t>& take) const;
+  void run_round(std::vector<Item>& items, const std::vector<int>& in_round, const std::vector<int64_t>& take,
+                 std::chrono::steady_clock::time_point start) const;
   void count_graph(cudaGraph_t graph) const;
 
   const RealizationInfo& realization_;
@@ -64,6 +66,19 @@ class CudaBackend final : public Backend {
   mutable std::map<std::vector<uint64_t>, cudaGraphExec_t> graphs_;
   mutable int64_t graph_kernels_ = 0, graph_kernel_edges_ = 0, graph_programmatic_edges_ = 0;  // the last capture
   mutable int64_t graph_critical_kernels_ = 0;
+  // MEMRA_CUDA_PLAN_IN_GRAPH=1: a graphed round's plan copy is the graph's first node instead of a
+  // copy enqueued before the launch (A/B timing; the same bits).
+  bool plan_in_graph_ = false;
+  // MEMRA_CUDA_PINNED_LOGITS=1: the caller's logits come back through pinned staging (an async copy,
+  // then a host memcpy after the round's sync) instead of a copy into pageable memory, which the
+  // driver stages itself (A/B timing; the same bits).
+  bool pinned_logits_ = false;
+  mutable PinnedBuffer logits_host_;
+  // ForwardProbes::phases: events around a round's parts (plan copy, round, logits copies, end),
+  // and the phases' sums over the forwards since the last device_report.
+  mutable std::vector<cudaEvent_t> phase_events_;
+  mutable std::map<std::string, double> phase_sums_;
+  mutable int64_t phase_forwards_ = 0;
 };
 
 // Checks that `config` is within what the kernels support (throws Error naming the limit).

@@ -275,7 +275,8 @@ std::vector<uint64_t> Shard::launch_signature() const {
                                static_cast<uint64_t>(csa_bucket_), static_cast<uint64_t>(hca_bucket_),
                                static_cast<uint64_t>(moe_path_ == MoePath::kFused), static_cast<uint64_t>(hc_split_),
                                static_cast<uint64_t>(marks_on_),
-                               reinterpret_cast<uint64_t>(plan_dev_.get()), reinterpret_cast<uint64_t>(conv_.get()),
+                               reinterpret_cast<uint64_t>(plan_dev_.get()), reinterpret_cast<uint64_t>(plan_host_.get()),
+                               plan_bytes_, reinterpret_cast<uint64_t>(conv_.get()),
                                reinterpret_cast<uint64_t>(x16_.get()), reinterpret_cast<uint64_t>(hc_partial_.get()), reinterpret_cast<uint64_t>(taps_.get())};
   for (int l : tap_layers_) sig.push_back(static_cast<uint64_t>(l) + (uint64_t{1} << 40));
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,
@@ -295,7 +296,8 @@ size_t Shard::scratch_bytes() const {
   return b;
 }
 
-void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables, bool timeline, bool graph_marks) {
+void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables, bool timeline, bool graph_marks,
+                        bool copy_now) {
   DeviceGuard guard(device_);
   check(cudaStreamSynchronize(stream_), "stream synchronisation");  // the staging buffer is free again
   plan_ = plan;
@@ -331,7 +333,8 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   for (int i = 0; i < 7; ++i)
     if (sizes[i]) std::memcpy(plan_host_.get() + offs[i], srcs[i], sizes[i]);
   uint8_t* dev = plan_dev_.ensure(device_, total, "round plan");
-  check(cudaMemcpyAsync(dev, plan_host_.get(), total, cudaMemcpyHostToDevice, stream_), "round plan upload");
+  plan_bytes_ = total;
+  if (copy_now) copy_plan();
   d_tokens_ = reinterpret_cast<int32_t*>(dev + offs[0]);
   d_row_pos_ = reinterpret_cast<int32_t*>(dev + offs[1]);
   d_row_seq_ = reinterpret_cast<int32_t*>(dev + offs[2]);
@@ -401,6 +404,11 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
     if (!timeline_) timeline_ = std::make_unique<Timeline>(stream_);
     timeline_->spin(kTimelineSpinMs);
   }
+}
+
+void Shard::copy_plan() {
+  DeviceGuard guard(device_);
+  check(cudaMemcpyAsync(plan_dev_.get(), plan_host_.get(), plan_bytes_, cudaMemcpyHostToDevice, stream_), "round plan upload");
 }
 
 LinearArgs Shard::matrix_args(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride) {

@@ -75,8 +75,12 @@ class Shard {
   // Uploads the plan (tables[s] = sequence s's state table on this device) and sizes the scratch.
   // timeline / graph_marks: the round's probes (ForwardProbes; MEMRA_CUDA_TIMELINE=1 and
   // MEMRA_CUDA_GRAPH_MARKS=1 turn them on as well).
+  // copy_now = false stages the plan in pinned memory only: the caller then calls copy_plan() on the
+  // shard's stream before the round's first launch (inside a captured graph, where the copy is a
+  // node that reads the staging buffer at each replay).
   void upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables, bool timeline = false,
-                   bool graph_marks = false);
+                   bool graph_marks = false, bool copy_now = true);
+  void copy_plan();
   // Times every linear from now on (BackendOptions::time_linears; MEMRA_CUDA_TIME_LINEARS=1 as well).
   void set_time_linears() { time_linears_ = true; }
   const RoundPlan& plan() const { return plan_; }
@@ -210,6 +214,7 @@ class Shard {
   RoundPlan plan_;
   PinnedBuffer plan_host_;
   Scratch<uint8_t> plan_dev_;
+  size_t plan_bytes_ = 0;  // the staged plan's bytes (upload_plan), what copy_plan moves
   int32_t* d_tokens_ = nullptr;
   int32_t* d_row_pos_ = nullptr;
   int32_t* d_row_seq_ = nullptr;

@@ -244,6 +244,9 @@ struct ForwardProbes {
   bool timeline = false;     // every launch alone (PDL off), device time by site: "timeline_ms:<site>"
   bool graph_marks = false;  // when each site ends inside the CUDA graph: "graph_mark_us:<n> <stream> <site>"
   bool no_graphs = false;    // kernel by kernel instead of replaying captured CUDA graphs
+  // where a forward's wall time goes, host and device (events around the plan's copy, the round and
+  // the logits copies): "phase_us:<phase>", means over the forwards since the last device_report
+  bool phases = false;
 };
 
 class Backend {

@@ -62,7 +62,7 @@ cat > "$root/bench/ab_medians.py" <<'STUB'
 import sys; print("medians " + " ".join(sys.argv[1:]))
 STUB
 ab=$(cd "$root" && OUT="$work/out" bash -c 'source bench/device_preamble.sh; ab_linear 3 base= r="A=1 B=2" g3=C=3' 2>&1)
-grep -q '^medians --sites linear_exact --per-site linear_exact /.*/ab base,r,g3$' <<< "$ab" ||
+grep -q '^medians --sites linear_exact --per-site linear_exact --phases /.*/ab base,r,g3$' <<< "$ab" ||
   { echo "FAIL: ab_linear's medians call: $ab"; fail=1; }
 grep -q '^medians ' "$work/out/medians.txt" 2>/dev/null || { echo "FAIL: medians.txt not the table"; fail=1; }
 grep -q '^ab console --passes 3 --timeout 60 --sites linear_exact$' "$work/out/ab.txt" 2>/dev/null ||
