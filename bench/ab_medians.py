@@ -65,7 +65,7 @@ def measures(doc, pattern, per_site=None, phases=False):
 
 def print_per_site(runs):
     arms = list(runs)
-    keys = sorted({k for ms in runs.values() for m in ms for k in m if isinstance(k, tuple)},
+    keys = sorted({k for ms in runs.values() for m in ms for k in m if isinstance(k, tuple) and k[0] == "site"},
                   key=lambda k: (k[1][0], int(k[1][1:]), k[2]))
     print(f"{'round':5s} {'site':44s} " + " ".join(f"{a:>8s}" + ("" if i == 0 else f" {'change':>7s}")
                                                    for i, a in enumerate(arms)) + "  (us, medians over passes)")

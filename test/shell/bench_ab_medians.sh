@@ -43,6 +43,7 @@ mk "$ph/q1.json" 6700 0.2                                              # no phas
 expect 0 '^decode p  *560.0  *500.0  *60.0  *5.0  *3.0  *540.0  *2.0  *495.0  *3.0$' -- python3 "$med" --phases "$ph"
 expect 0 '^v6  *p  *1600.0  *1580.0  *-  *-' -- python3 "$med" --phases "$ph"
 expect 0 '^decode q  *-  *-  *-' -- python3 "$med" --phases "$ph"
+expect 0 '^decode p  *560.0 ' -- python3 "$med" --per-site wq_b --phases "$ph"   # both tables from one read
 expect 2 'ab_medians.py: error: --sites: ' -- python3 "$med" --sites '(' "$d"
 expect 2 'ab_medians.py: error: --per-site: ' -- python3 "$med" --per-site '(' "$d"
 echo '{"batch": [' > "$d/broken1.json"
