@@ -142,12 +142,15 @@ nlohmann::json timeline_of(const Backend& b, std::span<const SequenceStep> batch
 }
 
 // Forwards under the phases probe (ForwardProbes::phases): where a forward's wall time goes, host
-// and device, as the means of `n` runs of `forward` (each one forward, from the same start): the
-// host's clock before the first launch, in the launch and after it, and events around the plan's
-// copy, the round and the logits copies. What the device does not cover, host_total − device_total,
-// is the step's host and launch overhead.
+// and device, as the means of `n` runs of `forward(i)` (each one forward; i = 0 from the start):
+// the host's clock before the first launch, in the launch and after it, and events around the
+// plan's copy, the round and the logits copies. What the device does not cover, host_total −
+// device_total, is the step's host and launch overhead. forward(0) runs once unprobed first: a
+// round whose scratch grew since its graph was captured (a journaled verify's logit rows) captures
+// it again, milliseconds that one mean of five would carry (run 221's verify lines).
 template <typename Forward>
 nlohmann::json phases_of(const Backend& b, int64_t n, Forward&& forward) {
+  forward(0);
   b.device_report();  // forget earlier phases
   {
     const Probed probed(b, {.phases = true});

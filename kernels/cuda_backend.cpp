@@ -136,8 +136,7 @@ CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model,
     check(cudaEventCreateWithFlags(&handoff_[s], cudaEventDisableTiming), "cudaEventCreate");
   }
   round_rows_ = switch_count("MEMRA_CUDA_ROUND_ROWS", fast ? 2048 : 256);
-  plan_in_graph_ = switch_one("MEMRA_CUDA_PLAN_IN_GRAPH");
-  pinned_logits_ = switch_one("MEMRA_CUDA_PINNED_LOGITS");
+  pinned_logits_ = switch_on("MEMRA_CUDA_PINNED_LOGITS");
   if (const char* p = std::getenv("MEMRA_CUDA_PROFILE_FORWARDS")) {
     for (const char* c = p; *c;) {
       char* end = nullptr;
@@ -463,7 +462,6 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   if (first_shard.timeline_on()) no_pdl.emplace();
   const bool graphs = graphs_enabled() && !probes_.no_graphs && S == 1 && realization_.exact && !staged_tracing &&
                       first_shard.moe_path() == MoePath::kFused && !sync_each_launch() && !first_shard.timeline_on();
-  const bool plan_inside = graphs && plan_in_graph_;  // the plan's copy as the graph's first node
   // ForwardProbes::phases (one device): events before the plan's copy, before the round, after it
   // and after the logits copies; the host's clock at the same points.
   const bool phased = probes_.phases && S == 1;
@@ -477,14 +475,12 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   };
   if (phased) phase_sums_["host_plan"] += us_since(start);
   phase_event(0);
-  if (!plan_inside)
-    for (const auto& sh : shards_) sh->copy_plan();
+  for (const auto& sh : shards_) sh->copy_plan();  // before the round, outside its graph (run 221)
   phase_event(1);
   const auto launch_start = std::chrono::steady_clock::now();
   if (graphs) {
     DeviceGuard guard(first_shard.device());
-    std::vector<uint64_t> sig = first_shard.launch_signature();
-    sig.push_back(plan_inside);
+    const std::vector<uint64_t> sig = first_shard.launch_signature();
     auto it = graphs_.find(sig);
     if (it == graphs_.end()) {
       if (graphs_.size() >= 32) {  // a bounded cache: shapes changed a lot, start again
@@ -494,7 +490,6 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
       cudaGraph_t graph = nullptr;
       check(cudaStreamBeginCapture(first_shard.stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
       try {
-        if (plan_inside) first_shard.copy_plan();
         first_shard.embed(weights_[0]->ends);
         const DeviceWeights& dw = *weights_[0];
         for (size_t li = 0; li < dw.layers.size(); ++li) first_shard.layer(dw.layers[li], dw.first + static_cast<int>(li), nullptr);
@@ -588,8 +583,9 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   Shard& last = *shards_[S - 1];
   const float* logits = last.logits();
   DeviceGuard guard(last.device());
-  // The caller's logits through pinned staging (MEMRA_CUDA_PINNED_LOGITS=1) up to this many bytes a
-  // round; past it the staging would pin more host memory than the copy's setup is worth.
+  // The caller's logits through pinned staging up to this many bytes a round (past it the staging
+  // would pin more host memory than the copy's setup is worth): a D2H into the caller's pageable
+  // memory is staged by the driver, 7-8 us more a decode step (run 221, H100; MEMRA_CUDA_PINNED_LOGITS=0).
   constexpr size_t kStagedLogitsMax = size_t{64} << 20;
   size_t staged = 0;
   for (size_t j = 0; j < in_round.size(); ++j)

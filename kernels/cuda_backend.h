@@ -66,13 +66,10 @@ class CudaBackend final : public Backend {
   mutable std::map<std::vector<uint64_t>, cudaGraphExec_t> graphs_;
   mutable int64_t graph_kernels_ = 0, graph_kernel_edges_ = 0, graph_programmatic_edges_ = 0;  // the last capture
   mutable int64_t graph_critical_kernels_ = 0;
-  // MEMRA_CUDA_PLAN_IN_GRAPH=1: a graphed round's plan copy is the graph's first node instead of a
-  // copy enqueued before the launch (A/B timing; the same bits).
-  bool plan_in_graph_ = false;
-  // MEMRA_CUDA_PINNED_LOGITS=1: the caller's logits come back through pinned staging (an async copy,
-  // then a host memcpy after the round's sync) instead of a copy into pageable memory, which the
-  // driver stages itself (A/B timing; the same bits).
-  bool pinned_logits_ = false;
+  // The caller's logits come back through pinned staging (an async copy, then a host memcpy after
+  // the round's sync) instead of a copy into pageable memory, which the driver stages itself
+  // (MEMRA_CUDA_PINNED_LOGITS=0: that copy; A/B timing, the same bits).
+  bool pinned_logits_ = true;
   mutable PinnedBuffer logits_host_;
   // ForwardProbes::phases: events around a round's parts (plan copy, round, logits copies, end),
   // and the phases' sums over the forwards since the last device_report.

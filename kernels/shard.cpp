@@ -275,8 +275,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
                                static_cast<uint64_t>(csa_bucket_), static_cast<uint64_t>(hca_bucket_),
                                static_cast<uint64_t>(moe_path_ == MoePath::kFused), static_cast<uint64_t>(hc_split_),
                                static_cast<uint64_t>(marks_on_),
-                               reinterpret_cast<uint64_t>(plan_dev_.get()), reinterpret_cast<uint64_t>(plan_host_.get()),
-                               plan_bytes_, reinterpret_cast<uint64_t>(conv_.get()),
+                               reinterpret_cast<uint64_t>(plan_dev_.get()), reinterpret_cast<uint64_t>(conv_.get()),
                                reinterpret_cast<uint64_t>(x16_.get()), reinterpret_cast<uint64_t>(hc_partial_.get()), reinterpret_cast<uint64_t>(taps_.get())};
   for (int l : tap_layers_) sig.push_back(static_cast<uint64_t>(l) + (uint64_t{1} << 40));
   for (const auto* f : {&X_, &x_, &y_, &post_, &comb_, &qr_, &q_, &kv_, &o_, &z_, &ckv_, &csc_, &ikv_, &isc_, &qi_, &wi_,

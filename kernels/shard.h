@@ -76,8 +76,7 @@ class Shard {
   // timeline / graph_marks: the round's probes (ForwardProbes; MEMRA_CUDA_TIMELINE=1 and
   // MEMRA_CUDA_GRAPH_MARKS=1 turn them on as well).
   // copy_now = false stages the plan in pinned memory only: the caller then calls copy_plan() on the
-  // shard's stream before the round's first launch (inside a captured graph, where the copy is a
-  // node that reads the staging buffer at each replay).
+  // shard's stream before the round's first launch (the backend's phases probe times the copy).
   void upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables, bool timeline = false,
                    bool graph_marks = false, bool copy_now = true);
   void copy_plan();
