@@ -137,6 +137,7 @@ CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model,
   }
   round_rows_ = switch_count("MEMRA_CUDA_ROUND_ROWS", fast ? 2048 : 256);
   pinned_logits_ = switch_on("MEMRA_CUDA_PINNED_LOGITS");
+  logits_out_ = switch_on("MEMRA_CUDA_LOGITS_OUT");
   if (const char* p = std::getenv("MEMRA_CUDA_PROFILE_FORWARDS")) {
     for (const char* c = p; *c;) {
       char* end = nullptr;
@@ -447,6 +448,42 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
     shards_[s]->set_taps(std::move(mine));
   }
   const bool staged_tracing = tracing && !taps_only;  // the launch-by-launch trace of every stage
+  // The caller's logits through pinned staging up to this many bytes a round (past it the staging
+  // would pin more host memory than the copy's setup is worth): a D2H into the caller's pageable
+  // memory is staged by the driver, 7-8 us more a decode step (run 221, H100; MEMRA_CUDA_PINNED_LOGITS=0).
+  constexpr size_t kStagedLogitsMax = size_t{64} << 20;
+  size_t staged = 0;
+  for (size_t j = 0; j < in_round.size(); ++j)
+    if (items[in_round[j]].step->logits) staged += static_cast<size_t>(outs[j].logit_count * V) * sizeof(float);
+  const bool stage_logits = pinned_logits_ && staged > 0 && staged <= kStagedLogitsMax;
+  if (stage_logits) logits_host_.ensure(staged, "logits staging");
+  struct Staged {
+    float* to;
+    size_t at, bytes;
+  };
+  std::vector<Staged> unstage;
+  // One device, every caller's rows staged (or none asked for): the head's logits_out moves all
+  // logit rows inside the round, to the destinations the plan names.
+  const bool by_kernel = logits_out_ && S == 1 && (staged == 0 || stage_logits);
+  if (by_kernel) {
+    plan.logit_dests.resize(plan.logit_rows.size());
+    size_t at = 0;
+    for (size_t j = 0; j < in_round.size(); ++j) {
+      const Item& it = items[in_round[j]];
+      const Out& o = outs[j];
+      for (int64_t t = 0; t < o.logit_count; ++t) {
+        LogitDest& d = plan.logit_dests[o.logit_begin + t];
+        if (o.last && t == o.logit_count - 1) d.to[0] = it.trunk->trunk().last_logits();
+        if (it.step->logits) d.to[1] = reinterpret_cast<float*>(logits_host_.get() + at) + t * V;
+        if (it.step->journal) d.to[2] = it.trunk->trunk().journal_logits() + (it.done + t) * V;
+      }
+      if (it.step->logits && o.logit_count > 0) {
+        const size_t bytes = static_cast<size_t>(o.logit_count * V) * sizeof(float);
+        unstage.push_back({it.step->logits + it.done * V, at, bytes});
+        at += bytes;
+      }
+    }
+  }
   for (int s = 0; s < S; ++s) {
     std::vector<const LayerDev*> tables;
     for (int i : in_round) tables.push_back(items[i].trunk->trunk().table(s));
@@ -474,8 +511,12 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
     if (phased) check(cudaEventRecord(phase_events_[i], first_shard.stream()), "cudaEventRecord (phases)");
   };
   if (phased) phase_sums_["host_plan"] += us_since(start);
+  // The plan by fetch_plan, a kernel, is the graph's first node; by an H2D copy it goes before the
+  // graph (a memcpy node first made the graph 10 us longer, run 221).
+  const bool plan_in_graph = graphs && first_shard.plan_by_kernel();
   phase_event(0);
-  for (const auto& sh : shards_) sh->copy_plan();  // before the round, outside its graph (run 221)
+  if (!plan_in_graph)
+    for (const auto& sh : shards_) sh->copy_plan();
   phase_event(1);
   const auto launch_start = std::chrono::steady_clock::now();
   if (graphs) {
@@ -490,6 +531,7 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
       cudaGraph_t graph = nullptr;
       check(cudaStreamBeginCapture(first_shard.stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
       try {
+        if (plan_in_graph) first_shard.copy_plan();
         first_shard.embed(weights_[0]->ends);
         const DeviceWeights& dw = *weights_[0];
         for (size_t li = 0; li < dw.layers.size(); ++li) first_shard.layer(dw.layers[li], dw.first + static_cast<int>(li), nullptr);
@@ -583,22 +625,8 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   Shard& last = *shards_[S - 1];
   const float* logits = last.logits();
   DeviceGuard guard(last.device());
-  // The caller's logits through pinned staging up to this many bytes a round (past it the staging
-  // would pin more host memory than the copy's setup is worth): a D2H into the caller's pageable
-  // memory is staged by the driver, 7-8 us more a decode step (run 221, H100; MEMRA_CUDA_PINNED_LOGITS=0).
-  constexpr size_t kStagedLogitsMax = size_t{64} << 20;
-  size_t staged = 0;
-  for (size_t j = 0; j < in_round.size(); ++j)
-    if (items[in_round[j]].step->logits) staged += static_cast<size_t>(outs[j].logit_count * V) * sizeof(float);
-  const bool stage_logits = pinned_logits_ && staged > 0 && staged <= kStagedLogitsMax;
-  if (stage_logits) logits_host_.ensure(staged, "logits staging");
-  struct Staged {
-    float* to;
-    size_t at, bytes;
-  };
-  std::vector<Staged> unstage;
   size_t at = 0;
-  for (size_t j = 0; j < in_round.size(); ++j) {
+  for (size_t j = 0; !by_kernel && j < in_round.size(); ++j) {
     const Item& it = items[in_round[j]];
     const Out& o = outs[j];
     if (o.last)

@@ -102,6 +102,7 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   hc_post_epilogue_ = switch_on("MEMRA_CUDA_HC_POST_EPILOGUE");
   hc_norm_ = switch_on("MEMRA_CUDA_HC_NORM");
   comb_apart_ = switch_on("MEMRA_CUDA_HC_COMB_APART");
+  plan_fetch_ = switch_on("MEMRA_CUDA_PLAN_FETCH");
   if (switch_on("MEMRA_CUDA_INDEXER_PRIORITY")) {
     int least = 0, greatest = 0;
     check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
@@ -274,7 +275,8 @@ std::vector<uint64_t> Shard::launch_signature() const {
                                plan_.logit_rows.size(), plan_.closings_csa.size(), plan_.closings_hca.size(),
                                static_cast<uint64_t>(csa_bucket_), static_cast<uint64_t>(hca_bucket_),
                                static_cast<uint64_t>(moe_path_ == MoePath::kFused), static_cast<uint64_t>(hc_split_),
-                               static_cast<uint64_t>(marks_on_),
+                               static_cast<uint64_t>(marks_on_), static_cast<uint64_t>(plan_fetch_),
+                               plan_.logit_dests.size(), plan_bytes_, reinterpret_cast<uint64_t>(plan_host_.get()),
                                reinterpret_cast<uint64_t>(plan_dev_.get()), reinterpret_cast<uint64_t>(conv_.get()),
                                reinterpret_cast<uint64_t>(x16_.get()), reinterpret_cast<uint64_t>(hc_partial_.get()), reinterpret_cast<uint64_t>(taps_.get())};
   for (int l : tap_layers_) sig.push_back(static_cast<uint64_t>(l) + (uint64_t{1} << 40));
@@ -318,18 +320,22 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   csa_bucket_ = (plan_.max_visible_csa + kCsaBucket - 1) / kCsaBucket * kCsaBucket;
   hca_bucket_ = (plan_.max_visible_hca + kHcaBucket - 1) / kHcaBucket * kHcaBucket;
   const size_t R = static_cast<size_t>(plan_.rows());
-  // One block: tokens | row_pos | row_seq | seqs | csa | hca | logit rows.
-  const size_t sizes[] = {R * 4, R * 4, R * 4, plan_.seqs.size() * sizeof(SeqDesc), plan_.closings_csa.size() * sizeof(Closing),
-                          plan_.closings_hca.size() * sizeof(Closing), plan_.logit_rows.size() * 4};
-  const void* srcs[] = {plan_.tokens.data(), plan_.row_pos.data(), plan_.row_seq.data(), plan_.seqs.data(),
-                        plan_.closings_csa.data(), plan_.closings_hca.data(), plan_.logit_rows.data()};
-  size_t offs[7], total = 0;
-  for (int i = 0; i < 7; ++i) {
+  // One block: tokens | row_pos | row_seq | seqs | csa | hca | logit rows | logit destinations.
+  if (!plan_.logit_dests.empty() && plan_.logit_dests.size() != plan_.logit_rows.size())
+    throw Error("internal: a round plan's logit destinations do not match its logit rows");
+  constexpr int kParts = 8;
+  const size_t sizes[kParts] = {R * 4, R * 4, R * 4, plan_.seqs.size() * sizeof(SeqDesc), plan_.closings_csa.size() * sizeof(Closing),
+                                plan_.closings_hca.size() * sizeof(Closing), plan_.logit_rows.size() * 4,
+                                plan_.logit_dests.size() * sizeof(LogitDest)};
+  const void* srcs[kParts] = {plan_.tokens.data(), plan_.row_pos.data(), plan_.row_seq.data(), plan_.seqs.data(),
+                              plan_.closings_csa.data(), plan_.closings_hca.data(), plan_.logit_rows.data(), plan_.logit_dests.data()};
+  size_t offs[kParts], total = 0;
+  for (int i = 0; i < kParts; ++i) {
     offs[i] = total;
     total += align_up(sizes[i]);
   }
   plan_host_.ensure(total, "round plan staging");
-  for (int i = 0; i < 7; ++i)
+  for (int i = 0; i < kParts; ++i)
     if (sizes[i]) std::memcpy(plan_host_.get() + offs[i], srcs[i], sizes[i]);
   uint8_t* dev = plan_dev_.ensure(device_, total, "round plan");
   plan_bytes_ = total;
@@ -341,6 +347,7 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
   d_csa_ = reinterpret_cast<Closing*>(dev + offs[4]);
   d_hca_ = reinterpret_cast<Closing*>(dev + offs[5]);
   d_logit_rows_ = reinterpret_cast<int32_t*>(dev + offs[6]);
+  d_logit_dests_ = reinterpret_cast<LogitDest*>(dev + offs[7]);
 
   const size_t n = cfg_.hc_mult, D = cfg_.hidden_size, H = cfg_.num_attention_heads, d = cfg_.head_dim;
   const size_t ql = cfg_.q_lora_rank, GR = cfg_.o_groups * cfg_.o_lora_rank, di = cfg_.index_head_dim;
@@ -407,7 +414,13 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
 
 void Shard::copy_plan() {
   DeviceGuard guard(device_);
-  check(cudaMemcpyAsync(plan_dev_.get(), plan_host_.get(), plan_bytes_, cudaMemcpyHostToDevice, stream_), "round plan upload");
+  if (!plan_fetch_) {
+    check(cudaMemcpyAsync(plan_dev_.get(), plan_host_.get(), plan_bytes_, cudaMemcpyHostToDevice, stream_), "round plan upload");
+    return;
+  }
+  // Not launched(): the graph marks restart at embed(), after this.
+  check_launch(fetch_plan(plan_host_.get(), plan_dev_.get(), plan_bytes_, stream_), "fetch_plan");
+  if (timeline_on_) timeline_->mark("fetch_plan");
 }
 
 LinearArgs Shard::matrix_args(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride) {
@@ -1111,6 +1124,7 @@ const float* Shard::head(const DevEnds& ends) {
                "hc_head");
   norm(hh_.get(), D, Tl, 1, D, ends.final_norm, nullptr, "norm_rope (final norm)");
   linear(ends.head, hh_.get(), D, Tl, logits_.get(), cfg_.vocab_size, "linear_exact (LM head)");
+  if (!plan_.logit_dests.empty()) launched(logits_out(logits_.get(), cfg_.vocab_size, d_logit_dests_, Tl, stream_), "logits_out");
   return logits_.get();
 }
 

@@ -525,10 +525,12 @@ void check_pdl(const Model& model, Report& rep, const Workload& W) {
               (graphed ? "" : " (MEMRA_CUDA_SYNC=1 or MEMRA_CUDA_GRAPHS=0: no graphs)"));
 }
 
-// The host path's A/B form moves no bit: the caller's logits through the backend's pinned staging
-// (the default) and straight into its pageable memory (MEMRA_CUDA_PINNED_LOGITS=0, read when a
-// backend is made) give the same logits (into NaN-poisoned buffers) and classes over a prompt and
-// three decode steps, by bits. The phases probe (ForwardProbes::phases) observes only: under it the
+// The host path's A/B forms move no bit: the defaults (the plan fetched by a kernel as the graph's
+// first node, the logits moved by the head's logits_out to pinned staging and the trunk), the
+// copies (MEMRA_CUDA_PLAN_FETCH=0 MEMRA_CUDA_LOGITS_OUT=0) and the caller's pageable memory
+// (MEMRA_CUDA_PINNED_LOGITS=0; each read when a backend is made) give the same logits (into
+// NaN-poisoned buffers) and classes (the last logits among them) over a prompt and three decode
+// steps (two replays of one graph with new plans), by bits. The phases probe (ForwardProbes::phases) observes only: under it the
 // same bits, one phase sample a forward with the device's span inside the host's, and none after
 // set_probes({}).
 void check_host_path(const Model& model, Report& rep, const Workload& W) {
@@ -540,10 +542,11 @@ void check_host_path(const Model& model, Report& rep, const Workload& W) {
     std::vector<CacheClass> classes;
     std::map<std::string, double> report, after;
   };
-  auto go = [&](bool pageable, bool phases) {
-    if (pageable) setenv("MEMRA_CUDA_PINNED_LOGITS", "0", 1);
+  // off: the host-path switches set to "0" while the backend is made (each read once there)
+  auto go = [&](std::vector<const char*> off, bool phases) {
+    for (const char* k : off) setenv(k, "0", 1);
     auto b = make_backend("cuda", model);
-    unsetenv("MEMRA_CUDA_PINNED_LOGITS");
+    for (const char* k : off) unsetenv(k);
     if (phases) b->set_probes({.phases = true});
     auto s = b->new_state(W.prompt + 4);
     Run r;
@@ -566,7 +569,10 @@ void check_host_path(const Model& model, Report& rep, const Workload& W) {
     r.logits.resize(r.logits.size() - static_cast<size_t>(V));  // the unprobed step: only its report is read
     return r;
   };
-  const Run staged = go(false, false), pageable = go(true, false), phased = go(false, true);
+  // the defaults: the plan by fetch_plan inside the graph, the logits by logits_out to pinned staging
+  const Run staged = go({}, false), phased = go({}, true);
+  const Run copies = go({"MEMRA_CUDA_PLAN_FETCH", "MEMRA_CUDA_LOGITS_OUT"}, false);
+  const Run pageable = go({"MEMRA_CUDA_PINNED_LOGITS"}, false);
   auto same = [&](const Run& r) { return bits_equal(staged.logits, r.logits) && classes_bit_equal(staged.classes, r.classes); };
   auto phase = [](const Run& r, const char* k) {
     const auto it = r.report.find(std::string("phase_us:") + k);
@@ -578,8 +584,10 @@ void check_host_path(const Model& model, Report& rep, const Workload& W) {
   const double dev = phase(phased, "device_total"), host = phase(phased, "host_total");
   const bool probe_ok = forwards == 4 && dev > 0 && host >= dev && phase(phased, "host_launch") >= 0 && left_on == 0 &&
                         staged.report.count("phase_forwards") == 0;
-  rep.add("host path: pinned logits == pageable (bits); phases observe only", same(pageable) && same(phased) && probe_ok,
-          std::string("pageable ") + (same(pageable) ? "equal" : "DIFFER") + ", under phases " +
+  rep.add("host path: round io kernels == copies == pageable (bits); phases observe only",
+          same(copies) && same(pageable) && same(phased) && probe_ok,
+          std::string("copies ") + (same(copies) ? "equal" : "DIFFER") + ", pageable " + (same(pageable) ? "equal" : "DIFFER") +
+              ", under phases " +
               (same(phased) ? "equal" : "DIFFER") + "; " + fmt("%.0f", forwards) + " phase samples (4), device " +
               fmt("%.1f", dev) + " us within host " + fmt("%.1f", host) + " us, " + std::to_string(left_on) +
               " phase keys after set_probes({})");

@@ -2482,6 +2482,68 @@ void test_embed_rows(Rng& rng, Report& rep) {
   }
 }
 
+// A round's way in and out (round_io.cu) against their CPU twins, plain copies. fetch_plan: random
+// bytes from pinned host memory into a poisoned device buffer, every byte equal and the 16 bytes
+// past the plan still poison; a size that is not a multiple of 16 refused. logits_out: random rows
+// to destinations of all three kinds (device memory, pinned host memory at an odd row offset, a
+// journal), each row a random subset of them (none, one, all); every destination byte equals the
+// twin's (poisoned alike), so a row written twice, to the wrong slot or past V shows.
+void test_round_io(Rng& rng, Report& rep) {
+  bool fetch_ok = true;
+  for (const size_t bytes : {size_t{16}, size_t{256}, size_t{4096 + 48}}) {
+    uint8_t* host = nullptr;
+    check(cudaMallocHost(reinterpret_cast<void**>(&host), bytes), "cudaMallocHost (test)");
+    for (size_t i = 0; i < bytes; ++i) host[i] = static_cast<uint8_t>(rng.integer(0, 255));
+    DevVec<uint8_t> dev(bytes + 16);
+    dev.poison();
+    check(fetch_plan(host, dev.get(), bytes, nullptr), "fetch_plan");
+    const std::vector<uint8_t> got = dev.download();
+    fetch_ok = fetch_ok && std::memcmp(got.data(), host, bytes) == 0;
+    for (size_t i = bytes; i < got.size(); ++i) fetch_ok = fetch_ok && got[i] == 0xFF;
+    fetch_ok = fetch_ok && fetch_plan(host, dev.get(), bytes - 8, nullptr) == cudaErrorInvalidValue;
+    cudaGetLastError();
+    cudaFreeHost(host);
+  }
+  rep.add("fetch_plan == memcpy (16, 256, 4144 bytes; bytes past it untouched)", fetch_ok, fetch_ok ? "exact" : "DIFFER");
+
+  for (const int64_t V : {int64_t{4096}, int64_t{1000}, int64_t{2500}}) {
+    const int rows = 7, journal_rows = rows + 3, host_rows = rows + 2;
+    const std::vector<float> logits = rng.normals(static_cast<size_t>(rows) * V);
+    DevVec<float> dlogits(logits), dlast(static_cast<size_t>(V)), djournal(static_cast<size_t>(journal_rows) * V);
+    dlast.poison(), djournal.poison();
+    float* host = nullptr;
+    const size_t host_floats = static_cast<size_t>(host_rows) * V;
+    check(cudaMallocHost(reinterpret_cast<void**>(&host), host_floats * 4), "cudaMallocHost (test)");
+    std::memset(host, 0xFF, host_floats * 4);
+    // the twin: the same destinations as host vectors, poisoned alike
+    std::vector<float> want_last(V), want_journal(static_cast<size_t>(journal_rows) * V), want_host(host_floats);
+    for (auto* w : {&want_last, &want_journal, &want_host}) std::memset(w->data(), 0xFF, w->size() * 4);
+    std::vector<LogitDest> dests(rows);
+    const int last_row = static_cast<int>(rng.integer(0, rows - 1));
+    for (int r = 0; r < rows; ++r) {
+      const int pick = r == 0 ? 0 : r == 1 ? 7 : static_cast<int>(rng.integer(0, 7));  // row 0: none; row 1: all
+      if ((pick & 1) && r == last_row) dests[r].to[0] = dlast.get();
+      if (pick & 2) dests[r].to[1] = host + static_cast<size_t>(r + 1) * V;        // one row in
+      if (pick & 4) dests[r].to[2] = djournal.get() + static_cast<size_t>(r + 3) * V;  // three rows in
+      const float* src = logits.data() + static_cast<size_t>(r) * V;
+      if (dests[r].to[0]) std::memcpy(want_last.data(), src, V * 4);
+      if (dests[r].to[1]) std::memcpy(want_host.data() + static_cast<size_t>(r + 1) * V, src, V * 4);
+      if (dests[r].to[2]) std::memcpy(want_journal.data() + static_cast<size_t>(r + 3) * V, src, V * 4);
+    }
+    std::vector<uint8_t> dest_bytes(dests.size() * sizeof(LogitDest));
+    std::memcpy(dest_bytes.data(), dests.data(), dest_bytes.size());
+    DevVec<uint8_t> ddests(dest_bytes);
+    check(logits_out(dlogits.get(), V, reinterpret_cast<const LogitDest*>(ddests.get()), rows, nullptr), "logits_out");
+    const std::vector<float> last = dlast.download(), journal = djournal.download();
+    const bool ok = std::memcmp(last.data(), want_last.data(), last.size() * 4) == 0 &&
+                    std::memcmp(journal.data(), want_journal.data(), journal.size() * 4) == 0 &&
+                    std::memcmp(host, want_host.data(), host_floats * 4) == 0;
+    cudaFreeHost(host);
+    rep.add("logits_out == copies (V=" + std::to_string(V) + ", 7 rows to device, pinned host, journal)", ok,
+            ok ? "exact" : "DIFFER");
+  }
+}
+
 // The grouped experts with one group list and with two (groups of ≤ 2 rows in kernels of their own,
 // moe.cu): the same h and eo by bits, and against the host in double. The routing gives both lists
 // groups, and the check says so (a list left empty would prove nothing about its kernels).
@@ -3277,6 +3339,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
   group("moe", [&] {
     test_row_moves(rng, rep);
     test_embed_rows(rng, rep);
+    test_round_io(rng, rep);
     test_experts_lists(rng, rep);
     for (const char* scoring : {"sqrtsoftplus", "sigmoid"}) test_moe_site(rng, rep, scoring, false);
     test_moe_site(rng, rep, "sqrtsoftplus", true);
