@@ -511,12 +511,10 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
     if (phased) check(cudaEventRecord(phase_events_[i], first_shard.stream()), "cudaEventRecord (phases)");
   };
   if (phased) phase_sums_["host_plan"] += us_since(start);
-  // The plan by fetch_plan, a kernel, is the graph's first node; by an H2D copy it goes before the
-  // graph (a memcpy node first made the graph 10 us longer, run 221).
-  const bool plan_in_graph = graphs && first_shard.plan_by_kernel();
   phase_event(0);
-  if (!plan_in_graph)
-    for (const auto& sh : shards_) sh->copy_plan();
+  // before the round, outside its graph: a memcpy node at its head made the graph 10 us longer (run
+  // 221), a kernel reading the staged plan there saved nothing (run 222)
+  for (const auto& sh : shards_) sh->copy_plan();
   phase_event(1);
   const auto launch_start = std::chrono::steady_clock::now();
   if (graphs) {
@@ -531,7 +529,6 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
       cudaGraph_t graph = nullptr;
       check(cudaStreamBeginCapture(first_shard.stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
       try {
-        if (plan_in_graph) first_shard.copy_plan();
         first_shard.embed(weights_[0]->ends);
         const DeviceWeights& dw = *weights_[0];
         for (size_t li = 0; li < dw.layers.size(); ++li) first_shard.layer(dw.layers[li], dw.first + static_cast<int>(li), nullptr);

@@ -102,7 +102,6 @@ Shard::Shard(const ModelConfig& config, int device, bool fast) : cfg_(config), d
   hc_post_epilogue_ = switch_on("MEMRA_CUDA_HC_POST_EPILOGUE");
   hc_norm_ = switch_on("MEMRA_CUDA_HC_NORM");
   comb_apart_ = switch_on("MEMRA_CUDA_HC_COMB_APART");
-  plan_fetch_ = switch_on("MEMRA_CUDA_PLAN_FETCH");
   if (switch_on("MEMRA_CUDA_INDEXER_PRIORITY")) {
     int least = 0, greatest = 0;
     check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
@@ -275,8 +274,7 @@ std::vector<uint64_t> Shard::launch_signature() const {
                                plan_.logit_rows.size(), plan_.closings_csa.size(), plan_.closings_hca.size(),
                                static_cast<uint64_t>(csa_bucket_), static_cast<uint64_t>(hca_bucket_),
                                static_cast<uint64_t>(moe_path_ == MoePath::kFused), static_cast<uint64_t>(hc_split_),
-                               static_cast<uint64_t>(marks_on_), static_cast<uint64_t>(plan_fetch_),
-                               plan_.logit_dests.size(), plan_bytes_, reinterpret_cast<uint64_t>(plan_host_.get()),
+                               static_cast<uint64_t>(marks_on_), plan_.logit_dests.size(),
                                reinterpret_cast<uint64_t>(plan_dev_.get()), reinterpret_cast<uint64_t>(conv_.get()),
                                reinterpret_cast<uint64_t>(x16_.get()), reinterpret_cast<uint64_t>(hc_partial_.get()), reinterpret_cast<uint64_t>(taps_.get())};
   for (int l : tap_layers_) sig.push_back(static_cast<uint64_t>(l) + (uint64_t{1} << 40));
@@ -414,13 +412,7 @@ void Shard::upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*
 
 void Shard::copy_plan() {
   DeviceGuard guard(device_);
-  if (!plan_fetch_) {
-    check(cudaMemcpyAsync(plan_dev_.get(), plan_host_.get(), plan_bytes_, cudaMemcpyHostToDevice, stream_), "round plan upload");
-    return;
-  }
-  // Not launched(): the graph marks restart at embed(), after this.
-  check_launch(fetch_plan(plan_host_.get(), plan_dev_.get(), plan_bytes_, stream_), "fetch_plan");
-  if (timeline_on_) timeline_->mark("fetch_plan");
+  check(cudaMemcpyAsync(plan_dev_.get(), plan_host_.get(), plan_bytes_, cudaMemcpyHostToDevice, stream_), "round plan upload");
 }
 
 LinearArgs Shard::matrix_args(const DevMatrix& w, const float* x, int64_t x_stride, int rows, float* y, int64_t y_stride) {

@@ -82,10 +82,7 @@ class Shard {
   // shard's stream before the round's first launch (the backend's phases probe times the copy).
   void upload_plan(const RoundPlan& plan, const std::vector<const LayerDev*>& tables, bool timeline = false,
                    bool graph_marks = false, bool copy_now = true);
-  // The staged plan to the device in stream order: fetch_plan (a kernel, which a round's graph can
-  // hold as its first node) or, with MEMRA_CUDA_PLAN_FETCH=0, an H2D copy (which stays outside it).
   void copy_plan();
-  bool plan_by_kernel() const { return plan_fetch_; }
   // Times every linear from now on (BackendOptions::time_linears; MEMRA_CUDA_TIME_LINEARS=1 as well).
   void set_time_linears() { time_linears_ = true; }
   const RoundPlan& plan() const { return plan_; }
@@ -211,7 +208,6 @@ class Shard {
   bool hc_norm_ = true;           // MEMRA_CUDA_HC_NORM=0: the sublayer's norm as its own launch after hc_pre (A/B)
   bool comb_apart_ = true;        // MEMRA_CUDA_HC_COMB_APART=0: the Sinkhorn inside hc_pre (A/B)
   bool comb_pending_ = false;     // hc_comb runs on kSideComb, not yet joined
-  bool plan_fetch_ = true;        // MEMRA_CUDA_PLAN_FETCH=0: the plan by an H2D copy (copy_plan; round_io.cu)
   int indexer_priority_ = 0;      // the indexer chain's launch priority (the device's highest; MEMRA_CUDA_INDEXER_PRIORITY=0: none)
   Scratch<float> hc_partial_;
   std::vector<cudaEvent_t> timing_events_;  // pairs, reused

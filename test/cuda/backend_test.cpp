@@ -525,9 +525,9 @@ void check_pdl(const Model& model, Report& rep, const Workload& W) {
               (graphed ? "" : " (MEMRA_CUDA_SYNC=1 or MEMRA_CUDA_GRAPHS=0: no graphs)"));
 }
 
-// The host path's A/B forms move no bit: the defaults (the plan fetched by a kernel as the graph's
-// first node, the logits moved by the head's logits_out to pinned staging and the trunk), the
-// copies (MEMRA_CUDA_PLAN_FETCH=0 MEMRA_CUDA_LOGITS_OUT=0) and the caller's pageable memory
+// The host path's A/B forms move no bit: the default (the logits moved by the head's logits_out,
+// inside the graph, to pinned staging and the trunk), the copies after the round
+// (MEMRA_CUDA_LOGITS_OUT=0) and the caller's pageable memory
 // (MEMRA_CUDA_PINNED_LOGITS=0; each read when a backend is made) give the same logits (into
 // NaN-poisoned buffers) and classes (the last logits among them) over a prompt and three decode
 // steps (two replays of one graph with new plans), by bits. The phases probe (ForwardProbes::phases) observes only: under it the
@@ -569,9 +569,7 @@ void check_host_path(const Model& model, Report& rep, const Workload& W) {
     r.logits.resize(r.logits.size() - static_cast<size_t>(V));  // the unprobed step: only its report is read
     return r;
   };
-  // the defaults: the plan by fetch_plan inside the graph, the logits by logits_out to pinned staging
-  const Run staged = go({}, false), phased = go({}, true);
-  const Run copies = go({"MEMRA_CUDA_PLAN_FETCH", "MEMRA_CUDA_LOGITS_OUT"}, false);
+  const Run staged = go({}, false), phased = go({}, true), copies = go({"MEMRA_CUDA_LOGITS_OUT"}, false);
   const Run pageable = go({"MEMRA_CUDA_PINNED_LOGITS"}, false);
   auto same = [&](const Run& r) { return bits_equal(staged.logits, r.logits) && classes_bit_equal(staged.classes, r.classes); };
   auto phase = [](const Run& r, const char* k) {
@@ -584,7 +582,7 @@ void check_host_path(const Model& model, Report& rep, const Workload& W) {
   const double dev = phase(phased, "device_total"), host = phase(phased, "host_total");
   const bool probe_ok = forwards == 4 && dev > 0 && host >= dev && phase(phased, "host_launch") >= 0 && left_on == 0 &&
                         staged.report.count("phase_forwards") == 0;
-  rep.add("host path: round io kernels == copies == pageable (bits); phases observe only",
+  rep.add("host path: logits_out == copies == pageable (bits); phases observe only",
           same(copies) && same(pageable) && same(phased) && probe_ok,
           std::string("copies ") + (same(copies) ? "equal" : "DIFFER") + ", pageable " + (same(pageable) ? "equal" : "DIFFER") +
               ", under phases " +
