@@ -1,9 +1,9 @@
 # Run 220 (an H200 only: needs_h200, because transformers' batch 32 does not fit an 80 GB card;
-# carried: 40194dd's pack, with the logits through pinned staging and the phases in every line):
-# run 218's branch again (withdrawn into run 219, which an H100 ran): the v4 bench of the final code
-# with transformers on the issue's card (the last H200 table is run 205's, before sessions 56-62's
-# changes), then the graph marks of decode at 2k, batch 8 and verify 6 / 16 (the last H200 marks are
-# run 94's).
+# carried: the pack of session 64's final code, with the logits moved out by the head's logits_out
+# inside the graph, run 222): the v4 bench of the final code with transformers on the issue's card
+# (the last H200 table is run 205's, before sessions 56-64's changes), then the graph marks of
+# decode at 2k, batch 8 and verify 6 / 16 (the last H200 marks are run 94's), then run 222's A/B of
+# logits_out against the copies on this card.
 # LIMIT: this call's seconds.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -11,3 +11,7 @@ source bench/device_preamble.sh
 [[ $gpu == *H200* ]] || { echo "not an H200: nothing run"; exit 0; }
 v4_bench 40
 marks_bench
+if [[ $(left) -gt 60 ]]; then
+  AB_ARGS="bench --json --contexts 2048 --batches 8 --verify 6,16 --steps 8 --snapshot-gib 0.05 --prefill 64 --reps 5" \
+    ab_linear 3 base='' copies='MEMRA_CUDA_LOGITS_OUT=0'
+fi
