@@ -71,7 +71,7 @@ class CudaBackend final : public Backend {
   // (MEMRA_CUDA_PINNED_LOGITS=0: that copy; A/B timing, the same bits).
   bool pinned_logits_ = true;
   mutable PinnedBuffer logits_host_;
-  // One device: the head's logits_out kernel (round_io.cu) moves the logit rows to the trunk's last
+  // One device: the head's logits_out kernel (logits_out.cu) moves the logit rows to the trunk's last
   // logits, the pinned staging and the journal inside the round (its graph), as the plan's
   // RoundPlan::logit_dests name them; MEMRA_CUDA_LOGITS_OUT=0: the copies after the round (A/B).
   bool logits_out_ = true;

@@ -234,7 +234,7 @@ cudaError_t scatter_rows(const float* src, int64_t src_stride, const int32_t* ro
 cudaError_t move_rows(const float* src, int64_t src_stride, const int32_t* src_idx, int n, int width, float* out,
                       int64_t out_stride, const int32_t* out_idx, cudaStream_t stream);
 
-// ---- a round's way out (round_io.cu) ----------------------------------------------------------
+// ---- the logits out of a round (logits_out.cu) ------------------------------------------------
 
 // Where a logit row goes: to[k][0, V) = the row for every non-null to[k] (device memory or pinned
 // host memory; the slots are the trunk's last logits, the caller's staging and the journal).

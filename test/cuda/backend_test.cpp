@@ -527,11 +527,11 @@ void check_pdl(const Model& model, Report& rep, const Workload& W) {
 
 // The host path's A/B forms move no bit: the default (the logits moved by the head's logits_out,
 // inside the graph, to pinned staging and the trunk), the copies after the round
-// (MEMRA_CUDA_LOGITS_OUT=0) and the caller's pageable memory
-// (MEMRA_CUDA_PINNED_LOGITS=0; each read when a backend is made) give the same logits (into
-// NaN-poisoned buffers) and classes (the last logits among them) over a prompt and three decode
-// steps (two replays of one graph with new plans), by bits. The phases probe (ForwardProbes::phases) observes only: under it the
-// same bits, one phase sample a forward with the device's span inside the host's, and none after
+// (MEMRA_CUDA_LOGITS_OUT=0) and the caller's pageable memory (MEMRA_CUDA_PINNED_LOGITS=0; each
+// read when a backend is made) give the same logits (into NaN-poisoned buffers) and classes (the
+// last logits among them) over a prompt and three decode steps (two replays of one graph with new
+// plans), by bits. The phases probe (ForwardProbes::phases) observes only: under it the same bits,
+// one phase sample a forward with the device's span inside the host's, and none after
 // set_probes({}).
 void check_host_path(const Model& model, Report& rep, const Workload& W) {
   const ModelConfig& cfg = model.config();

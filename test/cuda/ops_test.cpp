@@ -2482,11 +2482,11 @@ void test_embed_rows(Rng& rng, Report& rep) {
   }
 }
 
-// A round's way out (round_io.cu) against its CPU twin, plain copies: random logit rows to
+// logits_out (logits_out.cu) against its CPU twin, plain copies: random logit rows to
 // destinations of all three kinds (device memory, pinned host memory at an odd row offset, a
 // journal), each row a random subset of them (none, one, all); every destination byte equals the
 // twin's (poisoned alike), so a row written twice, to the wrong slot or past V shows.
-void test_round_io(Rng& rng, Report& rep) {
+void test_logits_out(Rng& rng, Report& rep) {
   for (const int64_t V : {int64_t{4096}, int64_t{1000}, int64_t{2500}}) {
     const int rows = 7, journal_rows = rows + 3, host_rows = rows + 2;
     const std::vector<float> logits = rng.normals(static_cast<size_t>(rows) * V);
@@ -3320,7 +3320,7 @@ int run_ops(uint64_t seed, bool quick, const std::string& only) {
   group("moe", [&] {
     test_row_moves(rng, rep);
     test_embed_rows(rng, rep);
-    test_round_io(rng, rep);
+    test_logits_out(rng, rep);
     test_experts_lists(rng, rep);
     for (const char* scoring : {"sqrtsoftplus", "sigmoid"}) test_moe_site(rng, rep, scoring, false);
     test_moe_site(rng, rep, "sqrtsoftplus", true);

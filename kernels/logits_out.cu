@@ -1,7 +1,7 @@
-// A round's way out as a kernel instead of copies (MEMRA_CUDA_LOGITS_OUT=0: the copies). Run 221
-// (H100) timed a decode step's logits copies after its graph at 10 us: the last row's D2D and the
-// D2H into pinned staging, each a copy-engine operation of a few KB with its own launch, which the
-// host then waits for. The round's graph moves the rows itself (run 222: −8 us a decode step):
+// The logits out of a round as a kernel instead of copies (MEMRA_CUDA_LOGITS_OUT=0: the copies).
+// Run 221 (H100) timed a decode step's logits copies after its graph at 10 us: the last row's D2D
+// and the D2H into pinned staging, each a copy-engine operation of a few KB with its own launch,
+// which the host then waits for. The round's graph moves the rows itself (run 222: −8 us a step):
 //
 // logits_out_kernel    grid (⌈V / (256·4)⌉, rows)   block 256
 //   row r of the round's logits → each non-null destination of dests[r] (LogitDest: the trunk's
