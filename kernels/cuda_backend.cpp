@@ -138,6 +138,7 @@ CudaBackend::CudaBackend(const RealizationInfo& realization, const Model& model,
   round_rows_ = switch_count("MEMRA_CUDA_ROUND_ROWS", fast ? 2048 : 256);
   pinned_logits_ = switch_on("MEMRA_CUDA_PINNED_LOGITS");
   logits_out_ = switch_on("MEMRA_CUDA_LOGITS_OUT");
+  logits_out_host_max_ = static_cast<size_t>(switch_zero_or_count("MEMRA_CUDA_LOGITS_OUT_HOST_KIB", 64 << 10)) << 10;
   if (const char* p = std::getenv("MEMRA_CUDA_PROFILE_FORWARDS")) {
     for (const char* c = p; *c;) {
       char* end = nullptr;
@@ -461,28 +462,36 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
     float* to;
     size_t at, bytes;
   };
-  std::vector<Staged> unstage;
-  // One device, every caller's rows staged (or none asked for): the head's logits_out moves all
-  // logit rows inside the round, to the destinations the plan names.
-  const bool by_kernel = logits_out_ && S == 1 && (staged == 0 || stage_logits);
-  if (by_kernel) {
+  std::vector<Staged> unstage;           // staging → the caller's memory after the round's sync
+  std::vector<size_t> staged_at(in_round.size(), 0);
+  for (size_t j = 0, at = 0; stage_logits && j < in_round.size(); ++j) {
+    const Item& it = items[in_round[j]];
+    if (!it.step->logits || outs[j].logit_count == 0) continue;
+    const size_t bytes = static_cast<size_t>(outs[j].logit_count * V) * sizeof(float);
+    staged_at[j] = at;
+    unstage.push_back({it.step->logits + it.done * V, at, bytes});
+    at += bytes;
+  }
+  // One device: the head's logits_out moves the rows for the trunk's last logits and the journal
+  // inside the round (run 222), and the caller's rows into the staging up to logits_out_host_max_
+  // bytes a round; the rest is copied after the round.
+  const bool dev_by_kernel = logits_out_ && S == 1;
+  const bool host_by_kernel = dev_by_kernel && stage_logits && staged <= logits_out_host_max_;
+  if (dev_by_kernel) {
     plan.logit_dests.resize(plan.logit_rows.size());
-    size_t at = 0;
+    bool any = false;
     for (size_t j = 0; j < in_round.size(); ++j) {
       const Item& it = items[in_round[j]];
       const Out& o = outs[j];
       for (int64_t t = 0; t < o.logit_count; ++t) {
         LogitDest& d = plan.logit_dests[o.logit_begin + t];
         if (o.last && t == o.logit_count - 1) d.to[0] = it.trunk->trunk().last_logits();
-        if (it.step->logits) d.to[1] = reinterpret_cast<float*>(logits_host_.get() + at) + t * V;
+        if (it.step->logits && host_by_kernel) d.to[1] = reinterpret_cast<float*>(logits_host_.get() + staged_at[j]) + t * V;
         if (it.step->journal) d.to[2] = it.trunk->trunk().journal_logits() + (it.done + t) * V;
-      }
-      if (it.step->logits && o.logit_count > 0) {
-        const size_t bytes = static_cast<size_t>(o.logit_count * V) * sizeof(float);
-        unstage.push_back({it.step->logits + it.done * V, at, bytes});
-        at += bytes;
+        any = any || d.to[0] || d.to[1] || d.to[2];
       }
     }
+    if (!any) plan.logit_dests.clear();  // nothing for the kernel to move
   }
   for (int s = 0; s < S; ++s) {
     std::vector<const LayerDev*> tables;
@@ -622,27 +631,19 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   Shard& last = *shards_[S - 1];
   const float* logits = last.logits();
   DeviceGuard guard(last.device());
-  size_t at = 0;
-  for (size_t j = 0; !by_kernel && j < in_round.size(); ++j) {
+  for (size_t j = 0; j < in_round.size(); ++j) {
     const Item& it = items[in_round[j]];
     const Out& o = outs[j];
-    if (o.last)
+    if (o.last && !dev_by_kernel)
       check(cudaMemcpyAsync(it.trunk->trunk().last_logits(), logits + (o.logit_begin + o.logit_count - 1) * V,
                             V * sizeof(float), cudaMemcpyDeviceToDevice, last.stream()),
             "last logits copy");
-    if (it.step->logits && o.logit_count > 0) {
+    if (it.step->logits && o.logit_count > 0 && !host_by_kernel) {
       const size_t bytes = static_cast<size_t>(o.logit_count * V) * sizeof(float);
-      float* to = it.step->logits + it.done * V;
-      if (stage_logits) {
-        check(cudaMemcpyAsync(logits_host_.get() + at, logits + o.logit_begin * V, bytes, cudaMemcpyDeviceToHost, last.stream()),
-              "logits copy");
-        unstage.push_back({to, at, bytes});
-        at += bytes;
-      } else {
-        check(cudaMemcpyAsync(to, logits + o.logit_begin * V, bytes, cudaMemcpyDeviceToHost, last.stream()), "logits copy");
-      }
+      float* to = stage_logits ? reinterpret_cast<float*>(logits_host_.get() + staged_at[j]) : it.step->logits + it.done * V;
+      check(cudaMemcpyAsync(to, logits + o.logit_begin * V, bytes, cudaMemcpyDeviceToHost, last.stream()), "logits copy");
     }
-    if (it.step->journal && o.logit_count > 0)
+    if (it.step->journal && o.logit_count > 0 && !dev_by_kernel)
       check(cudaMemcpyAsync(it.trunk->trunk().journal_logits() + it.done * V, logits + o.logit_begin * V,
                             o.logit_count * V * sizeof(float), cudaMemcpyDeviceToDevice, last.stream()),
             "logits copy (forward journal)");

@@ -75,6 +75,9 @@ class CudaBackend final : public Backend {
   // logits, the pinned staging and the journal inside the round (its graph), as the plan's
   // RoundPlan::logit_dests name them; MEMRA_CUDA_LOGITS_OUT=0: the copies after the round (A/B).
   bool logits_out_ = true;
+  // The most bytes of the caller's rows a round that logits_out stores into the staging (over the
+  // bus, from the SMs); more go by the copy engine after the round (MEMRA_CUDA_LOGITS_OUT_HOST_KIB).
+  size_t logits_out_host_max_ = 0;
   // ForwardProbes::phases: events around a round's parts (plan copy, round, logits copies, end),
   // and the phases' sums over the forwards since the last device_report.
   mutable std::vector<cudaEvent_t> phase_events_;

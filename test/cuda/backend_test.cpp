@@ -526,9 +526,9 @@ void check_pdl(const Model& model, Report& rep, const Workload& W) {
 }
 
 // The host path's A/B forms move no bit: the default (the logits moved by the head's logits_out,
-// inside the graph, to pinned staging and the trunk), the copies after the round
-// (MEMRA_CUDA_LOGITS_OUT=0) and the caller's pageable memory (MEMRA_CUDA_PINNED_LOGITS=0; each
-// read when a backend is made) give the same logits (into NaN-poisoned buffers) and classes (the
+// inside the graph, to pinned staging and the trunk), the caller's rows copied after the round
+// (MEMRA_CUDA_LOGITS_OUT_HOST_KIB=0), all rows copied (MEMRA_CUDA_LOGITS_OUT=0) and the caller's
+// pageable memory (MEMRA_CUDA_PINNED_LOGITS=0; each read when a backend is made) give the same logits (into NaN-poisoned buffers) and classes (the
 // last logits among them) over a prompt and three decode steps (two replays of one graph with new
 // plans), by bits. The phases probe (ForwardProbes::phases) observes only: under it the same bits,
 // one phase sample a forward with the device's span inside the host's, and none after
@@ -570,7 +570,7 @@ void check_host_path(const Model& model, Report& rep, const Workload& W) {
     return r;
   };
   const Run staged = go({}, false), phased = go({}, true), copies = go({"MEMRA_CUDA_LOGITS_OUT"}, false);
-  const Run pageable = go({"MEMRA_CUDA_PINNED_LOGITS"}, false);
+  const Run host_copied = go({"MEMRA_CUDA_LOGITS_OUT_HOST_KIB"}, false), pageable = go({"MEMRA_CUDA_PINNED_LOGITS"}, false);
   auto same = [&](const Run& r) { return bits_equal(staged.logits, r.logits) && classes_bit_equal(staged.classes, r.classes); };
   auto phase = [](const Run& r, const char* k) {
     const auto it = r.report.find(std::string("phase_us:") + k);
@@ -583,8 +583,9 @@ void check_host_path(const Model& model, Report& rep, const Workload& W) {
   const bool probe_ok = forwards == 4 && dev > 0 && host >= dev && phase(phased, "host_launch") >= 0 && left_on == 0 &&
                         staged.report.count("phase_forwards") == 0;
   rep.add("host path: logits_out == copies == pageable (bits); phases observe only",
-          same(copies) && same(pageable) && same(phased) && probe_ok,
-          std::string("copies ") + (same(copies) ? "equal" : "DIFFER") + ", pageable " + (same(pageable) ? "equal" : "DIFFER") +
+          same(copies) && same(host_copied) && same(pageable) && same(phased) && probe_ok,
+          std::string("copies ") + (same(copies) ? "equal" : "DIFFER") + ", host rows copied " +
+              (same(host_copied) ? "equal" : "DIFFER") + ", pageable " + (same(pageable) ? "equal" : "DIFFER") +
               ", under phases " +
               (same(phased) ? "equal" : "DIFFER") + "; " + fmt("%.0f", forwards) + " phase samples (4), device " +
               fmt("%.1f", dev) + " us within host " + fmt("%.1f", host) + " us, " + std::to_string(left_on) +
