@@ -42,6 +42,7 @@
 #include "backend/cuda_loader.h"
 #include "command.h"
 #include "options.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hash.h"
@@ -324,6 +325,7 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
   const int device0 = bo.devices.empty() ? 0 : bo.devices[0];  // where the ceilings are measured
   for (const auto& d : probe_cuda().devices)
     if (d.index == device0) out["device"] = d.description;
+  out["environment"] = memra_environment();  // the MEMRA_* settings and A/B switches this run was made under
 
   // ---- ceilings
   const size_t snap_bytes_hint = static_cast<size_t>(opt.snapshot_gib * (1ull << 30));
@@ -732,6 +734,11 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
   } else {
     std::cout << "memra bench: V4-Flash layer geometry, layers " << opt.layers << ", vocab " << V << ", seed " << opt.seed << ", "
               << out.value("device", std::string("?")) << "\n";
+    if (!out["environment"].empty()) {
+      std::cout << "environment:";
+      for (const auto& [name, value] : out["environment"].items()) std::cout << " " << name << "=" << value.get<std::string>();
+      std::cout << "\n";
+    }
     std::cout << "ceilings: copy " << fmt("%.0f", copy_gbs) << " GB/s, bf16 " << fmt("%.0f", tflops) << " TFLOP/s, pinned D2H "
               << fmt("%.1f", rates[2]) << " / H2D " << fmt("%.1f", rates[3]) << " GB/s, launch step " << fmt("%.2f", launch_step_us[0])
               << " us (PDL) / " << fmt("%.2f", launch_step_us[1]) << " us, grid barrier " << fmt("%.2f", barrier_us[0])
