@@ -33,8 +33,8 @@ struct RoundPlan {
   std::vector<Closing> closings_csa, closings_hca;
   int max_visible_csa = 0, max_visible_hca = 0;   // max over rows of (pos+1)/m
   std::vector<int32_t> logit_rows;                // rows the LM head computes, ascending
-  // [logit rows] or empty: where head()'s logits_out moves each logit row (logits_out.cu); empty:
-  // the backend copies the logits out after the round.
+  // [logit rows] or empty: where head()'s logits_out moves each logit row (logits_out.cu); what it
+  // does not move (empty, a null slot) the backend copies after the round where it is wanted.
   std::vector<LogitDest> logit_dests;
   int rows() const { return static_cast<int>(tokens.size()); }
   int seq_count() const { return static_cast<int>(seqs.size()); }
