@@ -46,6 +46,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hash.h"
+#include "format/json_guard.h"
 #include "engine/backend.h"
 #include "engine/decode_state.h"
 #include "format/token_list.h"
@@ -325,7 +326,8 @@ int run_bench(const BenchOptions& opt, const Context& ctx) {
   const int device0 = bo.devices.empty() ? 0 : bo.devices[0];  // where the ceilings are measured
   for (const auto& d : probe_cuda().devices)
     if (d.index == device0) out["device"] = d.description;
-  out["environment"] = memra_environment();  // the MEMRA_* settings and A/B switches this run was made under
+  out["environment"] = nlohmann::json::object();  // the MEMRA_* settings and A/B switches this run was made under
+  for (const auto& [name, value] : memra_environment()) out["environment"][printable(name, 4096)] = printable(value, 4096);
 
   // ---- ceilings
   const size_t snap_bytes_hint = static_cast<size_t>(opt.snapshot_gib * (1ull << 30));

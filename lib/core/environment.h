@@ -7,8 +7,8 @@
 
 namespace memra {
 
-// Every variable whose name starts with MEMRA_, by name; a byte of a name or value outside printable
-// ASCII reads as '?' (the map goes into JSON, which takes UTF-8 only).
+// Every variable whose name starts with MEMRA_, by name, names and values as set (raw bytes: a
+// caller that writes them into JSON or a message passes them through printable(), format/json_guard.h).
 std::map<std::string, std::string> memra_environment();
 
 }  // namespace memra
