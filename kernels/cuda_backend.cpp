@@ -453,25 +453,24 @@ void CudaBackend::run_round(std::vector<Item>& items, const std::vector<int>& in
   // would pin more host memory than the copy's setup is worth): a D2H into the caller's pageable
   // memory is staged by the driver, 7-8 us more a decode step (run 221, H100; MEMRA_CUDA_PINNED_LOGITS=0).
   constexpr size_t kStagedLogitsMax = size_t{64} << 20;
-  size_t staged = 0;
-  for (size_t j = 0; j < in_round.size(); ++j)
-    if (items[in_round[j]].step->logits) staged += static_cast<size_t>(outs[j].logit_count * V) * sizeof(float);
-  const bool stage_logits = pinned_logits_ && staged > 0 && staged <= kStagedLogitsMax;
-  if (stage_logits) logits_host_.ensure(staged, "logits staging");
   struct Staged {
     float* to;
     size_t at, bytes;
   };
-  std::vector<Staged> unstage;           // staging → the caller's memory after the round's sync
+  std::vector<Staged> unstage;  // the caller's rows: staging → its memory after the round's sync
   std::vector<size_t> staged_at(in_round.size(), 0);
-  for (size_t j = 0, at = 0; stage_logits && j < in_round.size(); ++j) {
+  size_t staged = 0;
+  for (size_t j = 0; j < in_round.size(); ++j) {
     const Item& it = items[in_round[j]];
     if (!it.step->logits || outs[j].logit_count == 0) continue;
     const size_t bytes = static_cast<size_t>(outs[j].logit_count * V) * sizeof(float);
-    staged_at[j] = at;
-    unstage.push_back({it.step->logits + it.done * V, at, bytes});
-    at += bytes;
+    staged_at[j] = staged;
+    unstage.push_back({it.step->logits + it.done * V, staged, bytes});
+    staged += bytes;
   }
+  const bool stage_logits = pinned_logits_ && staged > 0 && staged <= kStagedLogitsMax;
+  if (stage_logits) logits_host_.ensure(staged, "logits staging");
+  else unstage.clear();  // straight into the caller's memory (pageable)
   // One device: the head's logits_out moves the rows for the trunk's last logits and the journal
   // inside the round (run 222), and the caller's rows into the staging up to logits_out_host_max_
   // bytes a round; the rest is copied after the round.
